@@ -1,1 +1,13 @@
+//! coldtrace: run a command and record exactly how it ran.
+//!
+//! Data flows one way: [`cli`] parses arguments into a [`plan::Plan`]; [`batch`] runs it, one
+//! [`runner`] call per run (spawn → wait → inspect → reap, with the system state around it from
+//! [`cache`], [`counters`] and [`context`]); each run becomes a [`record::RunRecord`] streamed to
+//! `runs.jsonl`; [`stats`] summarises the counted runs; [`render`] draws the table. [`report`]
+//! reads batch directories back. No module reaches back up that chain.
+//!
+//! All unsafe code lives in the `coldtrace-syscalls` crate (`syscalls/src/raw/`); this crate
+//! forbids it.
 #![forbid(unsafe_code)]
+
+pub mod json;
