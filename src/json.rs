@@ -32,7 +32,11 @@ mod tests {
 
     #[test]
     fn fields_in_order_and_none_as_null() {
-        let text = serde_json::to_string(&Probe { wall_ns: 5, label: None }).unwrap();
+        let text = serde_json::to_string(&Probe {
+            wall_ns: 5,
+            label: None,
+        })
+        .unwrap();
         assert_eq!(text, r#"{"wall_ns":5,"label":null}"#);
     }
 }

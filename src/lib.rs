@@ -3,11 +3,27 @@
 //! Data flows one way: [`cli`] parses arguments into a [`plan::Plan`]; [`batch`] runs it, one
 //! [`runner`] call per run (spawn → wait → inspect → reap, with the system state around it from
 //! [`cache`], [`counters`] and [`context`]); each run becomes a [`record::RunRecord`] streamed to
-//! `runs.jsonl`; [`stats`] summarises the counted runs; [`render`] draws the table. [`report`]
-//! reads batch directories back. No module reaches back up that chain.
+//! `runs.jsonl` by [`artifacts`]; [`metrics`] and [`stats`] summarise the counted runs;
+//! [`render`] draws the table. `report` reads batch directories back. No module reaches back up
+//! that chain.
 //!
 //! All unsafe code lives in the `coldtrace-syscalls` crate (`syscalls/src/raw/`); this crate
 //! forbids it.
 #![forbid(unsafe_code)]
 
+pub mod app;
+pub mod artifacts;
+pub mod batch;
+pub mod cache;
+pub mod cli;
+pub mod context;
+pub mod counters;
+pub mod floor;
 pub mod json;
+pub mod metrics;
+pub mod plan;
+pub mod record;
+pub mod render;
+pub mod runner;
+pub mod stats;
+pub mod time;

@@ -1,1 +1,39 @@
-fn main() {}
+//! `coldtrace`: thin — parse, run, map to an exit code, one error line on failure.
+#![forbid(unsafe_code)]
+
+use coldtrace::cli;
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<_> = std::env::args_os().skip(1).collect();
+    let command = match cli::parse(args) {
+        Ok(command) => command,
+        Err(e) => {
+            eprintln!("coldtrace: error: {e}");
+            return ExitCode::from(125);
+        }
+    };
+    match coldtrace::app::execute(command) {
+        Ok(output) => {
+            if !output.stdout.is_empty() {
+                let mut stdout = std::io::stdout().lock();
+                // A closed pipe (`coldtrace … --json | head`) is not an error of ours.
+                if let Err(e) = stdout
+                    .write_all(output.stdout.as_bytes())
+                    .and_then(|()| stdout.flush())
+                {
+                    if e.kind() != std::io::ErrorKind::BrokenPipe {
+                        eprintln!("coldtrace: error: cannot write to stdout: {e}");
+                        return ExitCode::from(125);
+                    }
+                }
+            }
+            ExitCode::from(output.exit_code)
+        }
+        Err(e) => {
+            eprintln!("coldtrace: error: {}", e.message);
+            ExitCode::from(e.exit_code)
+        }
+    }
+}

@@ -128,7 +128,10 @@ mod tests {
         assert_eq!(Errno::NOENT.name(), Some("ENOENT"));
         assert_eq!(Errno::TOOBIG.name(), Some("E2BIG"));
         assert_eq!(Errno::from_raw(9999).name(), None);
-        assert_eq!(alloc::format!("{}", Errno::ACCES), "Permission denied (EACCES)");
+        assert_eq!(
+            alloc::format!("{}", Errno::ACCES),
+            "Permission denied (EACCES)"
+        );
         assert_eq!(alloc::format!("{}", Errno::from_raw(9999)), "error 9999");
     }
 

@@ -50,7 +50,9 @@ pub fn find_program(name: &[u8], path: Option<&[u8]>) -> Result<CString, Errno> 
         }
         full.push(b'/');
         full.extend_from_slice(name);
-        let Ok(candidate) = CString::new(full) else { continue };
+        let Ok(candidate) = CString::new(full) else {
+            continue;
+        };
         match check_executable(&candidate) {
             Ok(()) => return Ok(candidate),
             Err(Errno::ACCES) => denied = true,
@@ -96,7 +98,11 @@ impl Program {
 
     /// Starts the program with vfork semantics (see [`crate::raw::child`]). Returns once the
     /// child has called `execve`; on failure the child has been reaped already.
-    pub fn spawn(&self, options: &SpawnOptions<'_>, stack: &mut ChildStack) -> Result<Child, SpawnError> {
+    pub fn spawn(
+        &self,
+        options: &SpawnOptions<'_>,
+        stack: &mut ChildStack,
+    ) -> Result<Child, SpawnError> {
         let image = ExecImage::new(
             &self.path,
             self.argv.iter().map(CString::as_c_str),
@@ -104,13 +110,17 @@ impl Program {
         );
         // Descriptors below 3 are moved up first so that installing one cannot clobber another.
         let mut lifted: [Option<OwnedFd>; 3] = [None, None, None];
-        let mut stdio: [Option<BorrowedFd<'_>>; 3] = [options.stdin, options.stdout, options.stderr];
+        let mut stdio: [Option<BorrowedFd<'_>>; 3] =
+            [options.stdin, options.stdout, options.stderr];
         for (target, (slot, keep)) in stdio.iter_mut().zip(lifted.iter_mut()).enumerate() {
             if let Some(fd) = *slot {
                 let raw = fd.as_raw_fd();
                 if raw < 3 && raw != target as i32 {
-                    let copy = rustix::io::fcntl_dupfd_cloexec(fd, 3)
-                        .map_err(|e| ChildFailure { stage: ChildStage::Clone, errno: e.into() })?;
+                    let copy =
+                        rustix::io::fcntl_dupfd_cloexec(fd, 3).map_err(|e| ChildFailure {
+                            stage: ChildStage::Clone,
+                            errno: e.into(),
+                        })?;
                     *keep = Some(copy);
                 }
             }
@@ -128,7 +138,11 @@ impl Program {
             signal_mask: options.signal_mask,
         };
         let pid = child::spawn(&image, &setup, stack)?;
-        Ok(Child { pid, pidfd: None, new_process_group: options.new_process_group })
+        Ok(Child {
+            pid,
+            pidfd: None,
+            new_process_group: options.new_process_group,
+        })
     }
 }
 
@@ -170,7 +184,11 @@ impl Child {
 
     /// Waits until the child exits, a signal arrives on `signals`, or the CLOCK_MONOTONIC
     /// `deadline_ns` passes. The child is not reaped: look at it, then call [`Child::reap`].
-    pub fn wait(&mut self, signals: Option<&SignalFd>, deadline_ns: Option<u64>) -> Result<WaitEvent, Errno> {
+    pub fn wait(
+        &mut self,
+        signals: Option<&SignalFd>,
+        deadline_ns: Option<u64>,
+    ) -> Result<WaitEvent, Errno> {
         if self.pidfd.is_none() {
             self.pidfd = Some(wait::pidfd_open(self.pid)?);
         }

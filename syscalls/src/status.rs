@@ -104,14 +104,18 @@ impl WaitStatus {
     pub const fn kind(self) -> WaitStatusKind {
         let raw = self.0;
         if raw & !0xff00 == 0 {
-            WaitStatusKind::Exited { code: (raw >> 8) as u8 }
+            WaitStatusKind::Exited {
+                code: (raw >> 8) as u8,
+            }
         } else if raw & !0xff == 0 && self.is_signaled() {
             WaitStatusKind::Signaled {
                 signal: Signal::from_raw(raw & 0x7f),
                 core_dumped: raw & 0x80 != 0,
             }
         } else if raw & !0xffff == 0 && raw & 0xff == 0x7f && raw >> 8 != 0 {
-            WaitStatusKind::Stopped { signal: Signal::from_raw(raw >> 8) }
+            WaitStatusKind::Stopped {
+                signal: Signal::from_raw(raw >> 8),
+            }
         } else if raw == 0xffff {
             WaitStatusKind::Continued
         } else {
@@ -128,9 +132,10 @@ impl WaitStatusKind {
     pub const fn to_raw(self) -> i32 {
         match self {
             WaitStatusKind::Exited { code } => (code as i32) << 8,
-            WaitStatusKind::Signaled { signal, core_dumped } => {
-                (signal.raw() & 0x7f) | if core_dumped { 0x80 } else { 0 }
-            }
+            WaitStatusKind::Signaled {
+                signal,
+                core_dumped,
+            } => (signal.raw() & 0x7f) | if core_dumped { 0x80 } else { 0 },
             WaitStatusKind::Stopped { signal } => ((signal.raw() & 0xff) << 8) | 0x7f,
             WaitStatusKind::Continued => 0xffff,
             WaitStatusKind::Unknown { raw } => raw,
@@ -149,7 +154,10 @@ impl fmt::Display for WaitStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind() {
             WaitStatusKind::Exited { code } => write!(f, "exited with code {code}"),
-            WaitStatusKind::Signaled { signal, core_dumped } => {
+            WaitStatusKind::Signaled {
+                signal,
+                core_dumped,
+            } => {
                 write!(f, "killed by {signal}")?;
                 if core_dumped {
                     f.write_str(" (core dumped)")?;
@@ -169,26 +177,55 @@ mod tests {
 
     #[test]
     fn kernel_encodings_decode_to_their_kind() {
-        assert_eq!(WaitStatus::from_raw(0).kind(), WaitStatusKind::Exited { code: 0 });
-        assert_eq!(WaitStatus::from_raw(3 << 8).kind(), WaitStatusKind::Exited { code: 3 });
+        assert_eq!(
+            WaitStatus::from_raw(0).kind(),
+            WaitStatusKind::Exited { code: 0 }
+        );
+        assert_eq!(
+            WaitStatus::from_raw(3 << 8).kind(),
+            WaitStatusKind::Exited { code: 3 }
+        );
         assert_eq!(
             WaitStatus::from_raw(0x8b).kind(),
-            WaitStatusKind::Signaled { signal: Signal::SEGV, core_dumped: true }
+            WaitStatusKind::Signaled {
+                signal: Signal::SEGV,
+                core_dumped: true
+            }
         );
         assert_eq!(
             WaitStatus::from_raw(0x137f).kind(),
-            WaitStatusKind::Stopped { signal: Signal::STOP }
+            WaitStatusKind::Stopped {
+                signal: Signal::STOP
+            }
         );
-        assert_eq!(WaitStatus::from_raw(0xffff).kind(), WaitStatusKind::Continued);
-        assert_eq!(WaitStatus::from_raw(0x7f).kind(), WaitStatusKind::Unknown { raw: 0x7f });
-        assert_eq!(WaitStatus::from_raw(0x80).kind(), WaitStatusKind::Unknown { raw: 0x80 });
-        assert_eq!(WaitStatus::from_raw(-1).kind(), WaitStatusKind::Unknown { raw: -1 });
+        assert_eq!(
+            WaitStatus::from_raw(0xffff).kind(),
+            WaitStatusKind::Continued
+        );
+        assert_eq!(
+            WaitStatus::from_raw(0x7f).kind(),
+            WaitStatusKind::Unknown { raw: 0x7f }
+        );
+        assert_eq!(
+            WaitStatus::from_raw(0x80).kind(),
+            WaitStatusKind::Unknown { raw: 0x80 }
+        );
+        assert_eq!(
+            WaitStatus::from_raw(-1).kind(),
+            WaitStatusKind::Unknown { raw: -1 }
+        );
     }
 
     #[test]
     fn display_names_the_signal() {
         use alloc::string::ToString;
-        assert_eq!(WaitStatus::from_raw(0x8b).to_string(), "killed by SIGSEGV (core dumped)");
-        assert_eq!(WaitStatus::from_raw(7 << 8).to_string(), "exited with code 7");
+        assert_eq!(
+            WaitStatus::from_raw(0x8b).to_string(),
+            "killed by SIGSEGV (core dumped)"
+        );
+        assert_eq!(
+            WaitStatus::from_raw(7 << 8).to_string(),
+            "exited with code 7"
+        );
     }
 }

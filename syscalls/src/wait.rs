@@ -64,12 +64,17 @@ impl AsFd for SignalFd {
 /// Now on CLOCK_MONOTONIC, in nanoseconds.
 pub fn monotonic_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    (t.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec as u64)
+    (t.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec as u64)
 }
 
 pub(crate) fn pidfd_open(pid: i32) -> Result<OwnedFd, Errno> {
     let pid = Pid::from_raw(pid).ok_or(Errno::SRCH)?;
-    Ok(rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?)
+    Ok(rustix::process::pidfd_open(
+        pid,
+        rustix::process::PidfdFlags::empty(),
+    )?)
 }
 
 /// Polls the pidfd (and signalfd) until exit, a signal, or the deadline. An exit seen in the
@@ -139,7 +144,10 @@ pub(crate) fn kill(pid: i32, signal: Signal) -> Result<(), Errno> {
 
 pub(crate) fn kill_group(pgid: i32, signal: Signal) -> Result<(), Errno> {
     let pgid = Pid::from_raw(pgid).ok_or(Errno::SRCH)?;
-    Ok(rustix::process::kill_process_group(pgid, rustix_signal(signal)?)?)
+    Ok(rustix::process::kill_process_group(
+        pgid,
+        rustix_signal(signal)?,
+    )?)
 }
 
 /// Reaps any exited child without blocking (for orphans adopted as a subreaper or PID 1).

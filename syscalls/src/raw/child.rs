@@ -87,7 +87,10 @@ impl ChildStack {
         // SAFETY: `base..base+page` is the lowest page of the mapping owned by `stack`; nothing
         // refers to it, so making it inaccessible (the guard page) breaks no reference.
         unsafe { rustix::mm::mprotect(base, page, MprotectFlags::empty()) }.map_err(Errno::from)?;
-        let touched = stack.top().wrapping_sub(Self::PRETOUCHED_BYTES).cast::<u8>();
+        let touched = stack
+            .top()
+            .wrapping_sub(Self::PRETOUCHED_BYTES)
+            .cast::<u8>();
         // SAFETY: `touched..top` lies inside the writable part of the mapping (16 KiB < 64 KiB),
         // is page aligned, owned by `stack`, and not borrowed by anything; bytes are plain `u8`.
         unsafe { core::ptr::write_bytes(touched, 0, Self::PRETOUCHED_BYTES) };
@@ -227,7 +230,10 @@ pub fn spawn(
     setup: &ChildSetup<'_>,
     stack: &mut ChildStack,
 ) -> Result<i32, ChildFailure> {
-    let invalid = ChildFailure { stage: ChildStage::Clone, errno: Errno::INVAL };
+    let invalid = ChildFailure {
+        stage: ChildStage::Clone,
+        errno: Errno::INVAL,
+    };
     let mut stdio = [-1 as c_int; 3];
     for (slot, (target, fd)) in stdio.iter_mut().zip(setup.stdio.iter().enumerate()) {
         if let Some(fd) = fd {
@@ -246,8 +252,13 @@ pub fn spawn(
         return Err(invalid);
     }
 
-    let old_mask = super::sigprocmask(super::MaskHow::SetMask, Some(SigSet::FULL))
-        .map_err(|errno| ChildFailure { stage: ChildStage::Clone, errno })?;
+    let old_mask =
+        super::sigprocmask(super::MaskHow::SetMask, Some(SigSet::FULL)).map_err(|errno| {
+            ChildFailure {
+                stage: ChildStage::Clone,
+                errno,
+            }
+        })?;
     let inputs = ChildInputs {
         image,
         stdio,
@@ -276,24 +287,35 @@ pub fn spawn(
         )
     };
     let clone_errno = if pid < 0 {
-        // SAFETY: `__errno_location` returns a valid, aligned pointer to this thread's errno,
-        // which the failed `clone` has just set; it is read once, immediately.
-        Some(Errno::from_raw(unsafe { *__errno_location() }))
+        // SAFETY: `__errno_location` has no preconditions; it returns this thread's errno slot.
+        let slot = unsafe { __errno_location() };
+        // SAFETY: `slot` is the valid, aligned, live `int` of this thread's errno, which the
+        // failed `clone` has just set; nothing writes it between that call and this read.
+        Some(Errno::from_raw(unsafe { *slot }))
     } else {
         None
     };
     let restored = super::sigprocmask(super::MaskHow::SetMask, Some(old_mask));
     if let Some(errno) = clone_errno {
-        return Err(ChildFailure { stage: ChildStage::Clone, errno });
+        return Err(ChildFailure {
+            stage: ChildStage::Clone,
+            errno,
+        });
     }
     let stage = inputs.failed_stage.load(Ordering::Acquire);
     if stage != 0 {
         let errno = Errno::from_raw(inputs.failed_errno.load(Ordering::Relaxed));
         // The child has exited with 127 (CLONE_VFORK resumed us): reap it so no zombie remains.
         let _ = super::wait4(pid, super::Wait4Options::BLOCK);
-        return Err(ChildFailure { stage: ChildStage::from_raw(stage), errno });
+        return Err(ChildFailure {
+            stage: ChildStage::from_raw(stage),
+            errno,
+        });
     }
-    restored.map_err(|errno| ChildFailure { stage: ChildStage::Clone, errno })?;
+    restored.map_err(|errno| ChildFailure {
+        stage: ChildStage::Clone,
+        errno,
+    })?;
     Ok(pid)
 }
 
@@ -303,9 +325,7 @@ extern "C" fn child_entry(arg: *mut c_void) -> c_int {
     // alive for as long as this child runs (the parent is suspended in that frame). It is only
     // read, apart from its atomics, so a shared reference is sound.
     let inputs = unsafe { &*(arg as *const ChildInputs<'_>) };
-    let (stage, errno) = match prepare_and_exec(inputs) {
-        Err(failure) => failure,
-    };
+    let Err((stage, errno)) = prepare_and_exec(inputs);
     inputs.failed_errno.store(errno.raw(), Ordering::Relaxed);
     inputs.failed_stage.store(stage as u32, Ordering::Release);
     exit_group(127)
@@ -333,7 +353,8 @@ fn prepare_and_exec(c: &ChildInputs<'_>) -> Result<core::convert::Infallible, (C
         }
     }
     close_descriptors(c.keep).map_err(at(ChildStage::CloseDescriptors))?;
-    super::sigprocmask(super::MaskHow::SetMask, Some(c.mask)).map_err(at(ChildStage::RestoreMask))?;
+    super::sigprocmask(super::MaskHow::SetMask, Some(c.mask))
+        .map_err(at(ChildStage::RestoreMask))?;
     Err((ChildStage::Exec, execve(c.image)))
 }
 
@@ -416,11 +437,20 @@ fn close_range(first: u32, last: u32) -> Result<(), Errno> {
 
 /// `execve(path, argv, envp)`: returns only on failure, with the error.
 fn execve(image: &ExecImage<'_>) -> Errno {
-    let (path, argv, envp) = (image.path.as_ptr(), image.argv.as_ptr(), image.envp.as_ptr());
+    let (path, argv, envp) = (
+        image.path.as_ptr(),
+        image.argv.as_ptr(),
+        image.envp.as_ptr(),
+    );
     // SAFETY: `path` is NUL-terminated; `argv` and `envp` are NUL-pointer-terminated arrays of
     // NUL-terminated strings, all borrowed for `'a` by the `ExecImage` (built by `new`, never
     // mutated), which lives in the suspended parent's frame. The kernel only reads them.
-    let ret = unsafe { syscall6(nr::EXECVE, [path as usize, argv as usize, envp as usize, 0, 0, 0]) };
+    let ret = unsafe {
+        syscall6(
+            nr::EXECVE,
+            [path as usize, argv as usize, envp as usize, 0, 0, 0],
+        )
+    };
     check(ret).err().unwrap_or(Errno::INVAL)
 }
 

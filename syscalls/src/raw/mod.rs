@@ -48,7 +48,10 @@ use crate::status::WaitStatus;
 use core::mem::{size_of, MaybeUninit};
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-#[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
 compile_error!("coldtrace-syscalls supports Linux on x86_64 and aarch64 only");
 
 /// System call numbers (`asm/unistd_64.h` on x86_64, `asm-generic/unistd.h` on aarch64).
@@ -312,7 +315,14 @@ pub fn sigprocmask(how: MaskHow, set: Option<SigSet>) -> Result<SigSet, Errno> {
     let ret = unsafe {
         syscall6(
             nr::RT_SIGPROCMASK,
-            [how as usize, new_ptr, &mut old as *mut u64 as usize, 8, 0, 0],
+            [
+                how as usize,
+                new_ptr,
+                &mut old as *mut u64 as usize,
+                8,
+                0,
+                0,
+            ],
         )
     };
     check(ret).map(|_| SigSet::from_bits(old))
@@ -328,7 +338,10 @@ pub(crate) struct KernelSigaction {
 
 impl KernelSigaction {
     /// All zero: `SIG_DFL`, no flags, no restorer, empty mask, on every layout.
-    pub(crate) const DEFAULT: KernelSigaction = KernelSigaction { handler: 0, rest: [0; 7] };
+    pub(crate) const DEFAULT: KernelSigaction = KernelSigaction {
+        handler: 0,
+        rest: [0; 7],
+    };
 }
 
 /// `SIG_DFL` and `SIG_IGN` as handler values.
@@ -359,7 +372,14 @@ pub fn disposition(signal: Signal) -> Result<Disposition, Errno> {
     let ret = unsafe {
         syscall6(
             nr::RT_SIGACTION,
-            [signal.raw() as usize, 0, &mut old as *mut KernelSigaction as usize, 8, 0, 0],
+            [
+                signal.raw() as usize,
+                0,
+                &mut old as *mut KernelSigaction as usize,
+                8,
+                0,
+                0,
+            ],
         )
     };
     check(ret)?;
@@ -414,7 +434,14 @@ pub fn signalfd(mask: SigSet) -> Result<OwnedFd, Errno> {
     let ret = unsafe {
         syscall6(
             nr::SIGNALFD4,
-            [(-1isize) as usize, &bits as *const u64 as usize, 8, SFD_CLOEXEC | SFD_NONBLOCK, 0, 0],
+            [
+                (-1isize) as usize,
+                &bits as *const u64 as usize,
+                8,
+                SFD_CLOEXEC | SFD_NONBLOCK,
+                0,
+                0,
+            ],
         )
     };
     let fd = check(ret)? as i32;
@@ -506,7 +533,14 @@ pub fn mincore_resident_pages(fd: BorrowedFd<'_>, len: u64) -> Result<u64, Errno
         //   Rust-owned memory) is replaced; `off` is a multiple of the page size.
         // - The mapping is read-only and is never dereferenced here; it only feeds mincore.
         let addr = unsafe {
-            rustix::mm::mmap(core::ptr::null_mut(), window, ProtFlags::READ, MapFlags::SHARED, fd, off)
+            rustix::mm::mmap(
+                core::ptr::null_mut(),
+                window,
+                ProtFlags::READ,
+                MapFlags::SHARED,
+                fd,
+                off,
+            )
         }
         .map_err(Errno::from)?;
         let pages = (window as u64).div_ceil(page) as usize;
@@ -515,7 +549,10 @@ pub fn mincore_resident_pages(fd: BorrowedFd<'_>, len: u64) -> Result<u64, Errno
         // - `vec` is a live local of WINDOW_PAGES bytes ≥ `pages`, the number of bytes the kernel
         //   writes (one per page of the range); nothing else borrows it during the call.
         let ret = unsafe {
-            syscall6(nr::MINCORE, [addr as usize, window, vec.as_mut_ptr() as usize, 0, 0, 0])
+            syscall6(
+                nr::MINCORE,
+                [addr as usize, window, vec.as_mut_ptr() as usize, 0, 0, 0],
+            )
         };
         // SAFETY: `addr`/`window` is exactly the mapping created above, owned by this loop and
         // never borrowed or dereferenced, so unmapping it cannot invalidate any Rust reference.

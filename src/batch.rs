@@ -1,0 +1,755 @@
+//! N runs of one command: warm-ups, the first run and the warm series, cold-state actions,
+//! failure rejection, interruption, and the batch document.
+#![forbid(unsafe_code)]
+
+use crate::artifacts::{self, ArtifactError, BatchDir};
+use crate::cache::{self, FileSet};
+use crate::context::{self, Capabilities, EnvMarkers, ProgramInfo, SystemContext};
+use crate::counters::{SystemDelta, SystemSnapshot};
+use crate::floor::Floor;
+use crate::metrics::{Columns, MetricSummary, SummaryMap};
+use crate::plan::{ColdWhen, OutputMode, Plan, StdinMode};
+use crate::record::{
+    self, ArtifactPaths, CacheRecord, ColdAction, OutcomeRecord, Role, RunRecord, RusageRecord,
+};
+use crate::runner::{self, Outcome, RunLimits, RunResult};
+use crate::serialize_struct;
+use coldtrace_syscalls::{
+    find_program, ChildStack, Errno, Program, SigSet, Signal, SignalFd, SpawnOptions,
+};
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{IsTerminal, Seek, Write};
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// A batch that could not run: one line and the exit code it maps to.
+#[derive(Debug)]
+pub struct BatchError {
+    /// One line for the user.
+    pub message: String,
+    /// 125 (coldtrace's own error), 126 (not executable) or 127 (not found).
+    pub exit_code: u8,
+}
+
+impl BatchError {
+    fn own(message: impl Into<String>) -> BatchError {
+        BatchError {
+            message: message.into(),
+            exit_code: 125,
+        }
+    }
+}
+
+impl From<ArtifactError> for BatchError {
+    fn from(e: ArtifactError) -> Self {
+        BatchError::own(e.message)
+    }
+}
+
+/// Exit code for a program that cannot be started (GNU time's convention).
+pub fn exit_code_for_start_failure(errno: Errno) -> u8 {
+    if errno == Errno::NOENT || errno == Errno::NOTDIR {
+        127
+    } else {
+        126
+    }
+}
+
+/// The signals coldtrace takes over while it runs, and the mask children start with.
+pub struct Signals {
+    fd: SignalFd,
+    child_mask: SigSet,
+}
+
+impl Signals {
+    /// Resets SIGCHLD to its default (an inherited `SIG_IGN` would auto-reap children and lose
+    /// their usage), becomes a child subreaper (orphaned descendants are reaped, not left to
+    /// init), and blocks SIGINT, SIGQUIT, SIGTERM, SIGHUP and SIGCHLD into a signalfd: the
+    /// terminal's SIGINT still reaches a child in our process group, and coldtrace notices it
+    /// without a handler.
+    pub fn install() -> Result<Signals, BatchError> {
+        let _ = coldtrace_syscalls::raw::set_default_disposition(Signal::CHLD);
+        let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+        let set = SigSet::EMPTY
+            .with(Signal::INT)
+            .with(Signal::QUIT)
+            .with(Signal::TERM)
+            .with(Signal::HUP)
+            .with(Signal::CHLD);
+        let (fd, child_mask) = SignalFd::block(set)
+            .map_err(|e| BatchError::own(format!("cannot set up signal handling: {e}")))?;
+        Ok(Signals { fd, child_mask })
+    }
+
+    /// A pending request to stop (SIGINT, SIGQUIT, SIGTERM, SIGHUP), if any; SIGCHLD is dropped.
+    fn pending_interrupt(&self) -> Option<Signal> {
+        while let Ok(Some(sig)) = self.fd.take() {
+            if sig != Signal::CHLD {
+                return Some(sig);
+            }
+        }
+        None
+    }
+}
+
+/// The configuration part of `batch.json`.
+struct ConfigRecord<'a> {
+    argv: &'a [String],
+    runs: u32,
+    warmup: u32,
+    output: &'static str,
+    stdin: String,
+    timeout_ns: Option<u64>,
+    kill_after_ns: u64,
+    prepare: Option<&'a str>,
+    ignore_failure: bool,
+    evict: Vec<String>,
+    drop_caches: bool,
+    cold_when: Option<&'static str>,
+    watch: Vec<String>,
+}
+serialize_struct!(ConfigRecord<'_> {
+    argv, runs, warmup, output, stdin, timeout_ns, kill_after_ns, prepare, ignore_failure, evict,
+    drop_caches, cold_when, watch,
+});
+
+/// The context part of `batch.json`: recorded once.
+pub struct BatchContext {
+    /// Kernel, boot, CPU, memory, load.
+    pub system: SystemContext,
+    /// What can be measured here.
+    pub capabilities: Capabilities,
+    /// `VIRTUAL_ENV` / `CONDA_PREFIX`.
+    pub environment: EnvMarkers,
+    /// The resolved program.
+    pub program: ProgramInfo,
+    /// coldtrace's version.
+    pub coldtrace_version: &'static str,
+    /// Why coldtrace's high-water RSS could not be reset, if it could not.
+    pub floor_reset_unavailable: Option<String>,
+}
+serialize_struct!(BatchContext {
+    system,
+    capabilities,
+    environment,
+    program,
+    coldtrace_version,
+    floor_reset_unavailable
+});
+
+/// A rejected (or, with `--ignore-failure`, counted but failed) run.
+#[derive(Clone, Debug)]
+pub struct FailedRun {
+    /// Index in the batch.
+    pub index: u64,
+    /// Why it failed.
+    pub reason: String,
+    /// The last lines of its stderr, when they could be kept.
+    pub stderr_tail: Option<String>,
+    /// Whether it was counted anyway (`--ignore-failure`).
+    pub counted: bool,
+}
+serialize_struct!(FailedRun {
+    index,
+    reason,
+    stderr_tail,
+    counted
+});
+
+/// Run counts.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counts {
+    /// Records written (warm-ups included).
+    pub recorded: u64,
+    /// Warm-ups.
+    pub warmup: u64,
+    /// Runs in the statistics.
+    pub counted: u64,
+    /// Runs left out because they failed.
+    pub rejected: u64,
+    /// Failed runs counted anyway (`--ignore-failure`).
+    pub failed_counted: u64,
+}
+serialize_struct!(Counts {
+    recorded,
+    warmup,
+    counted,
+    rejected,
+    failed_counted
+});
+
+/// The whole batch document (`batch.json`).
+struct BatchDocument<'a> {
+    schema: &'static str,
+    label: Option<&'a str>,
+    started_at: &'a str,
+    finished_at: String,
+    complete: bool,
+    interrupted_by: Option<String>,
+    stopped_reason: Option<&'a str>,
+    context: &'a BatchContext,
+    config: ConfigRecord<'a>,
+    counts: Counts,
+    failed_runs: &'a [FailedRun],
+    stddev: &'static str,
+    summary: SummaryMap<'a>,
+}
+serialize_struct!(BatchDocument<'_> {
+    schema, label, started_at, finished_at, complete, interrupted_by, stopped_reason, context,
+    config, counts, failed_runs, stddev, summary,
+});
+
+/// What a finished (or stopped) batch hands to rendering and `main`.
+pub struct BatchOutcome {
+    /// The process exit code.
+    pub exit_code: u8,
+    /// `--json` output: the single run's record, or the batch document.
+    pub json: String,
+    /// Per-metric summaries.
+    pub summaries: Vec<MetricSummary>,
+    /// Wall times of counted runs, in order.
+    pub walls_ns: Vec<f64>,
+    /// Failed runs.
+    pub failed: Vec<FailedRun>,
+    /// Counts.
+    pub counts: Counts,
+    /// The context.
+    pub context: BatchContext,
+    /// Signal that interrupted the batch.
+    pub interrupted_by: Option<Signal>,
+    /// Why the batch stopped early (prepare failed, cannot start).
+    pub stopped_reason: Option<String>,
+    /// The batch directory, if any.
+    pub out_dir: Option<std::path::PathBuf>,
+    /// A note to show once (e.g. output discarded).
+    pub notices: Vec<String>,
+    /// For a single run: how it ended, in words.
+    pub single_outcome: Option<String>,
+}
+
+fn lossy(s: &std::ffi::OsStr) -> String {
+    s.to_string_lossy().into_owned()
+}
+
+fn cstring(bytes: &[u8], what: &str) -> Result<CString, BatchError> {
+    CString::new(bytes).map_err(|_| {
+        BatchError::own(format!(
+            "{what} contains a NUL byte, which no program can receive"
+        ))
+    })
+}
+
+/// Builds the program: resolves argv\[0\] through PATH in the parent.
+fn resolve(plan: &Plan) -> Result<Program, BatchError> {
+    let name = plan.argv[0].as_bytes();
+    let path_var = std::env::var_os("PATH");
+    let path = find_program(name, path_var.as_ref().map(|p| p.as_bytes())).map_err(|errno| {
+        BatchError {
+            message: match errno {
+                Errno::NOENT => format!(
+                    "{}: command not found (searched PATH)",
+                    lossy(&plan.argv[0])
+                ),
+                Errno::ACCES => format!(
+                    "{}: found but not executable (a directory, or no execute permission)",
+                    lossy(&plan.argv[0])
+                ),
+                other => format!("{}: cannot run: {other}", lossy(&plan.argv[0])),
+            },
+            exit_code: exit_code_for_start_failure(errno),
+        }
+    })?;
+    let mut argv = Vec::with_capacity(plan.argv.len());
+    for arg in &plan.argv {
+        argv.push(cstring(arg.as_bytes(), "an argument")?);
+    }
+    let envp = std::env::vars_os()
+        .map(|(k, v)| {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            cstring(&kv, "an environment variable")
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Program::new(path, argv, envp))
+}
+
+fn sh_program(command: &str) -> Result<Program, BatchError> {
+    let argv = vec![
+        cstring(b"sh", "")?,
+        cstring(b"-c", "")?,
+        cstring(command.as_bytes(), "--prepare")?,
+    ];
+    let envp = std::env::vars_os()
+        .filter_map(|(k, v)| {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            CString::new(kv).ok()
+        })
+        .collect();
+    Ok(Program::new(cstring(b"/bin/sh", "")?, argv, envp))
+}
+
+fn open_null(write: bool) -> Result<File, BatchError> {
+    File::options()
+        .read(!write)
+        .write(write)
+        .open("/dev/null")
+        .map_err(|e| BatchError::own(format!("cannot open /dev/null: {e}")))
+}
+
+/// Runs the plan. `progress` is called after each run (for the terminal).
+pub fn run(plan: &Plan, signals: &Signals) -> Result<BatchOutcome, BatchError> {
+    let program = resolve(plan)?;
+    let prepare = plan.prepare.as_deref().map(sh_program).transpose()?;
+    let argv: Vec<String> = plan.argv.iter().map(|a| lossy(a)).collect();
+    let cwd = std::env::current_dir()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let program_path =
+        Path::new(std::ffi::OsStr::from_bytes(program.path().to_bytes())).to_path_buf();
+
+    // Cold-state inputs are checked before anything is created or run.
+    if plan.cold.drop_caches && !cache::drop_caches_permitted() {
+        return Err(BatchError::own(
+            "--drop-caches needs root (it writes /proc/sys/vm/drop_caches); use --evict PATH to evict specific files without root",
+        ));
+    }
+    let evict_set = if plan.cold.evict.is_empty() {
+        None
+    } else {
+        Some(
+            FileSet::collect(&plan.cold.evict)
+                .map_err(|e| BatchError::own(format!("--evict: {e}")))?,
+        )
+    };
+    let watch_set = if plan.cold.watch.is_empty() {
+        None
+    } else {
+        Some(
+            FileSet::collect(&plan.cold.watch)
+                .map_err(|e| BatchError::own(format!("--watch: {e}")))?,
+        )
+    };
+    let stdin_file_path = match &plan.stdin {
+        StdinMode::File(path) => {
+            File::open(path).map_err(|e| {
+                BatchError::own(format!(
+                    "--stdin {}: {}",
+                    path.display(),
+                    artifacts::explain(&e)
+                ))
+            })?;
+            Some(path.clone())
+        }
+        _ => None,
+    };
+
+    let mut dir = plan.out_dir.as_deref().map(BatchDir::create).transpose()?;
+    let mut floor = Floor::open();
+    let mut notices = Vec::new();
+    if let Some(reason) = floor.unavailable_reason() {
+        notices.push(format!("{reason}: coldtrace's peak RSS cannot be reset before each spawn; the recorded floor is unreset"));
+    }
+    if plan.output == OutputMode::Null && !plan.is_single_run() && plan.out_dir.is_none() {
+        notices.push(
+            "the command's stdout and stderr are discarded (use --out DIR to keep them)".into(),
+        );
+    }
+    let context = BatchContext {
+        system: SystemContext::read(),
+        capabilities: Capabilities::probe(),
+        environment: EnvMarkers::read(),
+        program: ProgramInfo::inspect(&program_path),
+        coldtrace_version: env!("CARGO_PKG_VERSION"),
+        floor_reset_unavailable: floor.unavailable_reason().map(str::to_owned),
+    };
+    let started_at = crate::time::rfc3339_utc_now();
+    let dev_null_out = open_null(true)?;
+    let stderr_sink: Option<File> = if plan.output == OutputMode::Null {
+        rustix::fs::memfd_create("coldtrace-stderr", rustix::fs::MemfdFlags::CLOEXEC)
+            .ok()
+            .map(File::from)
+    } else {
+        None
+    };
+    let mut stderr_sink = stderr_sink;
+    let mut stack = ChildStack::new()
+        .map_err(|e| BatchError::own(format!("cannot map the child stack: {e}")))?;
+    let limits = RunLimits {
+        timeout_ns: plan.timeout_ns,
+        kill_after_ns: plan.kill_after_ns,
+        signals: Some(&signals.fd),
+    };
+    let mut columns = Columns::default();
+    let mut counts = Counts::default();
+    let mut failed: Vec<FailedRun> = Vec::new();
+    let mut interrupted_by: Option<Signal> = None;
+    let mut stopped_reason: Option<String> = None;
+    let mut start_failure: Option<Errno> = None;
+    let mut single_status = None;
+    let mut line = String::with_capacity(4096);
+    let progress = !plan.quiet && plan.total_runs() > 1 && std::io::stderr().is_terminal();
+    let total = plan.total_runs();
+
+    for index in 0..total {
+        if let Some(sig) = signals.pending_interrupt() {
+            interrupted_by = Some(sig);
+            break;
+        }
+        let role = if index < u64::from(plan.warmup) {
+            Role::Warmup
+        } else if index == u64::from(plan.warmup) {
+            Role::First
+        } else {
+            Role::Warm
+        };
+        if let Some(prepare) = &prepare {
+            if let Err(reason) =
+                run_prepare(prepare, signals, &dev_null_out, &mut stack, &mut floor)
+            {
+                stopped_reason = Some(format!(
+                    "--prepare failed before run {index} ({reason}): {}; the batch stops",
+                    plan.prepare.as_deref().unwrap_or_default()
+                ));
+                break;
+            }
+        }
+        let cold_due = match plan.cold.when {
+            Some(ColdWhen::EveryRun) => role != Role::Warmup,
+            Some(ColdWhen::FirstOnly) => role == Role::First,
+            None => false,
+        };
+        let cold_action = if cold_due {
+            let began = crate::time::monotonic_ns();
+            let mut action = ColdAction::default();
+            if let Some(set) = &evict_set {
+                let report = set.evict();
+                action.evicted_files = Some(report.files);
+                action.evicted_bytes = Some(report.bytes);
+                action.evict_failed_files = Some(report.failed);
+            }
+            if plan.cold.drop_caches {
+                cache::drop_caches().map_err(|e| BatchError::own(e.to_string()))?;
+                action.dropped_caches = true;
+            }
+            action.took_ns = crate::time::monotonic_ns().saturating_sub(began);
+            Some(action)
+        } else {
+            None
+        };
+
+        let files = match (&dir, plan.output) {
+            (Some(d), OutputMode::File) => Some(d.run_files(index)?),
+            _ => None,
+        };
+        let stdin_file = match &stdin_file_path {
+            Some(path) => Some(File::open(path).map_err(|e| {
+                BatchError::own(format!(
+                    "--stdin {}: {}",
+                    path.display(),
+                    artifacts::explain(&e)
+                ))
+            })?),
+            None if plan.stdin == StdinMode::Null => Some(open_null(false)?),
+            None => None,
+        };
+        if let Some(sink) = &mut stderr_sink {
+            let _ = sink.set_len(0);
+            let _ = sink.rewind();
+        }
+        let (stdout_fd, stderr_fd) = match (&files, plan.output) {
+            (Some(f), _) => (Some(f.stdout.as_fd()), Some(f.stderr.as_fd())),
+            (None, OutputMode::Null) => (
+                Some(dev_null_out.as_fd()),
+                Some(
+                    stderr_sink
+                        .as_ref()
+                        .map_or(dev_null_out.as_fd(), |s| s.as_fd()),
+                ),
+            ),
+            (None, _) => (None, None),
+        };
+        let options = SpawnOptions {
+            stdin: stdin_file.as_ref().map(|f| f.as_fd()),
+            stdout: stdout_fd,
+            stderr: stderr_fd,
+            new_process_group: plan.timeout_ns.is_some(),
+            signal_mask: Some(signals.child_mask),
+            ..SpawnOptions::default()
+        };
+
+        let boot_id = context::read_boot_id();
+        let uptime_s = context::read_uptime_s();
+        let run_started_at = crate::time::rfc3339_utc_now();
+        let residency_before = watch_set.as_ref().map(FileSet::residency);
+        let system_before = SystemSnapshot::read();
+        let quiet = plan.quiet;
+        let result: RunResult = runner::measure(
+            &program,
+            &options,
+            &mut stack,
+            &mut floor,
+            &limits,
+            |sig| {
+                if !quiet {
+                    eprintln!("coldtrace: the command was stopped by {sig}; waiting for it to be continued (SIGCONT){}",
+                    if limits.timeout_ns.is_some() { " or to time out" } else { "" });
+                }
+            },
+        );
+        let system_after = SystemSnapshot::read();
+        let residency_after = watch_set.as_ref().map(FileSet::residency);
+
+        let succeeded = result.outcome.succeeded();
+        // A single run is reported like `time` reports it, success or not; a batch rejects failures.
+        let ran =
+            result.rusage.is_some() && !matches!(result.outcome, Outcome::FailedToStart { .. });
+        let counted = role != Role::Warmup
+            && (succeeded || plan.ignore_failure || (plan.is_single_run() && ran));
+        let failure_reason = result.outcome.failure_reason();
+        let rusage = result.rusage;
+        let record = RunRecord {
+            schema: record::RUN_SCHEMA,
+            index,
+            role,
+            label: plan.label.as_deref(),
+            started_at: run_started_at,
+            boot_id,
+            uptime_s,
+            argv: &argv,
+            program: &context.program,
+            cwd: &cwd,
+            outcome: OutcomeRecord(result.outcome),
+            counted,
+            failure_reason: failure_reason.clone(),
+            wall_ns: result.wall_ns,
+            rusage: rusage.map(RusageRecord),
+            max_rss_at_floor: result.floor.at_floor(rusage.map(|u| u.max_rss_kib)),
+            runner: result.floor,
+            child_io: result.child_io.clone(),
+            sched: result.sched.clone(),
+            cache: match (residency_before, residency_after) {
+                (Some(before), Some(after)) => Some(CacheRecord { before, after }),
+                _ => None,
+            },
+            cold_action,
+            system_delta: Some(SystemDelta::between(&system_before, &system_after)),
+            interrupted_by: record::signal_name(result.interrupted_by),
+            stopped_by: record::signal_name(result.stopped_by),
+            orphans_reaped: result.orphans_reaped,
+            artifacts: files.as_ref().map(|f| ArtifactPaths {
+                stdout: f.stdout_rel.display().to_string(),
+                stderr: f.stderr_rel.display().to_string(),
+            }),
+        };
+        line.clear();
+        // Serialising plain data into a String cannot fail.
+        if let Ok(json) = serde_json::to_string(&record) {
+            line.push_str(&json);
+        }
+        line.push('\n');
+        if let Some(d) = &mut dir {
+            d.append_record(line.as_bytes())?;
+        }
+        counts.recorded += 1;
+        if role == Role::Warmup {
+            counts.warmup += 1;
+        }
+        if counted {
+            columns.push(&record);
+            counts.counted += 1;
+        }
+        if let Some(reason) = failure_reason {
+            if role != Role::Warmup || matches!(result.outcome, Outcome::FailedToStart { .. }) {
+                let tail = match (files, &mut stderr_sink) {
+                    (Some(mut f), _) => Some(artifacts::tail(&mut f.stderr, 5)),
+                    (None, Some(sink)) => Some(artifacts::tail(sink, 5)),
+                    (None, None) => None,
+                }
+                .filter(|t| !t.is_empty());
+                if plan.is_single_run() {
+                    // Reported as the outcome, not as a rejection.
+                } else if counted {
+                    counts.failed_counted += 1;
+                } else {
+                    counts.rejected += 1;
+                }
+                if !plan.is_single_run() {
+                    failed.push(FailedRun {
+                        index,
+                        reason,
+                        stderr_tail: tail,
+                        counted,
+                    });
+                }
+            }
+        }
+        if plan.is_single_run() {
+            single_status = Some(result.outcome);
+        }
+        if progress {
+            let wall = result
+                .wall_ns
+                .map_or("—".to_string(), |ns| crate::render::human_ns(ns as f64));
+            eprint!("\rcoldtrace: run {}/{total}  last {wall}   ", index + 1);
+            let _ = std::io::stderr().flush();
+        }
+        if let Outcome::FailedToStart { errno, .. } = result.outcome {
+            start_failure = Some(errno);
+            stopped_reason = Some(format!(
+                "{}: cannot start: {errno}; the batch stops",
+                argv[0]
+            ));
+            break;
+        }
+        if let Some(sig) = result.interrupted_by {
+            interrupted_by = Some(sig);
+            break;
+        }
+    }
+    if progress {
+        eprint!("\r\x1b[2K");
+    }
+
+    let summaries = columns.summarise();
+    let finished_at = crate::time::rfc3339_utc_now();
+    let complete = interrupted_by.is_none() && stopped_reason.is_none();
+    let document = BatchDocument {
+        schema: record::BATCH_SCHEMA,
+        label: plan.label.as_deref(),
+        started_at: &started_at,
+        finished_at,
+        complete,
+        interrupted_by: record::signal_name(interrupted_by),
+        stopped_reason: stopped_reason.as_deref(),
+        context: &context,
+        config: ConfigRecord {
+            argv: &argv,
+            runs: plan.runs,
+            warmup: plan.warmup,
+            output: plan.output.name(),
+            stdin: match &plan.stdin {
+                StdinMode::Null => "null".into(),
+                StdinMode::Inherit => "inherit".into(),
+                StdinMode::File(p) => p.display().to_string(),
+            },
+            timeout_ns: plan.timeout_ns,
+            kill_after_ns: plan.kill_after_ns,
+            prepare: plan.prepare.as_deref(),
+            ignore_failure: plan.ignore_failure,
+            evict: plan
+                .cold
+                .evict
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            drop_caches: plan.cold.drop_caches,
+            cold_when: plan.cold.when.map(|w| match w {
+                ColdWhen::EveryRun => "every_counted_run",
+                ColdWhen::FirstOnly => "first_counted_run",
+            }),
+            watch: plan
+                .cold
+                .watch
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+        },
+        counts,
+        failed_runs: &failed,
+        stddev: "sample (n-1)",
+        summary: SummaryMap(&summaries),
+    };
+    let document_json = serde_json::to_string_pretty(&document).unwrap_or_default();
+    if let Some(d) = &dir {
+        d.sync_records()?;
+        let mut bytes = document_json.clone().into_bytes();
+        bytes.push(b'\n');
+        d.write_atomic("batch.json", &bytes)?;
+    }
+
+    let exit_code = if let Some(sig) = interrupted_by {
+        128u8.saturating_add(sig.raw() as u8)
+    } else if let Some(errno) = start_failure {
+        exit_code_for_start_failure(errno)
+    } else if let Some(outcome) = single_status.filter(|_| plan.is_single_run()) {
+        single_exit_code(&outcome)
+    } else if counts.rejected > 0 || stopped_reason.is_some() {
+        1
+    } else {
+        0
+    };
+    let json = if plan.is_single_run() && counts.recorded == 1 {
+        line.trim_end().to_string()
+    } else {
+        document_json
+    };
+    Ok(BatchOutcome {
+        exit_code,
+        json,
+        walls_ns: columns.walls_ns(),
+        summaries,
+        failed,
+        counts,
+        context,
+        interrupted_by,
+        stopped_reason,
+        out_dir: dir.map(|d| d.root().to_path_buf()),
+        notices,
+        single_outcome: single_status.map(|o| describe(&o)),
+    })
+}
+
+/// How a run ended, in words: `exited with code 0`, `timed out (sent SIGTERM), killed by SIGTERM`.
+fn describe(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Finished(status) => status.to_string(),
+        Outcome::TimedOut { status, sent } => format!("timed out (sent {sent}), {status}"),
+        Outcome::FailedToStart { errno, .. } => format!("failed to start: {errno}"),
+    }
+}
+
+/// The exit code of a single run: the child's code, 128+N for signal N.
+fn single_exit_code(outcome: &Outcome) -> u8 {
+    match outcome {
+        Outcome::Finished(status) | Outcome::TimedOut { status, .. } => {
+            if let Some(code) = status.code() {
+                code as u8
+            } else if let Some(sig) = status.signal() {
+                128u8.saturating_add(sig as u8)
+            } else {
+                1
+            }
+        }
+        Outcome::FailedToStart { errno, .. } => exit_code_for_start_failure(*errno),
+    }
+}
+
+/// Runs `--prepare` through `/bin/sh -c`, unmeasured; its stdout is discarded, its stderr shown.
+fn run_prepare(
+    prepare: &Program,
+    signals: &Signals,
+    dev_null: &File,
+    stack: &mut ChildStack,
+    floor: &mut Floor,
+) -> Result<(), String> {
+    let options = SpawnOptions {
+        stdout: Some(dev_null.as_fd()),
+        signal_mask: Some(signals.child_mask),
+        ..SpawnOptions::default()
+    };
+    let limits = RunLimits {
+        timeout_ns: None,
+        kill_after_ns: 0,
+        signals: None,
+    };
+    let result = runner::measure(prepare, &options, stack, floor, &limits, |_| {});
+    match result.outcome.failure_reason() {
+        None => Ok(()),
+        Some(reason) => Err(reason),
+    }
+}

@@ -1,0 +1,286 @@
+//! Which numbers of a run are summarised, in which unit, and the per-batch columns that hold
+//! them (8 bytes per metric per counted run; records themselves are streamed, never held).
+#![forbid(unsafe_code)]
+
+use crate::record::RunRecord;
+use crate::serialize_struct;
+use crate::stats::{ratio, Summary};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+
+/// The unit of a metric, for rendering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Nanoseconds.
+    Ns,
+    /// Microseconds.
+    Us,
+    /// KiB.
+    Kib,
+    /// Bytes.
+    Bytes,
+    /// A plain count.
+    Count,
+    /// A fraction 0..=1.
+    Ratio,
+}
+
+impl Unit {
+    /// The unit's short name as stored in `batch.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Ns => "ns",
+            Unit::Us => "us",
+            Unit::Kib => "KiB",
+            Unit::Bytes => "bytes",
+            Unit::Count => "count",
+            Unit::Ratio => "ratio",
+        }
+    }
+}
+
+/// One summarised number of a run.
+pub struct Metric {
+    /// Key in `summary` (the record's field name).
+    pub name: &'static str,
+    /// Label in the human table.
+    pub label: &'static str,
+    /// Its unit.
+    pub unit: Unit,
+    /// Reads it from a record.
+    pub get: fn(&RunRecord<'_>) -> Option<f64>,
+}
+
+macro_rules! rusage_metric {
+    ($name:ident, $label:expr, $unit:expr) => {
+        Metric {
+            name: stringify!($name),
+            label: $label,
+            unit: $unit,
+            get: |r| r.rusage.map(|u| u.0.$name as f64),
+        }
+    };
+}
+
+/// Every summarised metric, in table order.
+pub const METRICS: &[Metric] = &[
+    Metric {
+        name: "wall_ns",
+        label: "wall",
+        unit: Unit::Ns,
+        get: |r| r.wall_ns.map(|v| v as f64),
+    },
+    rusage_metric!(user_us, "user", Unit::Us),
+    rusage_metric!(sys_us, "sys", Unit::Us),
+    rusage_metric!(max_rss_kib, "max RSS", Unit::Kib),
+    rusage_metric!(minor_faults, "minor faults", Unit::Count),
+    rusage_metric!(major_faults, "major faults", Unit::Count),
+    rusage_metric!(block_in, "block in (512 B)", Unit::Count),
+    rusage_metric!(block_out, "block out (512 B)", Unit::Count),
+    rusage_metric!(voluntary_switches, "voluntary cs", Unit::Count),
+    rusage_metric!(involuntary_switches, "involuntary cs", Unit::Count),
+    Metric {
+        name: "read_bytes",
+        label: "read_bytes (child)",
+        unit: Unit::Bytes,
+        get: |r| {
+            r.child_io
+                .as_ref()
+                .and_then(|io| io.read_bytes)
+                .map(|v| v as f64)
+        },
+    },
+    Metric {
+        name: "rchar",
+        label: "rchar (child)",
+        unit: Unit::Bytes,
+        get: |r| {
+            r.child_io
+                .as_ref()
+                .and_then(|io| io.rchar)
+                .map(|v| v as f64)
+        },
+    },
+    Metric {
+        name: "runqueue_wait_ns",
+        label: "run-queue wait",
+        unit: Unit::Ns,
+        get: |r| {
+            r.sched
+                .as_ref()
+                .and_then(|s| s.runqueue_wait_ns)
+                .map(|v| v as f64)
+        },
+    },
+    Metric {
+        name: "resident_ratio_before",
+        label: "cached before",
+        unit: Unit::Ratio,
+        get: |r| r.cache.as_ref().and_then(|c| c.before.resident_ratio),
+    },
+    Metric {
+        name: "pgmajfault",
+        label: "pgmajfault (sys)",
+        unit: Unit::Count,
+        get: |r| {
+            r.system_delta
+                .as_ref()
+                .and_then(|d| d.pgmajfault)
+                .map(|v| v as f64)
+        },
+    },
+    Metric {
+        name: "psi_io_some_us",
+        label: "I/O pressure (sys)",
+        unit: Unit::Us,
+        get: |r| {
+            r.system_delta
+                .as_ref()
+                .and_then(|d| d.psi_io_some_us)
+                .map(|v| v as f64)
+        },
+    },
+];
+
+/// Index of `max_rss_kib` in [`METRICS`] (it has an at-the-floor count).
+pub const MAX_RSS: usize = 3;
+
+/// The counted runs' values, one column per metric.
+pub struct Columns {
+    first: Vec<Option<f64>>,
+    warm: Vec<Vec<f64>>,
+    first_at_floor: bool,
+    warm_at_floor: u64,
+    have_first: bool,
+}
+
+impl Default for Columns {
+    fn default() -> Self {
+        Columns {
+            first: vec![None; METRICS.len()],
+            warm: (0..METRICS.len()).map(|_| Vec::new()).collect(),
+            first_at_floor: false,
+            warm_at_floor: 0,
+            have_first: false,
+        }
+    }
+}
+
+impl Columns {
+    /// Adds a counted run; the first one added is "the first run".
+    pub fn push(&mut self, record: &RunRecord<'_>) {
+        let at_floor = record.max_rss_at_floor == Some(true);
+        if !self.have_first {
+            self.have_first = true;
+            self.first_at_floor = at_floor;
+            for (slot, metric) in self.first.iter_mut().zip(METRICS) {
+                *slot = (metric.get)(record);
+            }
+        } else {
+            self.warm_at_floor += u64::from(at_floor);
+            for (column, metric) in self.warm.iter_mut().zip(METRICS) {
+                if let Some(v) = (metric.get)(record) {
+                    column.push(v);
+                }
+            }
+        }
+    }
+
+    /// The wall times of the counted runs, in order (for the strip in the table).
+    pub fn walls_ns(&self) -> Vec<f64> {
+        self.first[0]
+            .into_iter()
+            .chain(self.warm[0].iter().copied())
+            .collect()
+    }
+
+    /// Summaries of every metric.
+    pub fn summarise(&self) -> Vec<MetricSummary> {
+        METRICS
+            .iter()
+            .enumerate()
+            .map(|(i, metric)| {
+                let first = self.first[i].and_then(|v| Summary::of(&[v]));
+                let warm = Summary::of(&self.warm[i]);
+                let all_values: Vec<f64> = self.first[i]
+                    .into_iter()
+                    .chain(self.warm[i].iter().copied())
+                    .collect();
+                let all = Summary::of(&all_values);
+                let at_floor = (i == MAX_RSS).then(|| AtFloor {
+                    first: u64::from(self.first_at_floor),
+                    warm: self.warm_at_floor,
+                    all: u64::from(self.first_at_floor) + self.warm_at_floor,
+                });
+                MetricSummary {
+                    name: metric.name,
+                    unit: metric.unit.name(),
+                    first_to_warm_median: ratio(first.map(|s| s.median), warm.map(|s| s.median)),
+                    first,
+                    warm,
+                    all,
+                    runs_at_floor: at_floor,
+                }
+            })
+            .collect()
+    }
+}
+
+/// How many runs' max RSS was at or below coldtrace's own floor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AtFloor {
+    /// The first run (0 or 1).
+    pub first: u64,
+    /// Warm runs.
+    pub warm: u64,
+    /// All counted runs.
+    pub all: u64,
+}
+serialize_struct!(AtFloor { first, warm, all });
+
+/// One metric's summary for the first run, the warm runs and all counted runs.
+#[derive(Clone, Debug)]
+pub struct MetricSummary {
+    /// Metric name.
+    pub name: &'static str,
+    /// Its unit.
+    pub unit: &'static str,
+    /// The first counted run (n = 1).
+    pub first: Option<Summary>,
+    /// The counted runs after the first.
+    pub warm: Option<Summary>,
+    /// All counted runs.
+    pub all: Option<Summary>,
+    /// First run ÷ warm median.
+    pub first_to_warm_median: Option<f64>,
+    /// For max RSS only: runs at or below the runner's floor.
+    pub runs_at_floor: Option<AtFloor>,
+}
+
+impl Serialize for MetricSummary {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("unit", self.unit)?;
+        m.serialize_entry("first", &self.first)?;
+        m.serialize_entry("warm", &self.warm)?;
+        m.serialize_entry("all", &self.all)?;
+        m.serialize_entry("first_to_warm_median", &self.first_to_warm_median)?;
+        if let Some(at) = &self.runs_at_floor {
+            m.serialize_entry("runs_at_floor", at)?;
+        }
+        m.end()
+    }
+}
+
+/// The `summary` object: metric name → its summary, in table order.
+pub struct SummaryMap<'a>(pub &'a [MetricSummary]);
+
+impl Serialize for SummaryMap<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for summary in self.0 {
+            m.serialize_entry(summary.name, summary)?;
+        }
+        m.end()
+    }
+}
