@@ -10,4 +10,7 @@
 //! forbids it.
 #![forbid(unsafe_code)]
 
+pub mod cache;
+pub mod context;
+pub mod counters;
 pub mod json;
