@@ -530,8 +530,8 @@ pub fn run(plan: &Plan, signals: &Signals) -> Result<BatchOutcome, BatchError> {
             rusage: rusage.map(RusageRecord),
             max_rss_at_floor: result.floor.at_floor(rusage.map(|u| u.max_rss_kib)),
             runner: result.floor,
-            child_io: result.child_io.clone(),
-            sched: result.sched.clone(),
+            child_io: result.child_io,
+            sched: result.sched,
             cache: match (residency_before, residency_after) {
                 (Some(before), Some(after)) => Some(CacheRecord { before, after }),
                 _ => None,

@@ -133,21 +133,18 @@ pub(crate) fn stopped_by(pid: i32) -> Result<Option<Signal>, Errno> {
         .map(Signal::from_raw))
 }
 
-fn rustix_signal(signal: Signal) -> Result<rustix::process::Signal, Errno> {
-    rustix::process::Signal::from_named_raw(signal.raw()).ok_or(Errno::INVAL)
-}
-
 pub(crate) fn kill(pid: i32, signal: Signal) -> Result<(), Errno> {
-    let pid = Pid::from_raw(pid).ok_or(Errno::SRCH)?;
-    Ok(rustix::process::kill_process(pid, rustix_signal(signal)?)?)
+    if pid <= 0 {
+        return Err(Errno::SRCH);
+    }
+    raw::kill(pid, signal.raw())
 }
 
 pub(crate) fn kill_group(pgid: i32, signal: Signal) -> Result<(), Errno> {
-    let pgid = Pid::from_raw(pgid).ok_or(Errno::SRCH)?;
-    Ok(rustix::process::kill_process_group(
-        pgid,
-        rustix_signal(signal)?,
-    )?)
+    if pgid <= 1 {
+        return Err(Errno::SRCH);
+    }
+    raw::kill(-pgid, signal.raw())
 }
 
 /// Reaps any exited child without blocking (for orphans adopted as a subreaper or PID 1).

@@ -645,13 +645,10 @@ fn cwd_is_applied_and_a_bad_cwd_fails_cleanly() {
     assert_no_children();
 }
 
-/// Known bug (not fixed here: the fix belongs in `raw/`): `Child::signal` and
-/// `Child::signal_group` convert the number with rustix's `Signal::from_named_raw`, which only
-/// accepts the named standard signals, so every real-time signal (32..=64) — and 0, the
-/// existence probe — fails with EINVAL before the kernel is asked, although `Signal` models
-/// 1..=64 and `kill(2)` accepts them all. Run with `cargo test -- --ignored` to see it fail.
+/// Regression: `Child::signal` once went through rustix's `Signal::from_named_raw`, which only
+/// accepts the named standard signals, so every real-time signal (32..=64) failed with EINVAL
+/// before the kernel was asked. It now uses the raw `kill(2)` binding.
 #[test]
-#[ignore = "known bug: Child::signal rejects real-time signals with EINVAL (see the doc comment)"]
 fn real_time_signals_reach_the_child() {
     let _serial = serial();
     let mut stack = ChildStack::new().unwrap();

@@ -10,6 +10,7 @@
 //! |---|---|---|---|
 //! | [`syscall6`] | inline `syscall` / `svc 0` | registers the kernel clobbers are declared; memory effects are the caller's proof | [syscall(2)] |
 //! | [`wait4`] | kernel writes `status` and `rusage` | both are live, aligned, exclusively borrowed locals; `rusage` is read only after a positive return | [wait4(2)] |
+//! | [`kill`] | integers only | none (no memory is passed) | [kill(2)] |
 //! | [`sigprocmask`] | kernel reads/writes two `u64` sets | both live locals, 8 bytes = `_NSIG / 8` | [rt_sigprocmask(2)] |
 //! | [`set_default_disposition`], [`disposition`] | kernel reads/writes a `sigaction` | 64-byte zeroed buffer ≥ the kernel's 32-byte struct; handler at offset 0 | [rt_sigaction(2)] |
 //! | [`signalfd`] | kernel reads the mask; new fd is wrapped as owned | mask live; a non-negative return is a fresh fd nobody else owns | [signalfd(2)] |
@@ -28,6 +29,7 @@
 //!
 //! [syscall(2)]: https://man7.org/linux/man-pages/man2/syscall.2.html
 //! [wait4(2)]: https://man7.org/linux/man-pages/man2/wait4.2.html
+//! [kill(2)]: https://man7.org/linux/man-pages/man2/kill.2.html
 //! [rt_sigprocmask(2)]: https://man7.org/linux/man-pages/man2/sigprocmask.2.html
 //! [rt_sigaction(2)]: https://man7.org/linux/man-pages/man2/sigaction.2.html
 //! [signalfd(2)]: https://man7.org/linux/man-pages/man2/signalfd.2.html
@@ -67,6 +69,7 @@ pub(crate) mod nr {
         pub const FCNTL: usize = 72;
         pub const CHDIR: usize = 80;
         pub const SETPGID: usize = 109;
+        pub const KILL: usize = 62;
         pub const EXIT_GROUP: usize = 231;
         pub const DUP3: usize = 292;
         pub const SIGNALFD4: usize = 289;
@@ -82,6 +85,7 @@ pub(crate) mod nr {
         pub const FCNTL: usize = 25;
         pub const CHDIR: usize = 49;
         pub const SETPGID: usize = 154;
+        pub const KILL: usize = 129;
         pub const EXIT_GROUP: usize = 94;
         pub const DUP3: usize = 24;
         pub const SIGNALFD4: usize = 74;
@@ -326,6 +330,25 @@ pub fn sigprocmask(how: MaskHow, set: Option<SigSet>) -> Result<SigSet, Errno> {
         )
     };
     check(ret).map(|_| SigSet::from_bits(old))
+}
+
+/// `kill(pid, sig)` — send a signal to a process (`pid > 0`) or a process group (`pid < -1`).
+///
+/// rustix's safe `kill_process` only takes the named standard signals; this takes any number
+/// the kernel does (0 probes for existence, 32..=64 are the real-time signals).
+///
+/// # References
+/// [kill(2)](https://man7.org/linux/man-pages/man2/kill.2.html)
+pub fn kill(pid: i32, signal: i32) -> Result<(), Errno> {
+    // SAFETY: integer arguments only; sending a signal touches no memory of this process
+    // (a signal to ourselves is delivered like any other and handled by the signal machinery).
+    let ret = unsafe {
+        syscall6(
+            nr::KILL,
+            [pid as isize as usize, signal as isize as usize, 0, 0, 0, 0],
+        )
+    };
+    check(ret).map(|_| ())
 }
 
 /// The kernel's `struct sigaction` (32 bytes on x86_64 and aarch64), padded to 64 bytes so that
