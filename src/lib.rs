@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod plan;
 pub mod record;
 pub mod render;
+pub mod report;
 pub mod runner;
 pub mod stats;
 pub mod time;

@@ -1,0 +1,374 @@
+//! `coldtrace report DIR…`: read batch directories back and compare them across batches and
+//! boots. It never spawns anything.
+//!
+//! The per-run records in `runs.jsonl` are the source of truth (they survive a `kill -9`);
+//! `batch.json`, when present, adds the context (kernel) and the label. A cut last line — what a
+//! crash mid-write leaves — is skipped with a notice; any other malformed line is an error that
+//! names the file and the line.
+#![forbid(unsafe_code)]
+
+use crate::serialize_struct;
+use crate::stats::{ratio, Summary};
+use serde_json::Value;
+use std::fmt::Write;
+use std::fs;
+use std::io::{self, BufRead};
+use std::path::{Path, PathBuf};
+
+/// A batch directory that cannot be read: one line naming the file (and line).
+#[derive(Debug)]
+pub struct ReportError(pub String);
+
+impl std::fmt::Display for ReportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One row: a batch as `report` sees it.
+#[derive(Clone, Debug, Default)]
+pub struct BatchRow {
+    /// The directory.
+    pub dir: String,
+    /// `--label` of the batch.
+    pub label: Option<String>,
+    /// Kernel release (from `batch.json`).
+    pub kernel: Option<String>,
+    /// Boot ID at the first run.
+    pub boot_id: Option<String>,
+    /// Uptime at the first run, seconds.
+    pub uptime_s: Option<f64>,
+    /// Start time of the first run.
+    pub started_at: Option<String>,
+    /// Wall time of the first counted run.
+    pub first_wall_ns: Option<f64>,
+    /// Median wall time of the warm runs.
+    pub warm_median_wall_ns: Option<f64>,
+    /// `first_wall_ns / warm_median_wall_ns`.
+    pub first_to_warm: Option<f64>,
+    /// Major faults of the first counted run.
+    pub first_major_faults: Option<u64>,
+    /// Block input (512-byte blocks) of the first counted run.
+    pub first_block_in: Option<u64>,
+    /// Residency of the watched files before the first counted run.
+    pub first_resident_ratio_before: Option<f64>,
+    /// Counted runs.
+    pub counted: u64,
+    /// Rejected runs.
+    pub rejected: u64,
+    /// Whether the batch finished (`batch.json` present and complete).
+    pub complete: bool,
+    /// The first of the listed batches on its boot.
+    pub first_on_boot: bool,
+    /// The kernel differs from the previous listed batch's.
+    pub kernel_changed: bool,
+    /// Things noticed while reading (a cut last line, no batch.json).
+    pub notes: Vec<String>,
+}
+
+serialize_struct!(BatchRow {
+    dir,
+    label,
+    kernel,
+    boot_id,
+    uptime_s,
+    started_at,
+    first_wall_ns,
+    warm_median_wall_ns,
+    first_to_warm,
+    first_major_faults,
+    first_block_in,
+    first_resident_ratio_before,
+    counted,
+    rejected,
+    complete,
+    first_on_boot,
+    kernel_changed,
+    notes,
+});
+
+fn u64_at(v: &Value, path: &[&str]) -> Option<u64> {
+    path.iter().try_fold(v, |v, k| v.get(k))?.as_u64()
+}
+
+fn f64_at(v: &Value, path: &[&str]) -> Option<f64> {
+    path.iter().try_fold(v, |v, k| v.get(k))?.as_f64()
+}
+
+fn str_at(v: &Value, path: &[&str]) -> Option<String> {
+    path.iter()
+        .try_fold(v, |v, k| v.get(k))?
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Reads one batch directory.
+pub fn read_batch(dir: &Path) -> Result<BatchRow, ReportError> {
+    let shown = dir.display().to_string();
+    let meta = fs::metadata(dir)
+        .map_err(|e| ReportError(format!("{shown}: {}", crate::artifacts::explain(&e))))?;
+    if !meta.is_dir() {
+        return Err(ReportError(format!(
+            "{shown}: not a batch directory (expected a directory with runs.jsonl)"
+        )));
+    }
+    let mut row = BatchRow {
+        dir: shown.clone(),
+        ..BatchRow::default()
+    };
+    let batch_path = dir.join("batch.json");
+    match fs::read(&batch_path) {
+        Ok(bytes) => {
+            let doc: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                ReportError(format!(
+                    "{}: line {}: not valid JSON ({e})",
+                    batch_path.display(),
+                    e.line()
+                ))
+            })?;
+            if doc.get("schema").and_then(Value::as_str) != Some(crate::record::BATCH_SCHEMA) {
+                return Err(ReportError(format!(
+                    "{}: line 1: not a coldtrace batch document (schema is not {})",
+                    batch_path.display(),
+                    crate::record::BATCH_SCHEMA
+                )));
+            }
+            row.label = str_at(&doc, &["label"]);
+            row.kernel = str_at(&doc, &["context", "system", "kernel_release"]);
+            row.complete = doc
+                .get("complete")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            if !row.complete {
+                let why = str_at(&doc, &["interrupted_by"]).map(|s| format!("interrupted by {s}"));
+                row.notes
+                    .push(why.unwrap_or_else(|| "stopped early".into()));
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            row.notes
+                .push("no batch.json (the batch did not finish)".into());
+        }
+        Err(e) => {
+            return Err(ReportError(format!(
+                "{}: {}",
+                batch_path.display(),
+                crate::artifacts::explain(&e)
+            )))
+        }
+    }
+    let runs_path = dir.join("runs.jsonl");
+    let file = fs::File::open(&runs_path).map_err(|e| {
+        ReportError(format!(
+            "{}: {}",
+            runs_path.display(),
+            crate::artifacts::explain(&e)
+        ))
+    })?;
+    let mut reader = io::BufReader::new(file);
+    let mut warm_walls = Vec::new();
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf).map_err(|e| {
+            ReportError(format!(
+                "{}: {}",
+                runs_path.display(),
+                crate::artifacts::explain(&e)
+            ))
+        })?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let complete_line = buf.last() == Some(&b'\n');
+        let record: Value = match serde_json::from_slice(&buf) {
+            Ok(v) => v,
+            Err(_) if !complete_line => {
+                row.notes
+                    .push(format!("runs.jsonl line {line_no} is cut short (skipped)"));
+                break;
+            }
+            Err(e) => {
+                return Err(ReportError(format!(
+                    "{}: line {line_no}: not a valid record ({e}); the file is damaged",
+                    runs_path.display()
+                )))
+            }
+        };
+        if record.get("schema").and_then(Value::as_str) != Some(crate::record::RUN_SCHEMA) {
+            return Err(ReportError(format!(
+                "{}: line {line_no}: not a coldtrace run record (schema is not {})",
+                runs_path.display(),
+                crate::record::RUN_SCHEMA
+            )));
+        }
+        let role = record.get("role").and_then(Value::as_str).unwrap_or("");
+        let counted = record
+            .get("counted")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if row.boot_id.is_none() {
+            row.boot_id = str_at(&record, &["boot_id"]);
+            row.uptime_s = f64_at(&record, &["uptime_s"]);
+            row.started_at = str_at(&record, &["started_at"]);
+        }
+        if row.label.is_none() {
+            row.label = str_at(&record, &["label"]);
+        }
+        if role != "warmup" && !counted {
+            row.rejected += 1;
+        }
+        if !counted {
+            continue;
+        }
+        row.counted += 1;
+        if role == "first" {
+            row.first_wall_ns = f64_at(&record, &["wall_ns"]);
+            row.first_major_faults = u64_at(&record, &["rusage", "major_faults"]);
+            row.first_block_in = u64_at(&record, &["rusage", "block_in"]);
+            row.first_resident_ratio_before =
+                f64_at(&record, &["cache", "before", "resident_ratio"]);
+        } else if let Some(w) = f64_at(&record, &["wall_ns"]) {
+            warm_walls.push(w);
+        }
+    }
+    if line_no == 0 {
+        row.notes.push("runs.jsonl is empty".into());
+    }
+    row.warm_median_wall_ns = Summary::of(&warm_walls).map(|s| s.median);
+    row.first_to_warm = ratio(row.first_wall_ns, row.warm_median_wall_ns);
+    Ok(row)
+}
+
+/// Reads every directory, then marks the first batch of each boot and kernel changes, in the
+/// order of their start times.
+pub fn read_all(dirs: &[PathBuf]) -> Result<Vec<BatchRow>, ReportError> {
+    let mut rows = dirs
+        .iter()
+        .map(|d| read_batch(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| rows[a].started_at.cmp(&rows[b].started_at));
+    let mut seen_boots: Vec<String> = Vec::new();
+    let mut previous_kernel: Option<String> = None;
+    for i in order {
+        let row = &mut rows[i];
+        if let Some(boot) = &row.boot_id {
+            if !seen_boots.contains(boot) {
+                seen_boots.push(boot.clone());
+                row.first_on_boot = true;
+            }
+        }
+        if let (Some(prev), Some(kernel)) = (&previous_kernel, &row.kernel) {
+            row.kernel_changed = prev != kernel;
+        }
+        if row.kernel.is_some() {
+            previous_kernel = row.kernel.clone();
+        }
+    }
+    Ok(rows)
+}
+
+fn cell_ns(v: Option<f64>) -> String {
+    v.map_or("—".into(), crate::render::human_ns)
+}
+
+fn cells(row: &BatchRow) -> [String; 12] {
+    let mut flags = Vec::new();
+    if row.first_on_boot {
+        flags.push("first on boot");
+    }
+    if row.kernel_changed {
+        flags.push("kernel changed");
+    }
+    if !row.complete {
+        flags.push("incomplete");
+    }
+    [
+        row.label.clone().unwrap_or_else(|| row.dir.clone()),
+        row.kernel.clone().unwrap_or_else(|| "?".into()),
+        row.boot_id
+            .as_deref()
+            .map_or("?".into(), |b| b.chars().take(8).collect()),
+        row.uptime_s.map_or("?".into(), crate::render::human_uptime),
+        cell_ns(row.first_wall_ns),
+        cell_ns(row.warm_median_wall_ns),
+        row.first_to_warm.map_or("—".into(), |r| format!("{r:.2}×")),
+        row.first_major_faults.map_or("—".into(), |v| v.to_string()),
+        row.first_block_in.map_or("—".into(), |v| v.to_string()),
+        row.first_resident_ratio_before
+            .map_or("—".into(), |r| format!("{:.0}%", r * 100.0)),
+        row.rejected.to_string(),
+        flags.join(", "),
+    ]
+}
+
+const HEADERS: [&str; 12] = [
+    "batch",
+    "kernel",
+    "boot",
+    "uptime",
+    "first",
+    "warm median",
+    "first/warm",
+    "major faults",
+    "block in",
+    "cached before",
+    "rejected",
+    "flags",
+];
+
+/// The human table.
+pub fn render_table(rows: &[BatchRow]) -> String {
+    let all: Vec<[String; 12]> = rows.iter().map(cells).collect();
+    let widths: Vec<usize> = (0..12)
+        .map(|c| {
+            all.iter()
+                .map(|r| r[c].chars().count())
+                .chain([HEADERS[c].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    let line = |cols: Vec<&str>| -> String {
+        cols.iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let _ = writeln!(out, "{}", line(HEADERS.to_vec()));
+    for r in &all {
+        let _ = writeln!(out, "{}", line(r.iter().map(String::as_str).collect()));
+    }
+    for row in rows {
+        for note in &row.notes {
+            let _ = writeln!(out, "note: {}: {note}", row.dir);
+        }
+    }
+    out
+}
+
+/// A Markdown table.
+pub fn render_markdown(rows: &[BatchRow]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "| {} |", HEADERS.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(HEADERS.len()));
+    for row in rows {
+        let c = cells(row);
+        let _ = writeln!(
+            out,
+            "| {} |",
+            c.iter()
+                .map(|s| s.replace('|', "\\|"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+    }
+    out
+}
