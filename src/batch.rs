@@ -318,21 +318,24 @@ pub fn run(plan: &Plan, signals: &Signals) -> Result<BatchOutcome, BatchError> {
             "--drop-caches needs root (it writes /proc/sys/vm/drop_caches); use --evict PATH to evict specific files without root",
         ));
     }
-    let evict_set = if plan.cold.evict.is_empty() {
-        None
-    } else {
-        Some(
-            FileSet::collect(&plan.cold.evict)
-                .map_err(|e| BatchError::own(format!("--evict: {e}")))?,
-        )
-    };
-    let watch_set = if plan.cold.watch.is_empty() {
-        None
-    } else {
-        Some(
-            FileSet::collect(&plan.cold.watch)
-                .map_err(|e| BatchError::own(format!("--watch: {e}")))?,
-        )
+    // The file sets are walked afresh each time and dropped at once: a tree of 40,000 files
+    // held for the whole batch would add megabytes to coldtrace's resident set, and so to the
+    // floor under every child's max RSS. Walking them here first reports a bad path early.
+    let evict_roots = &plan.cold.evict;
+    let watch_roots = &plan.cold.watch;
+    for (flag, roots) in [("--evict", evict_roots), ("--watch", watch_roots)] {
+        if !roots.is_empty() {
+            FileSet::collect(roots).map_err(|e| BatchError::own(format!("{flag}: {e}")))?;
+        }
+    }
+    let residency = || {
+        (!watch_roots.is_empty())
+            .then(|| {
+                FileSet::collect(watch_roots)
+                    .map(|set| set.residency())
+                    .ok()
+            })
+            .flatten()
     };
     let stdin_file_path = match &plan.stdin {
         StdinMode::File(path) => {
@@ -426,7 +429,9 @@ pub fn run(plan: &Plan, signals: &Signals) -> Result<BatchOutcome, BatchError> {
         let cold_action = if cold_due {
             let began = crate::time::monotonic_ns();
             let mut action = ColdAction::default();
-            if let Some(set) = &evict_set {
+            if !evict_roots.is_empty() {
+                let set = FileSet::collect(evict_roots)
+                    .map_err(|e| BatchError::own(format!("--evict: {e}")))?;
                 let report = set.evict();
                 action.evicted_files = Some(report.files);
                 action.evicted_bytes = Some(report.bytes);
@@ -485,7 +490,7 @@ pub fn run(plan: &Plan, signals: &Signals) -> Result<BatchOutcome, BatchError> {
         let boot_id = context::read_boot_id();
         let uptime_s = context::read_uptime_s();
         let run_started_at = crate::time::rfc3339_utc_now();
-        let residency_before = watch_set.as_ref().map(FileSet::residency);
+        let residency_before = residency();
         let system_before = SystemSnapshot::read();
         let quiet = plan.quiet;
         let result: RunResult = runner::measure(
@@ -502,7 +507,7 @@ pub fn run(plan: &Plan, signals: &Signals) -> Result<BatchOutcome, BatchError> {
             },
         );
         let system_after = SystemSnapshot::read();
-        let residency_after = watch_set.as_ref().map(FileSet::residency);
+        let residency_after = residency();
 
         let succeeded = result.outcome.succeeded();
         // A single run is reported like `time` reports it, success or not; a batch rejects failures.

@@ -46,6 +46,7 @@ pub fn human(unit: Unit, v: f64) -> String {
         Unit::Kib => human_kib(v),
         Unit::Bytes => human_bytes(v),
         Unit::Count => format!("{v:.0}"),
+        Unit::Ratio if v > 0.0 && v < 0.1 => format!("{:.1}%", v * 100.0),
         Unit::Ratio => format!("{:.0}%", v * 100.0),
     }
 }
