@@ -275,7 +275,8 @@ mod tests {
         assert_eq!(human_ns(1_234_567.0), "1.23 ms");
         assert_eq!(human_ns(845_000.0), "845 µs");
         assert_eq!(human_kib(2048.0), "2.0 MiB");
-        assert_eq!(human(Unit::Ratio, 0.031), "3%");
+        assert_eq!(human(Unit::Ratio, 0.031), "3.1%");
+        assert_eq!(human(Unit::Ratio, 0.5), "50%");
         assert_eq!(human_uptime(7980.0), "2h13m");
     }
 
