@@ -211,6 +211,8 @@ pub struct BatchOutcome {
     pub summaries: Vec<MetricSummary>,
     /// Wall times of counted runs, in order.
     pub walls_ns: Vec<f64>,
+    /// Every metric's warm values (for comparisons).
+    pub warm_values: Vec<Vec<f64>>,
     /// Failed runs.
     pub failed: Vec<FailedRun>,
     /// Counts.
@@ -301,108 +303,235 @@ fn open_null(write: bool) -> Result<File, BatchError> {
         .map_err(|e| BatchError::own(format!("cannot open /dev/null: {e}")))
 }
 
-/// Runs the plan. `progress` is called after each run (for the terminal).
-pub fn run(plan: &Plan, signals: &Signals) -> Result<BatchOutcome, BatchError> {
-    let program = resolve(plan)?;
-    let prepare = plan.prepare.as_deref().map(sh_program).transpose()?;
-    let argv: Vec<String> = plan.argv.iter().map(|a| lossy(a)).collect();
-    let cwd = std::env::current_dir()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    let program_path =
-        Path::new(std::ffi::OsStr::from_bytes(program.path().to_bytes())).to_path_buf();
+/// Where a run sits in an interleaved comparison (absent for a one-command batch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// Which command (0-based, in the order given).
+    pub command: u64,
+    /// The round (0-based): every command runs once per round.
+    pub round: u64,
+    /// Position within the round (0-based).
+    pub position: u64,
+}
+serialize_struct!(Slot {
+    command,
+    round,
+    position
+});
 
-    // Cold-state inputs are checked before anything is created or run.
-    if plan.cold.drop_caches && !cache::drop_caches_permitted() {
-        return Err(BatchError::own(
-            "--drop-caches needs root (it writes /proc/sys/vm/drop_caches); use --evict PATH to evict specific files without root",
-        ));
-    }
-    // The file sets are walked afresh each time and dropped at once: a tree of 40,000 files
-    // held for the whole batch would add megabytes to coldtrace's resident set, and so to the
-    // floor under every child's max RSS. Walking them here first reports a bad path early.
-    let evict_roots = &plan.cold.evict;
-    let watch_roots = &plan.cold.watch;
-    for (flag, roots) in [("--evict", evict_roots), ("--watch", watch_roots)] {
-        if !roots.is_empty() {
-            FileSet::collect(roots).map_err(|e| BatchError::own(format!("{flag}: {e}")))?;
-        }
-    }
-    let residency = || {
-        (!watch_roots.is_empty())
-            .then(|| {
-                FileSet::collect(watch_roots)
-                    .map(|set| set.residency())
-                    .ok()
-            })
-            .flatten()
-    };
-    let stdin_file_path = match &plan.stdin {
-        StdinMode::File(path) => {
-            File::open(path).map_err(|e| {
-                BatchError::own(format!(
-                    "--stdin {}: {}",
-                    path.display(),
-                    artifacts::explain(&e)
-                ))
-            })?;
-            Some(path.clone())
-        }
-        _ => None,
-    };
+/// What is shared by every command of a batch: the signals, the child stack, the floor, and
+/// the /dev/null used for discarded output.
+pub struct Shared<'s> {
+    signals: &'s Signals,
+    stack: ChildStack,
+    floor: Floor,
+    dev_null_out: File,
+}
 
-    let mut dir = plan.out_dir.as_deref().map(BatchDir::create).transpose()?;
-    let mut floor = Floor::open();
-    let mut notices = Vec::new();
-    if let Some(reason) = floor.unavailable_reason() {
-        notices.push(format!("{reason}: coldtrace's peak RSS cannot be reset before each spawn; the recorded floor is unreset"));
+impl<'s> Shared<'s> {
+    /// Maps the child stack and opens what every run needs.
+    pub fn new(signals: &'s Signals) -> Result<Shared<'s>, BatchError> {
+        Ok(Shared {
+            signals,
+            stack: ChildStack::new()
+                .map_err(|e| BatchError::own(format!("cannot map the child stack: {e}")))?,
+            floor: Floor::open(),
+            dev_null_out: open_null(true)?,
+        })
     }
-    if plan.output == OutputMode::Null && !plan.is_single_run() && plan.out_dir.is_none() {
-        notices.push(
-            "the command's stdout and stderr are discarded (use --out DIR to keep them)".into(),
-        );
-    }
-    let context = BatchContext {
-        system: SystemContext::read(),
-        capabilities: Capabilities::probe(),
-        environment: EnvMarkers::read(),
-        program: ProgramInfo::inspect(&program_path),
-        coldtrace_version: env!("CARGO_PKG_VERSION"),
-        floor_reset_unavailable: floor.unavailable_reason().map(str::to_owned),
-    };
-    let started_at = crate::time::rfc3339_utc_now();
-    let dev_null_out = open_null(true)?;
-    let stderr_sink: Option<File> = if plan.output == OutputMode::Null {
-        rustix::fs::memfd_create("coldtrace-stderr", rustix::fs::MemfdFlags::CLOEXEC)
-            .ok()
-            .map(File::from)
-    } else {
-        None
-    };
-    let mut stderr_sink = stderr_sink;
-    let mut stack = ChildStack::new()
-        .map_err(|e| BatchError::own(format!("cannot map the child stack: {e}")))?;
-    let limits = RunLimits {
-        timeout_ns: plan.timeout_ns,
-        kill_after_ns: plan.kill_after_ns,
-        signals: Some(&signals.fd),
-    };
-    let mut columns = Columns::default();
-    let mut counts = Counts::default();
-    let mut failed: Vec<FailedRun> = Vec::new();
-    let mut interrupted_by: Option<Signal> = None;
-    let mut stopped_reason: Option<String> = None;
-    let mut start_failure: Option<Errno> = None;
-    let mut single_status = None;
-    let mut line = String::with_capacity(4096);
-    let progress = !plan.quiet && plan.total_runs() > 1 && std::io::stderr().is_terminal();
-    let total = plan.total_runs();
 
-    for index in 0..total {
-        if let Some(sig) = signals.pending_interrupt() {
-            interrupted_by = Some(sig);
-            break;
+    /// A pending request to stop, if any.
+    pub fn pending_interrupt(&self) -> Option<Signal> {
+        self.signals.pending_interrupt()
+    }
+}
+
+/// Whether the batch goes on after a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Run the next one.
+    Continue,
+    /// Stop: interrupted, or the program cannot start, or `--prepare` failed.
+    Stop,
+}
+
+/// One command's batch: its records, artifacts, statistics and document.
+pub struct CommandBatch<'p> {
+    plan: &'p Plan,
+    program: Program,
+    prepare: Option<Program>,
+    argv: Vec<String>,
+    cwd: String,
+    stdin_file_path: Option<std::path::PathBuf>,
+    dir: Option<BatchDir>,
+    context: BatchContext,
+    started_at: String,
+    stderr_sink: Option<File>,
+    columns: Columns,
+    counts: Counts,
+    failed: Vec<FailedRun>,
+    interrupted_by: Option<Signal>,
+    stopped_reason: Option<String>,
+    start_failure: Option<Errno>,
+    single_status: Option<Outcome>,
+    line: String,
+    next_index: u64,
+    last_wall_ns: Option<u64>,
+    notices: Vec<String>,
+}
+
+impl<'p> CommandBatch<'p> {
+    /// Checks everything that can be checked before a run (program, cold-state paths, stdin,
+    /// `--out`) and creates the batch directory `out_dir`.
+    pub fn new(
+        plan: &'p Plan,
+        out_dir: Option<&Path>,
+        shared: &Shared<'_>,
+    ) -> Result<Self, BatchError> {
+        let program = resolve(plan)?;
+        let prepare = plan.prepare.as_deref().map(sh_program).transpose()?;
+        let argv: Vec<String> = plan.argv.iter().map(|a| lossy(a)).collect();
+        let cwd = std::env::current_dir()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let program_path =
+            Path::new(std::ffi::OsStr::from_bytes(program.path().to_bytes())).to_path_buf();
+        if plan.cold.drop_caches && !cache::drop_caches_permitted() {
+            return Err(BatchError::own(
+                "--drop-caches needs root (it writes /proc/sys/vm/drop_caches); use --evict PATH to evict specific files without root",
+            ));
         }
+        // The file sets are walked afresh each time and dropped at once: a tree of 40,000 files
+        // held for the whole batch would add megabytes to coldtrace's resident set, and so to
+        // the floor under every child's max RSS. Walking them here reports a bad path early.
+        for (flag, roots) in [("--evict", &plan.cold.evict), ("--watch", &plan.cold.watch)] {
+            if !roots.is_empty() {
+                FileSet::collect(roots).map_err(|e| BatchError::own(format!("{flag}: {e}")))?;
+            }
+        }
+        let stdin_file_path = match &plan.stdin {
+            StdinMode::File(path) => {
+                File::open(path).map_err(|e| stdin_error(path, &e))?;
+                Some(path.clone())
+            }
+            _ => None,
+        };
+        let dir = out_dir.map(BatchDir::create).transpose()?;
+        let mut notices = Vec::new();
+        if let Some(reason) = shared.floor.unavailable_reason() {
+            notices.push(format!(
+                "{reason}: coldtrace's peak RSS cannot be reset before each spawn; the recorded floor is unreset"
+            ));
+        }
+        if plan.output == OutputMode::Null && !plan.is_single_run() && out_dir.is_none() {
+            notices.push(
+                "the command's stdout and stderr are discarded (use --out DIR to keep them)".into(),
+            );
+        }
+        let context = BatchContext {
+            system: SystemContext::read(),
+            capabilities: Capabilities::probe(),
+            environment: EnvMarkers::read(),
+            program: ProgramInfo::inspect(&program_path),
+            coldtrace_version: env!("CARGO_PKG_VERSION"),
+            floor_reset_unavailable: shared.floor.unavailable_reason().map(str::to_owned),
+        };
+        let stderr_sink = if plan.output == OutputMode::Null {
+            rustix::fs::memfd_create("coldtrace-stderr", rustix::fs::MemfdFlags::CLOEXEC)
+                .ok()
+                .map(File::from)
+        } else {
+            None
+        };
+        Ok(CommandBatch {
+            plan,
+            program,
+            prepare,
+            argv,
+            cwd,
+            stdin_file_path,
+            dir,
+            context,
+            started_at: crate::time::rfc3339_utc_now(),
+            stderr_sink,
+            columns: Columns::default(),
+            counts: Counts::default(),
+            failed: Vec::new(),
+            interrupted_by: None,
+            stopped_reason: None,
+            start_failure: None,
+            single_status: None,
+            line: String::with_capacity(4096),
+            next_index: 0,
+            last_wall_ns: None,
+            notices,
+        })
+    }
+
+    /// Whether every run of the plan has been done.
+    pub fn is_done(&self) -> bool {
+        self.next_index >= self.plan.total_runs()
+    }
+
+    /// Runs done so far.
+    pub fn runs_done(&self) -> u64 {
+        self.next_index
+    }
+
+    /// The wall time of the last run.
+    pub fn last_wall_ns(&self) -> Option<u64> {
+        self.last_wall_ns
+    }
+
+    /// Marks the batch as interrupted by `signal` (seen between runs).
+    pub fn interrupt(&mut self, signal: Signal) {
+        self.interrupted_by.get_or_insert(signal);
+    }
+
+    fn residency(&self) -> Option<crate::cache::Residency> {
+        let roots = &self.plan.cold.watch;
+        if roots.is_empty() {
+            return None;
+        }
+        FileSet::collect(roots).map(|set| set.residency()).ok()
+    }
+
+    fn cold_action(&self, role: Role) -> Result<Option<ColdAction>, BatchError> {
+        let plan = self.plan;
+        let due = match plan.cold.when {
+            Some(ColdWhen::EveryRun) => role != Role::Warmup,
+            Some(ColdWhen::FirstOnly) => role == Role::First,
+            None => false,
+        };
+        if !due {
+            return Ok(None);
+        }
+        let began = crate::time::monotonic_ns();
+        let mut action = ColdAction::default();
+        if !plan.cold.evict.is_empty() {
+            let set = FileSet::collect(&plan.cold.evict)
+                .map_err(|e| BatchError::own(format!("--evict: {e}")))?;
+            let report = set.evict();
+            action.evicted_files = Some(report.files);
+            action.evicted_bytes = Some(report.bytes);
+            action.evict_failed_files = Some(report.failed);
+        }
+        if plan.cold.drop_caches {
+            cache::drop_caches().map_err(|e| BatchError::own(e.to_string()))?;
+            action.dropped_caches = true;
+        }
+        action.took_ns = crate::time::monotonic_ns().saturating_sub(began);
+        Ok(Some(action))
+    }
+
+    /// Runs the next run of the plan: prepare, cold state, the measured run, its record.
+    pub fn run_next(
+        &mut self,
+        shared: &mut Shared<'_>,
+        slot: Option<Slot>,
+    ) -> Result<Step, BatchError> {
+        let plan = self.plan;
+        let index = self.next_index;
         let role = if index < u64::from(plan.warmup) {
             Role::Warmup
         } else if index == u64::from(plan.warmup) {
@@ -410,70 +539,38 @@ pub fn run(plan: &Plan, signals: &Signals) -> Result<BatchOutcome, BatchError> {
         } else {
             Role::Warm
         };
-        if let Some(prepare) = &prepare {
-            if let Err(reason) =
-                run_prepare(prepare, signals, &dev_null_out, &mut stack, &mut floor)
-            {
-                stopped_reason = Some(format!(
+        if let Some(prepare) = &self.prepare {
+            if let Err(reason) = run_prepare(prepare, shared) {
+                self.stopped_reason = Some(format!(
                     "--prepare failed before run {index} ({reason}): {}; the batch stops",
                     plan.prepare.as_deref().unwrap_or_default()
                 ));
-                break;
+                return Ok(Step::Stop);
             }
         }
-        let cold_due = match plan.cold.when {
-            Some(ColdWhen::EveryRun) => role != Role::Warmup,
-            Some(ColdWhen::FirstOnly) => role == Role::First,
-            None => false,
-        };
-        let cold_action = if cold_due {
-            let began = crate::time::monotonic_ns();
-            let mut action = ColdAction::default();
-            if !evict_roots.is_empty() {
-                let set = FileSet::collect(evict_roots)
-                    .map_err(|e| BatchError::own(format!("--evict: {e}")))?;
-                let report = set.evict();
-                action.evicted_files = Some(report.files);
-                action.evicted_bytes = Some(report.bytes);
-                action.evict_failed_files = Some(report.failed);
-            }
-            if plan.cold.drop_caches {
-                cache::drop_caches().map_err(|e| BatchError::own(e.to_string()))?;
-                action.dropped_caches = true;
-            }
-            action.took_ns = crate::time::monotonic_ns().saturating_sub(began);
-            Some(action)
-        } else {
-            None
-        };
-
-        let files = match (&dir, plan.output) {
+        let cold_action = self.cold_action(role)?;
+        let files = match (&self.dir, plan.output) {
             (Some(d), OutputMode::File) => Some(d.run_files(index)?),
             _ => None,
         };
-        let stdin_file = match &stdin_file_path {
-            Some(path) => Some(File::open(path).map_err(|e| {
-                BatchError::own(format!(
-                    "--stdin {}: {}",
-                    path.display(),
-                    artifacts::explain(&e)
-                ))
-            })?),
+        let stdin_file = match &self.stdin_file_path {
+            Some(path) => Some(File::open(path).map_err(|e| stdin_error(path, &e))?),
             None if plan.stdin == StdinMode::Null => Some(open_null(false)?),
             None => None,
         };
-        if let Some(sink) = &mut stderr_sink {
+        if let Some(sink) = &mut self.stderr_sink {
             let _ = sink.set_len(0);
             let _ = sink.rewind();
         }
+        let dev_null = &shared.dev_null_out;
         let (stdout_fd, stderr_fd) = match (&files, plan.output) {
             (Some(f), _) => (Some(f.stdout.as_fd()), Some(f.stderr.as_fd())),
             (None, OutputMode::Null) => (
-                Some(dev_null_out.as_fd()),
+                Some(dev_null.as_fd()),
                 Some(
-                    stderr_sink
+                    self.stderr_sink
                         .as_ref()
-                        .map_or(dev_null_out.as_fd(), |s| s.as_fd()),
+                        .map_or(dev_null.as_fd(), |s| s.as_fd()),
                 ),
             ),
             (None, _) => (None, None),
@@ -483,31 +580,37 @@ pub fn run(plan: &Plan, signals: &Signals) -> Result<BatchOutcome, BatchError> {
             stdout: stdout_fd,
             stderr: stderr_fd,
             new_process_group: plan.timeout_ns.is_some(),
-            signal_mask: Some(signals.child_mask),
+            signal_mask: Some(shared.signals.child_mask),
             ..SpawnOptions::default()
+        };
+        let limits = RunLimits {
+            timeout_ns: plan.timeout_ns,
+            kill_after_ns: plan.kill_after_ns,
+            signals: Some(&shared.signals.fd),
         };
 
         let boot_id = context::read_boot_id();
         let uptime_s = context::read_uptime_s();
         let run_started_at = crate::time::rfc3339_utc_now();
-        let residency_before = residency();
+        let residency_before = self.residency();
         let system_before = SystemSnapshot::read();
         let quiet = plan.quiet;
+        let with_timeout = plan.timeout_ns.is_some();
         let result: RunResult = runner::measure(
-            &program,
+            &self.program,
             &options,
-            &mut stack,
-            &mut floor,
+            &mut shared.stack,
+            &mut shared.floor,
             &limits,
             |sig| {
                 if !quiet {
-                    eprintln!("coldtrace: the command was stopped by {sig}; waiting for it to be continued (SIGCONT){}",
-                    if limits.timeout_ns.is_some() { " or to time out" } else { "" });
+                    let or = if with_timeout { " or to time out" } else { "" };
+                    eprintln!("coldtrace: the command was stopped by {sig}; waiting for it to be continued (SIGCONT){or}");
                 }
             },
         );
         let system_after = SystemSnapshot::read();
-        let residency_after = residency();
+        let residency_after = self.residency();
 
         let succeeded = result.outcome.succeeded();
         // A single run is reported like `time` reports it, success or not; a batch rejects failures.
@@ -525,9 +628,9 @@ pub fn run(plan: &Plan, signals: &Signals) -> Result<BatchOutcome, BatchError> {
             started_at: run_started_at,
             boot_id,
             uptime_s,
-            argv: &argv,
-            program: &context.program,
-            cwd: &cwd,
+            argv: &self.argv,
+            program: &self.context.program,
+            cwd: &self.cwd,
             outcome: OutcomeRecord(result.outcome),
             counted,
             failure_reason: failure_reason.clone(),
@@ -550,90 +653,144 @@ pub fn run(plan: &Plan, signals: &Signals) -> Result<BatchOutcome, BatchError> {
                 stdout: f.stdout_rel.display().to_string(),
                 stderr: f.stderr_rel.display().to_string(),
             }),
+            slot,
         };
-        line.clear();
+        self.line.clear();
         // Serialising plain data into a String cannot fail.
         if let Ok(json) = serde_json::to_string(&record) {
-            line.push_str(&json);
+            self.line.push_str(&json);
         }
-        line.push('\n');
-        if let Some(d) = &mut dir {
-            d.append_record(line.as_bytes())?;
+        self.line.push('\n');
+        if let Some(d) = &mut self.dir {
+            d.append_record(self.line.as_bytes())?;
         }
-        counts.recorded += 1;
+        self.next_index += 1;
+        self.last_wall_ns = result.wall_ns;
+        self.counts.recorded += 1;
         if role == Role::Warmup {
-            counts.warmup += 1;
+            self.counts.warmup += 1;
         }
         if counted {
-            columns.push(&record);
-            counts.counted += 1;
+            self.columns.push(&record);
+            self.counts.counted += 1;
         }
         if let Some(reason) = failure_reason {
-            if role != Role::Warmup || matches!(result.outcome, Outcome::FailedToStart { .. }) {
-                let tail = match (files, &mut stderr_sink) {
+            if !plan.is_single_run()
+                && (role != Role::Warmup || matches!(result.outcome, Outcome::FailedToStart { .. }))
+            {
+                let tail = match (files, &mut self.stderr_sink) {
                     (Some(mut f), _) => Some(artifacts::tail(&mut f.stderr, 5)),
                     (None, Some(sink)) => Some(artifacts::tail(sink, 5)),
                     (None, None) => None,
                 }
                 .filter(|t| !t.is_empty());
-                if plan.is_single_run() {
-                    // Reported as the outcome, not as a rejection.
-                } else if counted {
-                    counts.failed_counted += 1;
+                if counted {
+                    self.counts.failed_counted += 1;
                 } else {
-                    counts.rejected += 1;
+                    self.counts.rejected += 1;
                 }
-                if !plan.is_single_run() {
-                    failed.push(FailedRun {
-                        index,
-                        reason,
-                        stderr_tail: tail,
-                        counted,
-                    });
-                }
+                self.failed.push(FailedRun {
+                    index,
+                    reason,
+                    stderr_tail: tail,
+                    counted,
+                });
             }
         }
         if plan.is_single_run() {
-            single_status = Some(result.outcome);
-        }
-        if progress {
-            let wall = result
-                .wall_ns
-                .map_or("—".to_string(), |ns| crate::render::human_ns(ns as f64));
-            eprint!("\rcoldtrace: run {}/{total}  last {wall}   ", index + 1);
-            let _ = std::io::stderr().flush();
+            self.single_status = Some(result.outcome);
         }
         if let Outcome::FailedToStart { errno, .. } = result.outcome {
-            start_failure = Some(errno);
-            stopped_reason = Some(format!(
+            self.start_failure = Some(errno);
+            self.stopped_reason = Some(format!(
                 "{}: cannot start: {errno}; the batch stops",
-                argv[0]
+                self.argv[0]
             ));
-            break;
+            return Ok(Step::Stop);
         }
         if let Some(sig) = result.interrupted_by {
-            interrupted_by = Some(sig);
-            break;
+            self.interrupted_by = Some(sig);
+            return Ok(Step::Stop);
         }
-    }
-    if progress {
-        eprint!("\r\x1b[2K");
+        Ok(Step::Continue)
     }
 
-    let summaries = columns.summarise();
-    let finished_at = crate::time::rfc3339_utc_now();
-    let complete = interrupted_by.is_none() && stopped_reason.is_none();
-    let document = BatchDocument {
-        schema: record::BATCH_SCHEMA,
-        label: plan.label.as_deref(),
-        started_at: &started_at,
-        finished_at,
-        complete,
-        interrupted_by: record::signal_name(interrupted_by),
-        stopped_reason: stopped_reason.as_deref(),
-        context: &context,
-        config: ConfigRecord {
-            argv: &argv,
+    /// Writes `batch.json` (atomically) and returns what the caller renders.
+    pub fn finish(self) -> Result<BatchOutcome, BatchError> {
+        let plan = self.plan;
+        let summaries = self.columns.summarise();
+        let complete =
+            self.interrupted_by.is_none() && self.stopped_reason.is_none() && self.is_done();
+        let document = BatchDocument {
+            schema: record::BATCH_SCHEMA,
+            label: plan.label.as_deref(),
+            started_at: &self.started_at,
+            finished_at: crate::time::rfc3339_utc_now(),
+            complete,
+            interrupted_by: record::signal_name(self.interrupted_by),
+            stopped_reason: self.stopped_reason.as_deref(),
+            context: &self.context,
+            config: ConfigRecord::of(plan, &self.argv),
+            counts: self.counts,
+            failed_runs: &self.failed,
+            stddev: "sample (n-1)",
+            summary: SummaryMap(&summaries),
+        };
+        let document_json = serde_json::to_string_pretty(&document).unwrap_or_default();
+        if let Some(d) = &self.dir {
+            d.sync_records()?;
+            let mut bytes = document_json.clone().into_bytes();
+            bytes.push(b'\n');
+            d.write_atomic("batch.json", &bytes)?;
+        }
+        let exit_code = if let Some(sig) = self.interrupted_by {
+            128u8.saturating_add(sig.raw() as u8)
+        } else if let Some(errno) = self.start_failure {
+            exit_code_for_start_failure(errno)
+        } else if let Some(outcome) = self.single_status.filter(|_| plan.is_single_run()) {
+            single_exit_code(&outcome)
+        } else if self.counts.rejected > 0 || self.stopped_reason.is_some() {
+            1
+        } else {
+            0
+        };
+        let json = if plan.is_single_run() && self.counts.recorded == 1 {
+            self.line.trim_end().to_string()
+        } else {
+            document_json
+        };
+        Ok(BatchOutcome {
+            exit_code,
+            json,
+            walls_ns: self.columns.walls_ns(),
+            warm_values: self.columns.warm_values(),
+            summaries,
+            failed: self.failed,
+            counts: self.counts,
+            context: self.context,
+            interrupted_by: self.interrupted_by,
+            stopped_reason: self.stopped_reason,
+            out_dir: self.dir.map(|d| d.root().to_path_buf()),
+            notices: self.notices,
+            single_outcome: self.single_status.map(|o| describe(&o)),
+        })
+    }
+}
+
+fn stdin_error(path: &Path, e: &std::io::Error) -> BatchError {
+    BatchError::own(format!(
+        "--stdin {}: {}",
+        path.display(),
+        artifacts::explain(e)
+    ))
+}
+
+impl<'a> ConfigRecord<'a> {
+    fn of(plan: &'a Plan, argv: &'a [String]) -> ConfigRecord<'a> {
+        let paths =
+            |list: &[std::path::PathBuf]| list.iter().map(|p| p.display().to_string()).collect();
+        ConfigRecord {
+            argv,
             runs: plan.runs,
             warmup: plan.warmup,
             output: plan.output.name(),
@@ -646,67 +803,68 @@ pub fn run(plan: &Plan, signals: &Signals) -> Result<BatchOutcome, BatchError> {
             kill_after_ns: plan.kill_after_ns,
             prepare: plan.prepare.as_deref(),
             ignore_failure: plan.ignore_failure,
-            evict: plan
-                .cold
-                .evict
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect(),
+            evict: paths(&plan.cold.evict),
             drop_caches: plan.cold.drop_caches,
             cold_when: plan.cold.when.map(|w| match w {
                 ColdWhen::EveryRun => "every_counted_run",
                 ColdWhen::FirstOnly => "first_counted_run",
             }),
-            watch: plan
-                .cold
-                .watch
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect(),
-        },
-        counts,
-        failed_runs: &failed,
-        stddev: "sample (n-1)",
-        summary: SummaryMap(&summaries),
-    };
-    let document_json = serde_json::to_string_pretty(&document).unwrap_or_default();
-    if let Some(d) = &dir {
-        d.sync_records()?;
-        let mut bytes = document_json.clone().into_bytes();
-        bytes.push(b'\n');
-        d.write_atomic("batch.json", &bytes)?;
+            watch: paths(&plan.cold.watch),
+        }
+    }
+}
+
+/// Shows `run i/N, last wall` on a terminal.
+pub struct Progress {
+    on: bool,
+    total: u64,
+}
+
+impl Progress {
+    /// Progress for `total` runs, shown only on a terminal and without `--quiet`.
+    pub fn new(total: u64, quiet: bool) -> Progress {
+        Progress {
+            on: !quiet && total > 1 && std::io::stderr().is_terminal(),
+            total,
+        }
     }
 
-    let exit_code = if let Some(sig) = interrupted_by {
-        128u8.saturating_add(sig.raw() as u8)
-    } else if let Some(errno) = start_failure {
-        exit_code_for_start_failure(errno)
-    } else if let Some(outcome) = single_status.filter(|_| plan.is_single_run()) {
-        single_exit_code(&outcome)
-    } else if counts.rejected > 0 || stopped_reason.is_some() {
-        1
-    } else {
-        0
-    };
-    let json = if plan.is_single_run() && counts.recorded == 1 {
-        line.trim_end().to_string()
-    } else {
-        document_json
-    };
-    Ok(BatchOutcome {
-        exit_code,
-        json,
-        walls_ns: columns.walls_ns(),
-        summaries,
-        failed,
-        counts,
-        context,
-        interrupted_by,
-        stopped_reason,
-        out_dir: dir.map(|d| d.root().to_path_buf()),
-        notices,
-        single_outcome: single_status.map(|o| describe(&o)),
-    })
+    /// After run `done` (1-based).
+    pub fn update(&self, done: u64, last_wall_ns: Option<u64>) {
+        if self.on {
+            let wall =
+                last_wall_ns.map_or("—".to_string(), |ns| crate::render::human_ns(ns as f64));
+            eprint!("\rcoldtrace: run {done}/{}  last {wall}   ", self.total);
+            let _ = std::io::stderr().flush();
+        }
+    }
+
+    /// Clears the line.
+    pub fn finish(&self) {
+        if self.on {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+/// Runs one command's plan to the end (or until interrupted).
+pub fn run(plan: &Plan, signals: &Signals) -> Result<BatchOutcome, BatchError> {
+    let mut shared = Shared::new(signals)?;
+    let mut batch = CommandBatch::new(plan, plan.out_dir.as_deref(), &shared)?;
+    let progress = Progress::new(plan.total_runs(), plan.quiet);
+    while !batch.is_done() {
+        if let Some(sig) = shared.pending_interrupt() {
+            batch.interrupt(sig);
+            break;
+        }
+        let step = batch.run_next(&mut shared, None)?;
+        progress.update(batch.runs_done(), batch.last_wall_ns());
+        if step == Step::Stop {
+            break;
+        }
+    }
+    progress.finish();
+    batch.finish()
 }
 
 /// How a run ended, in words: `exited with code 0`, `timed out (sent SIGTERM), killed by SIGTERM`.
@@ -735,16 +893,10 @@ fn single_exit_code(outcome: &Outcome) -> u8 {
 }
 
 /// Runs `--prepare` through `/bin/sh -c`, unmeasured; its stdout is discarded, its stderr shown.
-fn run_prepare(
-    prepare: &Program,
-    signals: &Signals,
-    dev_null: &File,
-    stack: &mut ChildStack,
-    floor: &mut Floor,
-) -> Result<(), String> {
+fn run_prepare(prepare: &Program, shared: &mut Shared<'_>) -> Result<(), String> {
     let options = SpawnOptions {
-        stdout: Some(dev_null.as_fd()),
-        signal_mask: Some(signals.child_mask),
+        stdout: Some(shared.dev_null_out.as_fd()),
+        signal_mask: Some(shared.signals.child_mask),
         ..SpawnOptions::default()
     };
     let limits = RunLimits {
@@ -752,7 +904,14 @@ fn run_prepare(
         kill_after_ns: 0,
         signals: None,
     };
-    let result = runner::measure(prepare, &options, stack, floor, &limits, |_| {});
+    let result = runner::measure(
+        prepare,
+        &options,
+        &mut shared.stack,
+        &mut shared.floor,
+        &limits,
+        |_| {},
+    );
     match result.outcome.failure_reason() {
         None => Ok(()),
         Some(reason) => Err(reason),

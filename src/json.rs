@@ -10,12 +10,21 @@
 #[macro_export]
 macro_rules! serialize_struct {
     ($ty:ty { $($field:ident),* $(,)? }) => {
+        $crate::serialize_struct!($ty { $($field),* } optional {});
+    };
+    ($ty:ty { $($field:ident),* $(,)? } optional { $($opt:ident),* $(,)? }) => {
         impl ::serde::Serialize for $ty {
             fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 use ::serde::ser::SerializeStruct;
-                const FIELDS: &[&str] = &[$(stringify!($field)),*];
+                const FIELDS: &[&str] = &[$(stringify!($field),)* $(stringify!($opt),)*];
                 let mut state = serializer.serialize_struct(stringify!($ty), FIELDS.len())?;
                 $(state.serialize_field(stringify!($field), &self.$field)?;)*
+                $(
+                    match &self.$opt {
+                        Some(value) => state.serialize_field(stringify!($opt), value)?,
+                        None => state.skip_field(stringify!($opt))?,
+                    }
+                )*
                 state.end()
             }
         }

@@ -194,6 +194,11 @@ impl Columns {
             .collect()
     }
 
+    /// Every metric's warm values, in run order (for comparisons between commands).
+    pub fn warm_values(&self) -> Vec<Vec<f64>> {
+        self.warm.clone()
+    }
+
     /// Summaries of every metric.
     pub fn summarise(&self) -> Vec<MetricSummary> {
         METRICS
