@@ -1,0 +1,280 @@
+//! Shared helpers for the integration tests: a temporary directory, running the built binary
+//! with a deadline, and reading records back.
+#![allow(dead_code)] // each test file uses a different subset
+#![forbid(unsafe_code)]
+
+use serde_json::Value;
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_coldtrace");
+
+/// A fresh directory under the system temp dir, removed (with its contents) on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = std::env::temp_dir().join(format!(
+            "coldtrace-test-{tag}-{}-{n}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir(&path).expect("create temp dir");
+        TempDir(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, p: impl AsRef<Path>) -> PathBuf {
+        self.0.join(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What a finished coldtrace run produced.
+pub struct Output {
+    pub command: String,
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Output {
+    /// The exit code (`None` if coldtrace itself died of a signal).
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Everything a failing assertion should show.
+    pub fn describe(&self) -> String {
+        format!(
+            "\n--- command: {}\n--- status: {:?} (after {:.2?})\n--- stdout:\n{}\n--- stderr:\n{}\n---",
+            self.command,
+            self.status,
+            self.elapsed,
+            truncate(&self.stdout),
+            truncate(&self.stderr)
+        )
+    }
+
+    /// stdout parsed as exactly one JSON value.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("stdout is not one JSON value ({e}){}", self.describe()))
+    }
+
+    /// Lines of stderr.
+    pub fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr.lines().collect()
+    }
+
+    /// Asserts the exit code.
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "unexpected exit code{}",
+            self.describe()
+        );
+        self
+    }
+}
+
+fn truncate(s: &str) -> String {
+    const KEEP: usize = 2000;
+    if s.len() <= 2 * KEEP {
+        return s.to_string();
+    }
+    let mut head = KEEP;
+    while !s.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = s.len() - KEEP;
+    while !s.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n… ({} bytes in all, middle cut) …\n{}",
+        &s[..head],
+        s.len(),
+        &s[tail..]
+    )
+}
+
+/// A coldtrace invocation under construction.
+pub struct Ct {
+    pub cmd: Command,
+    shown: Vec<String>,
+}
+
+/// `coldtrace ARGS...` in `cwd`.
+pub fn ct<I, S>(cwd: &Path, args: I) -> Ct
+where
+    I: IntoIterator<Item = S>,
+    S: Into<OsString>,
+{
+    let mut cmd = Command::new(BIN);
+    let mut shown = vec!["coldtrace".to_string()];
+    for a in args {
+        let a: OsString = a.into();
+        let text = a.to_string_lossy();
+        shown.push(if text.len() > 200 {
+            format!("<{} bytes>", text.len())
+        } else {
+            text.into_owned()
+        });
+        cmd.arg(a);
+    }
+    cmd.current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("NO_COLOR");
+    shown.insert(0, format!("(cd {} &&", cwd.display()));
+    Ct { cmd, shown }
+}
+
+impl Ct {
+    pub fn shown(&self) -> String {
+        format!("{})", self.shown.join(" "))
+    }
+
+    /// Runs to completion, killing coldtrace if it takes longer than `limit`.
+    pub fn run_within(mut self, limit: Duration) -> Output {
+        let command = self.shown();
+        let started = Instant::now();
+        let child = self
+            .cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot spawn {command}: {e}"));
+        finish(child, command, started, limit)
+    }
+
+    /// Runs to completion within 30 s.
+    pub fn run(self) -> Output {
+        self.run_within(Duration::from_secs(30))
+    }
+}
+
+/// Collects stdout/stderr of a spawned child and waits for it, killing it after `limit`.
+pub fn finish(mut child: Child, command: String, started: Instant, limit: Duration) -> Output {
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let out_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(o) = out.as_mut() {
+            let _ = o.read_to_end(&mut buf);
+        }
+        buf
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(e) = err.as_mut() {
+            let _ = e.read_to_end(&mut buf);
+        }
+        buf
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let status = child.wait().expect("wait");
+            // Readers may block on a pipe kept open by a grandchild: do not join them.
+            panic!(
+                "{command} did not finish within {limit:?} (killed; status {status:?}): it hung"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let elapsed = started.elapsed();
+    // A daemonised grandchild may keep the pipes open: give the readers a moment, no more.
+    let join = |h: std::thread::JoinHandle<Vec<u8>>| -> String {
+        let until = Instant::now() + Duration::from_secs(10);
+        while !h.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if h.is_finished() {
+            String::from_utf8_lossy(&h.join().unwrap_or_default()).into_owned()
+        } else {
+            "<pipe still held open by a descendant>".to_string()
+        }
+    };
+    Output {
+        command,
+        status,
+        stdout: join(out_reader),
+        stderr: join(err_reader),
+        elapsed,
+    }
+}
+
+/// Every line of `DIR/runs.jsonl`, parsed (panics with the line on a bad one).
+pub fn read_records(dir: &Path) -> Vec<Value> {
+    let path = dir.join("runs.jsonl");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str(line).unwrap_or_else(|e| {
+                panic!("{} line {}: not JSON ({e}): {line}", path.display(), i + 1)
+            })
+        })
+        .collect()
+}
+
+/// `DIR/batch.json`, parsed.
+pub fn read_batch(dir: &Path) -> Value {
+    let path = dir.join("batch.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON ({e}): {text}", path.display()))
+}
+
+/// Whether `v` looks like `2026-12-03T07:00:00.000Z` (RFC 3339, UTC, with a fraction or not).
+pub fn is_rfc3339_utc(v: &str) -> bool {
+    let b = v.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| r.clone().all(|i| b.get(i).is_some_and(u8::is_ascii_digit));
+    b.len() >= 20
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19)
+        && v.ends_with('Z')
+        && (b.len() == 20 || (b[19] == b'.' && digits(20..b.len() - 1) && b.len() > 21))
+}
+
+/// Writes an executable (or not) file.
+pub fn write_file(path: &Path, contents: &[u8], mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, contents).expect("write file");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
