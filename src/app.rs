@@ -26,7 +26,10 @@ pub fn execute(command: Command) -> Result<AppOutput, BatchError> {
         Command::Run(plan) => {
             let signals = Signals::install()?;
             let outcome = batch::run(&plan, &signals)?;
-            if !plan.quiet {
+            if let (Some(message), 0) = (&outcome.start_failure, outcome.counts.counted) {
+                // Nothing ran: one line, like a PATH lookup failure, not an empty table.
+                eprintln!("coldtrace: error: {message}");
+            } else if !plan.quiet {
                 for notice in &outcome.notices {
                     eprintln!("coldtrace: {notice}");
                 }
@@ -44,7 +47,10 @@ pub fn execute(command: Command) -> Result<AppOutput, BatchError> {
                     .label
                     .as_deref()
                     .map_or(String::new(), |l| format!(" [{l}]"));
-                let title = format!("coldtrace: {what} of {}{label}", shell_words(&argv));
+                let title = format!(
+                    "coldtrace: {what} of {}{label}",
+                    shorten(&shell_words(&argv), 160)
+                );
                 eprint!(
                     "{}",
                     crate::render::table(&outcome, &title, crate::render::use_colour())
@@ -191,6 +197,17 @@ fn render_context(c: &ContextBlock) -> String {
         let _ = writeln!(out, "CONDA_PREFIX  {v}");
     }
     out
+}
+
+/// At most `max` characters of `text`, with `…` when cut.
+pub fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        let mut cut: String = text.chars().take(max).collect();
+        cut.push('…');
+        cut
+    }
 }
 
 /// Quotes words for display the way a shell would need them.

@@ -44,9 +44,11 @@ fn error(what: &str, path: &Path, e: &io::Error) -> ArtifactError {
     }
 }
 
-/// Creates a new file for writing: never follows a symlink, never reuses an existing file.
+/// Creates a new file for writing (and reading back, e.g. a failed run's stderr tail): never
+/// follows a symlink, never reuses an existing file.
 pub fn create_new(path: &Path) -> io::Result<File> {
     OpenOptions::new()
+        .read(true)
         .write(true)
         .create_new(true)
         .mode(0o644)

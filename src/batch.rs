@@ -229,6 +229,8 @@ pub struct BatchOutcome {
     pub notices: Vec<String>,
     /// For a single run: how it ended, in words.
     pub single_outcome: Option<String>,
+    /// The program could not be started (`execve` failed): the one-line reason.
+    pub start_failure: Option<String>,
 }
 
 fn lossy(s: &std::ffi::OsStr) -> String {
@@ -773,6 +775,9 @@ impl<'p> CommandBatch<'p> {
             out_dir: self.dir.map(|d| d.root().to_path_buf()),
             notices: self.notices,
             single_outcome: self.single_status.map(|o| describe(&o)),
+            start_failure: self
+                .start_failure
+                .map(|errno| format!("{}: cannot start: {errno}", self.argv[0])),
         })
     }
 }
