@@ -66,6 +66,25 @@ pub fn execute(command: Command) -> Result<AppOutput, BatchError> {
                 exit_code: outcome.exit_code,
             })
         }
+        Command::Compare(plan) => {
+            let signals = Signals::install()?;
+            let outcome = crate::compare::run(&plan, &signals)?;
+            if !plan.quiet {
+                eprint!(
+                    "{}",
+                    crate::render::compare_table(&outcome, crate::render::use_colour())
+                );
+            }
+            let stdout = if plan.json {
+                format!("{}\n", outcome.json)
+            } else {
+                String::new()
+            };
+            Ok(AppOutput {
+                stdout,
+                exit_code: outcome.exit_code,
+            })
+        }
         Command::Report(args) => {
             let rows = crate::report::read_all(&args.dirs).map_err(|e| BatchError {
                 message: e.0,
@@ -212,18 +231,5 @@ pub fn shorten(text: &str, max: usize) -> String {
 
 /// Quotes words for display the way a shell would need them.
 pub fn shell_words(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|w| {
-            if !w.is_empty()
-                && w.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
-            {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', r"'\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    crate::words::quote(words)
 }

@@ -56,6 +56,68 @@ pub fn create_new(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Makes sure `root` is a new or empty directory (creating it and its parents).
+///
+/// An existing non-empty directory is refused: a previous batch is never overwritten.
+pub fn create_empty_dir(root: &Path) -> Result<(), ArtifactError> {
+    match fs::symlink_metadata(root) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return Err(ArtifactError {
+                message: format!(
+                    "--out {}: is a symlink; give the real directory path",
+                    root.display()
+                ),
+            })
+        }
+        Ok(meta) if !meta.is_dir() => {
+            return Err(ArtifactError {
+                message: format!(
+                    "--out {}: exists and is not a directory; choose a new path",
+                    root.display()
+                ),
+            })
+        }
+        Ok(_) => {
+            let mut entries = fs::read_dir(root).map_err(|e| error("--out", root, &e))?;
+            if entries.next().is_some() {
+                return Err(ArtifactError {
+                        message: format!(
+                            "--out {}: exists and is not empty; coldtrace never overwrites a batch, choose a new directory",
+                            root.display()
+                        ),
+                    });
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(root)
+                .map_err(|e| error("cannot create --out", root, &e))?;
+        }
+        Err(e) => return Err(error("--out", root, &e)),
+    }
+    Ok(())
+}
+
+/// Writes `dir/name` atomically: a new temporary file, fsync, rename over `name`, fsync of the
+/// directory. A reader sees the old file or the whole new one, never a part.
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ArtifactError> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let dest = dir.join(name);
+    let result = (|| -> io::Result<()> {
+        let mut file = create_new(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&tmp, &dest)?;
+        File::open(dir)?.sync_all()
+    })();
+    result.map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        error("cannot write", &dest, &e)
+    })
+}
+
 /// An open batch directory.
 pub struct BatchDir {
     root: PathBuf,
@@ -67,43 +129,7 @@ impl BatchDir {
     ///
     /// An existing non-empty directory is refused: a previous batch is never overwritten.
     pub fn create(root: &Path) -> Result<BatchDir, ArtifactError> {
-        match fs::symlink_metadata(root) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(ArtifactError {
-                    message: format!(
-                        "--out {}: is a symlink; give the real directory path",
-                        root.display()
-                    ),
-                })
-            }
-            Ok(meta) if !meta.is_dir() => {
-                return Err(ArtifactError {
-                    message: format!(
-                        "--out {}: exists and is not a directory; choose a new path",
-                        root.display()
-                    ),
-                })
-            }
-            Ok(_) => {
-                let mut entries = fs::read_dir(root).map_err(|e| error("--out", root, &e))?;
-                if entries.next().is_some() {
-                    return Err(ArtifactError {
-                        message: format!(
-                            "--out {}: exists and is not empty; coldtrace never overwrites a batch, choose a new directory",
-                            root.display()
-                        ),
-                    });
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o755)
-                    .create(root)
-                    .map_err(|e| error("cannot create --out", root, &e))?;
-            }
-            Err(e) => return Err(error("--out", root, &e)),
-        }
+        create_empty_dir(root)?;
         let path = root.join("runs.jsonl");
         let runs_jsonl = create_new(&path).map_err(|e| error("cannot create", &path, &e))?;
         Ok(BatchDir {
@@ -163,22 +189,9 @@ impl BatchDir {
             .map_err(|e| error("cannot sync", &path, &e))
     }
 
-    /// Writes `name` atomically: a new temporary file, fsync, rename over `name`, fsync of the
-    /// directory. A reader sees the old file or the whole new one, never a part.
+    /// Writes `name` in the batch directory atomically (see [`write_atomic`]).
     pub fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<(), ArtifactError> {
-        let tmp = self.root.join(format!(".{name}.tmp"));
-        let dest = self.root.join(name);
-        let result = (|| -> io::Result<()> {
-            let mut file = create_new(&tmp)?;
-            file.write_all(bytes)?;
-            file.sync_all()?;
-            fs::rename(&tmp, &dest)?;
-            File::open(&self.root)?.sync_all()
-        })();
-        result.map_err(|e| {
-            let _ = fs::remove_file(&tmp);
-            error("cannot write", &dest, &e)
-        })
+        write_atomic(&self.root, name, bytes)
     }
 }
 

@@ -3,7 +3,7 @@
 //! Every error is one line that names the flag and what is allowed, and maps to exit code 125.
 #![forbid(unsafe_code)]
 
-use crate::plan::{ColdPlan, ColdWhen, OutputMode, Plan, StdinMode};
+use crate::plan::{ColdPlan, ColdWhen, ComparePlan, OutputMode, Plan, StdinMode};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::os::unix::ffi::OsStrExt;
@@ -19,6 +19,8 @@ pub const MAX_TIMEOUT_S: f64 = 1_000_000.0;
 pub enum Command {
     /// `coldtrace run …`
     Run(Box<Plan>),
+    /// `coldtrace compare …`
+    Compare(Box<ComparePlan>),
     /// `coldtrace report DIR…`
     Report(ReportArgs),
     /// `coldtrace context`
@@ -63,6 +65,7 @@ coldtrace — run a command and record exactly how it ran
 
 Usage:
   coldtrace run [OPTIONS] -- COMMAND [ARG...]   measure COMMAND (see `coldtrace run --help`)
+  coldtrace compare [OPTIONS] 'CMD A' 'CMD B'…  measure commands interleaved (A B A B …)
   coldtrace report [--json|--markdown] DIR...   compare batch directories
   coldtrace context [--json]                    print this machine's context block
   coldtrace --help | --version
@@ -118,6 +121,28 @@ a batch exits 0 when every counted run succeeded, 1 when any was rejected;
 127 not found, 126 not executable, 125 coldtrace's own error, 130 interrupted.
 ";
 
+/// `coldtrace compare --help`.
+pub const COMPARE_HELP: &str = "\
+coldtrace compare — several commands in one batch, interleaved
+
+Usage: coldtrace compare [OPTIONS] [--] 'COMMAND A' 'COMMAND B' ...
+
+Each COMMAND is one argument, split into words as a shell would (quotes and backslashes;
+no shell is run, so no variables or globs). Runs are interleaved round-robin — A B A B … —
+so that drift of the machine lands on every command alike; --shuffle SEED randomises the
+order within each round (seeded, reproducible). Each command keeps its own first run and
+its own records, artifacts and summary under DIR/commands/NN/; DIR/batch.json adds, for
+every metric, each command's warm median divided by the first command's, with a 95%
+bootstrap confidence interval (percentile method, 2000 resamples of each command's warm
+runs), and a verdict in words only when the interval excludes 1.
+
+Options: every option of `coldtrace run` (-n, --warmup, -o, --json, --output, --stdin,
+--timeout, --kill-after, --prepare, --ignore-failure, --label, -q, --evict, --drop-caches,
+--cold-first-only, --watch) applies to each command's runs as it does to a single
+command's; plus
+      --shuffle SEED      random order within each round, from SEED (a whole number)
+";
+
 /// `coldtrace report --help`.
 pub const REPORT_HELP: &str = "\
 coldtrace report — one row per batch directory
@@ -151,6 +176,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, UsageError> {
         "-h" | "--help" | "help" => Ok(Command::Help(HELP)),
         "-V" | "--version" => Ok(Command::Version),
         "run" => parse_run(rest),
+        "compare" => parse_compare(rest),
         "report" => parse_report(rest),
         "context" => parse_context(rest),
         other if other.starts_with('-') => Err(usage(format!(
@@ -167,7 +193,7 @@ fn wants_help(args: &[OsString]) -> bool {
 }
 
 /// Stage one of `run`: the raw flags, as given.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct RawRun {
     runs: Option<String>,
     warmup: Option<String>,
@@ -220,45 +246,7 @@ fn raw_run(
     had_separator: bool,
 ) -> Result<RawRun, UsageError> {
     let mut p = pico_args::Arguments::from_vec(flags);
-    let string = |p: &mut pico_args::Arguments,
-                  keys: pico_args::Keys|
-     -> Result<Option<String>, UsageError> {
-        p.opt_value_from_os_str(keys, |s: &OsStr| -> Result<String, String> {
-            Ok(s.to_string_lossy().into_owned())
-        })
-        .map_err(pico)
-    };
-    let os = |p: &mut pico_args::Arguments,
-              keys: pico_args::Keys|
-     -> Result<Option<OsString>, UsageError> {
-        p.opt_value_from_os_str(keys, |s: &OsStr| -> Result<OsString, String> {
-            Ok(s.to_os_string())
-        })
-        .map_err(pico)
-    };
-    let mut raw = RawRun {
-        runs: string(&mut p, ["-n", "--runs"].into())?,
-        warmup: string(&mut p, "--warmup".into())?,
-        out: os(&mut p, ["-o", "--out"].into())?,
-        json: p.contains("--json"),
-        output: string(&mut p, "--output".into())?,
-        stdin: os(&mut p, "--stdin".into())?,
-        timeout: string(&mut p, "--timeout".into())?,
-        kill_after: string(&mut p, "--kill-after".into())?,
-        prepare: string(&mut p, "--prepare".into())?,
-        ignore_failure: p.contains("--ignore-failure"),
-        label: string(&mut p, "--label".into())?,
-        quiet: p.contains(["-q", "--quiet"]),
-        drop_caches: p.contains("--drop-caches"),
-        cold_first_only: p.contains("--cold-first-only") || p.contains("--evict-first-only"),
-        ..RawRun::default()
-    };
-    while let Some(path) = os(&mut p, "--evict".into())? {
-        raw.evict.push(path);
-    }
-    while let Some(path) = os(&mut p, "--watch".into())? {
-        raw.watch.push(path);
-    }
+    let mut raw = raw_flags(&mut p)?;
     let leftover = p.finish();
     if let Some(first) = leftover.first() {
         let text = first.to_string_lossy();
@@ -282,6 +270,60 @@ fn raw_run(
         }));
     }
     raw.command = command;
+    Ok(raw)
+}
+
+impl RawRun {
+    /// The flags without the command.
+    fn clone_flags(&self) -> RawRun {
+        RawRun {
+            command: Vec::new(),
+            ..self.clone()
+        }
+    }
+}
+
+/// Stage one: the flags `run` and `compare` share, as given.
+fn raw_flags(p: &mut pico_args::Arguments) -> Result<RawRun, UsageError> {
+    let string = |p: &mut pico_args::Arguments,
+                  keys: pico_args::Keys|
+     -> Result<Option<String>, UsageError> {
+        p.opt_value_from_os_str(keys, |s: &OsStr| -> Result<String, String> {
+            Ok(s.to_string_lossy().into_owned())
+        })
+        .map_err(pico)
+    };
+    let os = |p: &mut pico_args::Arguments,
+              keys: pico_args::Keys|
+     -> Result<Option<OsString>, UsageError> {
+        p.opt_value_from_os_str(keys, |s: &OsStr| -> Result<OsString, String> {
+            Ok(s.to_os_string())
+        })
+        .map_err(pico)
+    };
+    let mut raw = RawRun {
+        runs: string(p, ["-n", "--runs"].into())?,
+        warmup: string(p, "--warmup".into())?,
+        out: os(p, ["-o", "--out"].into())?,
+        json: p.contains("--json"),
+        output: string(p, "--output".into())?,
+        stdin: os(p, "--stdin".into())?,
+        timeout: string(p, "--timeout".into())?,
+        kill_after: string(p, "--kill-after".into())?,
+        prepare: string(p, "--prepare".into())?,
+        ignore_failure: p.contains("--ignore-failure"),
+        label: string(p, "--label".into())?,
+        quiet: p.contains(["-q", "--quiet"]),
+        drop_caches: p.contains("--drop-caches"),
+        cold_first_only: p.contains("--cold-first-only") || p.contains("--evict-first-only"),
+        ..RawRun::default()
+    };
+    while let Some(path) = os(p, "--evict".into())? {
+        raw.evict.push(path);
+    }
+    while let Some(path) = os(p, "--watch".into())? {
+        raw.watch.push(path);
+    }
     Ok(raw)
 }
 
@@ -422,6 +464,87 @@ fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
             watch,
         },
     })
+}
+
+fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
+    let split = args.iter().position(|a| a == "--");
+    let (flags, after) = match split {
+        Some(i) => (args[..i].to_vec(), args[i + 1..].to_vec()),
+        None => (args, Vec::new()),
+    };
+    if wants_help(&flags) {
+        return Ok(Command::Help(COMPARE_HELP));
+    }
+    let mut p = pico_args::Arguments::from_vec(flags);
+    let shuffle: Option<String> = p
+        .opt_value_from_os_str("--shuffle", |s: &OsStr| -> Result<String, String> {
+            Ok(s.to_string_lossy().into_owned())
+        })
+        .map_err(pico)?;
+    let shuffle_seed = shuffle
+        .map(|text| {
+            text.parse::<u64>().map_err(|_| {
+                usage(format!(
+                    "--shuffle: expected a whole number (the seed), got '{text}'"
+                ))
+            })
+        })
+        .transpose()?;
+    let raw = raw_flags(&mut p)?;
+    let mut commands = Vec::new();
+    for arg in p.finish().into_iter().chain(after) {
+        let text = arg.to_string_lossy().into_owned();
+        if split.is_none() && text.starts_with('-') {
+            return Err(usage(format!(
+                "unknown option '{text}'; see `coldtrace compare --help`"
+            )));
+        }
+        commands.push(text);
+    }
+    if commands.len() < 2 {
+        return Err(usage(
+            "compare needs at least two commands, each one argument, e.g. coldtrace compare -n 10 'python3.11 -c \"import json\"' 'python3.12 -c \"import json\"'",
+        ));
+    }
+    let out_dir = raw.out.clone().map(PathBuf::from);
+    let (json, quiet) = (raw.json, raw.quiet);
+    let mut plans = Vec::with_capacity(commands.len());
+    for (i, text) in commands.iter().enumerate() {
+        let words =
+            crate::words::split(text).map_err(|e| usage(format!("command {}: {e}", i + 1)))?;
+        if words.is_empty() {
+            return Err(usage(format!(
+                "command {} is empty; give each command as one non-empty argument",
+                i + 1
+            )));
+        }
+        let mut one = RawRun {
+            command: words.into_iter().map(OsString::from).collect(),
+            ..raw.clone_flags()
+        };
+        one.out = out_dir
+            .as_ref()
+            .map(|d| d.join("commands").join(format!("{i:02}")).into_os_string());
+        one.label = Some(match &raw.label {
+            Some(label) => format!("{label}: {text}"),
+            None => text.clone(),
+        });
+        // A comparison is always a batch: never inherit the terminal's stdin/stdout.
+        if one.stdin.is_none() {
+            one.stdin = Some(OsString::from("null"));
+        }
+        if one.output.is_none() && out_dir.is_none() {
+            one.output = Some("null".into());
+        }
+        plans.push(check_run(one)?);
+    }
+    Ok(Command::Compare(Box::new(ComparePlan {
+        plans,
+        out_dir,
+        shuffle_seed,
+        json,
+        quiet,
+    })))
 }
 
 fn parse_report(args: Vec<OsString>) -> Result<Command, UsageError> {

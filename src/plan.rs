@@ -108,3 +108,19 @@ impl Plan {
         self.runs == 1 && self.warmup == 0
     }
 }
+
+/// Several commands measured in one batch, interleaved round-robin.
+#[derive(Clone, Debug)]
+pub struct ComparePlan {
+    /// One plan per command, in the order given (the first is the baseline). Each plan's
+    /// `out_dir` is its own directory under the comparison's.
+    pub plans: Vec<Plan>,
+    /// The comparison's batch directory.
+    pub out_dir: Option<PathBuf>,
+    /// Seed for a random order within each round (`None`: A B C, A B C, …).
+    pub shuffle_seed: Option<u64>,
+    /// Print the comparison document as JSON on stdout.
+    pub json: bool,
+    /// No table, no progress, no notices on stderr.
+    pub quiet: bool,
+}
