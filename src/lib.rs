@@ -22,6 +22,7 @@ pub mod counters;
 pub mod floor;
 pub mod json;
 pub mod metrics;
+pub mod perf;
 pub mod plan;
 pub mod record;
 pub mod render;

@@ -1,8 +1,8 @@
-//! THE unsafe module: every `unsafe` block of coldtrace lives here or in [`child`].
+//! THE unsafe module: every `unsafe` block of coldtrace lives here, in [`child`] or in [`perf`].
 //!
 //! # Safety — the auditors' inventory
 //!
-//! Read this module and `child.rs` and you have read the whole unsafe boundary. Everything else
+//! Read this module, `child.rs` and `perf.rs` and you have read the whole unsafe boundary. Everything else
 //! in the workspace is `#![forbid(unsafe_code)]`. Each block below carries a `// SAFETY:` proof
 //! with one point per obligation.
 //!
@@ -18,6 +18,7 @@
 //! | [`mincore_resident_pages`] | a temporary read-only shared mapping, `mincore` into a stack buffer | mapping created and destroyed here, never dereferenced; buffer sized for the window | [mmap(2)], [mincore(2)] |
 //! | [`child::ChildStack`] | an anonymous mapping used as the child's stack | owned by the value, guard page below, unmapped on drop | [mmap(2)] |
 //! | [`child::spawn`] | `clone(CLONE_VM \| CLONE_VFORK \| SIGCHLD)` through the C library's `clone`, and the child | child inputs live in the suspended parent's frame; the child only makes raw syscalls and ends in `execve` or `exit_group` | [clone(2)], [execve(2)], [vfork(2)] |
+//! | [`perf::perf_event_open`] | kernel reads `attr.size` bytes of a `perf_event_attr` and may write `size` back (E2BIG); new fd is wrapped as owned | a private, exclusively borrowed copy of the `#[repr(C)]` struct (layout asserted = `PERF_ATTR_SIZE_VER8`, 136 bytes); `size` checked ≤ the struct before the call; a non-negative return is a fresh fd nobody else owns | [perf_event_open(2)] |
 //!
 //! # Why the C library's `clone` and raw syscalls elsewhere
 //! The trampoline is the C library's `clone` (glibc or musl), declared by hand below: it is the
@@ -39,9 +40,11 @@
 //! [clone(2)]: https://man7.org/linux/man-pages/man2/clone.2.html
 //! [execve(2)]: https://man7.org/linux/man-pages/man2/execve.2.html
 //! [vfork(2)]: https://man7.org/linux/man-pages/man2/vfork.2.html
+//! [perf_event_open(2)]: https://man7.org/linux/man-pages/man2/perf_event_open.2.html
 #![allow(unsafe_code)]
 
 pub mod child;
+pub mod perf;
 
 use crate::errno::Errno;
 use crate::rusage::ResourceUsage;
