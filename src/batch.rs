@@ -490,6 +490,30 @@ impl<'p> CommandBatch<'p> {
         self.interrupted_by.get_or_insert(signal);
     }
 
+    /// Which perf events could not be counted here, and why (said once, after the first run).
+    fn unavailable_counters(record: &RunRecord<'_>) -> Vec<String> {
+        let mut notes = Vec::new();
+        let Some(readings) = &record.counters else {
+            return notes;
+        };
+        let mut by_reason: Vec<(String, Vec<&str>)> = Vec::new();
+        for r in readings {
+            if let Some(reason) = &r.unavailable_reason {
+                match by_reason.iter_mut().find(|(known, _)| known == reason) {
+                    Some((_, events)) => events.push(r.event),
+                    None => by_reason.push((reason.clone(), vec![r.event])),
+                }
+            }
+        }
+        for (reason, events) in by_reason {
+            notes.push(format!(
+                "perf counters not available here: {} ({reason}); recorded as null",
+                events.join(", ")
+            ));
+        }
+        notes
+    }
+
     fn residency(&self) -> Option<crate::cache::Residency> {
         let roots = &self.plan.cold.watch;
         if roots.is_empty() {
@@ -589,6 +613,7 @@ impl<'p> CommandBatch<'p> {
             timeout_ns: plan.timeout_ns,
             kill_after_ns: plan.kill_after_ns,
             signals: Some(&shared.signals.fd),
+            counters: &plan.counters,
         };
 
         let boot_id = context::read_boot_id();
@@ -656,6 +681,12 @@ impl<'p> CommandBatch<'p> {
                 stderr: f.stderr_rel.display().to_string(),
             }),
             slot,
+            counters: result.counters,
+        };
+        let counter_notes = if index == 0 {
+            Self::unavailable_counters(&record)
+        } else {
+            Vec::new()
         };
         self.line.clear();
         // Serialising plain data into a String cannot fail.
@@ -666,6 +697,7 @@ impl<'p> CommandBatch<'p> {
         if let Some(d) = &mut self.dir {
             d.append_record(self.line.as_bytes())?;
         }
+        self.notices.extend(counter_notes);
         self.next_index += 1;
         self.last_wall_ns = result.wall_ns;
         self.counts.recorded += 1;
@@ -908,6 +940,7 @@ fn run_prepare(prepare: &Program, shared: &mut Shared<'_>) -> Result<(), String>
         timeout_ns: None,
         kill_after_ns: 0,
         signals: None,
+        counters: &[],
     };
     let result = runner::measure(
         prepare,

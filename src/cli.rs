@@ -116,6 +116,13 @@ Cold state (before every counted run, or the first only):
       --watch PATH        measure page-cache residency of files under PATH before and
                           after every run (repeatable)
 
+Kernel counters (perf_event_open, counted from the command's exec to its exit, its threads
+and descendants included; nothing coldtrace does before the exec is counted):
+      --counters          task-clock, page-faults, context-switches, cpu-migrations, and the
+                          hardware events instructions, cycles, cache-references,
+                          cache-misses, branch-misses where the CPU exposes them
+      --events LIST       choose them, comma-separated (implies --counters)
+
 Exit codes: a single run exits with the command's code (128+N for signal N);
 a batch exits 0 when every counted run succeeded, 1 when any was rejected;
 127 not found, 126 not executable, 125 coldtrace's own error, 130 interrupted.
@@ -211,6 +218,8 @@ struct RawRun {
     drop_caches: bool,
     cold_first_only: bool,
     watch: Vec<OsString>,
+    counters: bool,
+    events: Option<String>,
     command: Vec<OsString>,
 }
 
@@ -316,6 +325,8 @@ fn raw_flags(p: &mut pico_args::Arguments) -> Result<RawRun, UsageError> {
         quiet: p.contains(["-q", "--quiet"]),
         drop_caches: p.contains("--drop-caches"),
         cold_first_only: p.contains("--cold-first-only") || p.contains("--evict-first-only"),
+        counters: p.contains("--counters"),
+        events: string(p, "--events".into())?,
         ..RawRun::default()
     };
     while let Some(path) = os(p, "--evict".into())? {
@@ -436,6 +447,34 @@ fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
             watch.push(path);
         }
     }
+    let counters = match (&raw.events, raw.counters) {
+        (Some(list), _) => {
+            let mut events = Vec::new();
+            for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                let event = crate::perf::PerfEvent::parse(name).ok_or_else(|| {
+                    let known: Vec<&str> = crate::perf::PerfEvent::ALL
+                        .iter()
+                        .map(|e| e.name())
+                        .collect();
+                    usage(format!(
+                        "--events: unknown event '{name}'; known: {}",
+                        known.join(", ")
+                    ))
+                })?;
+                if !events.contains(&event) {
+                    events.push(event);
+                }
+            }
+            if events.is_empty() {
+                return Err(usage(
+                    "--events: expected a comma-separated list of events, got ''",
+                ));
+            }
+            events
+        }
+        (None, true) => crate::perf::default_events(),
+        (None, false) => Vec::new(),
+    };
     let program_name = raw.command[0].clone();
     if program_name.is_empty() {
         return Err(usage(
@@ -463,6 +502,7 @@ fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
             when,
             watch,
         },
+        counters,
     })
 }
 

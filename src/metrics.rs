@@ -62,6 +62,23 @@ macro_rules! rusage_metric {
     };
 }
 
+macro_rules! counter_metric {
+    ($event:literal, $label:expr, $unit:expr) => {
+        Metric {
+            name: $event,
+            label: $label,
+            unit: $unit,
+            get: |r| {
+                r.counters
+                    .as_ref()?
+                    .iter()
+                    .find(|c| c.event == $event)?
+                    .value
+            },
+        }
+    };
+}
+
 /// Every summarised metric, in table order.
 pub const METRICS: &[Metric] = &[
     Metric {
@@ -140,6 +157,15 @@ pub const METRICS: &[Metric] = &[
                 .map(|v| v as f64)
         },
     },
+    counter_metric!("task-clock", "task-clock", Unit::Ns),
+    counter_metric!("page-faults", "page-faults", Unit::Count),
+    counter_metric!("context-switches", "context-switches", Unit::Count),
+    counter_metric!("cpu-migrations", "cpu-migrations", Unit::Count),
+    counter_metric!("instructions", "instructions", Unit::Count),
+    counter_metric!("cycles", "cycles", Unit::Count),
+    counter_metric!("cache-references", "cache-references", Unit::Count),
+    counter_metric!("cache-misses", "cache-misses", Unit::Count),
+    counter_metric!("branch-misses", "branch-misses", Unit::Count),
 ];
 
 /// Index of `max_rss_kib` in [`METRICS`] (it has an at-the-floor count).

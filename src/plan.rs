@@ -95,6 +95,8 @@ pub struct Plan {
     pub quiet: bool,
     /// Cold-state options.
     pub cold: ColdPlan,
+    /// Kernel perf counters to read for every run (`--counters`, `--events`); empty: none.
+    pub counters: Vec<crate::perf::PerfEvent>,
 }
 
 impl Plan {

@@ -223,13 +223,15 @@ pub struct RunRecord<'a> {
     /// Command, round and position in an interleaved comparison (the field is absent for a
     /// one-command batch).
     pub slot: Option<crate::batch::Slot>,
+    /// Kernel perf counters (the field is absent without `--counters`).
+    pub counters: Option<Vec<crate::perf::CounterReading>>,
 }
 
 serialize_struct!(RunRecord<'_> {
     schema, index, role, label, started_at, boot_id, uptime_s, argv, program, cwd, outcome,
     counted, failure_reason, wall_ns, rusage, max_rss_at_floor, runner, child_io, sched, cache,
     cold_action, system_delta, interrupted_by, stopped_by, orphans_reaped, artifacts,
-} optional { slot });
+} optional { slot, counters });
 
 /// Signal name for records.
 pub fn signal_name(signal: Option<Signal>) -> Option<String> {

@@ -7,6 +7,7 @@
 
 use crate::counters::{ChildIo, ChildSched};
 use crate::floor::{Floor, FloorReading};
+use crate::perf::{CounterReading, PerfEvent, PerfSession};
 use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::{
     wait::reap_orphans, ChildStack, Errno, Program, ResourceUsage, Signal, SignalFd, SpawnOptions,
@@ -59,6 +60,8 @@ pub struct RunLimits<'a> {
     pub kill_after_ns: u64,
     /// The signals coldtrace watches while waiting (SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD).
     pub signals: Option<&'a SignalFd>,
+    /// Perf events to count (empty: none).
+    pub counters: &'a [PerfEvent],
 }
 
 /// What one run produced.
@@ -82,6 +85,8 @@ pub struct RunResult {
     pub stopped_by: Option<Signal>,
     /// Orphans (adopted as subreaper or PID 1) reaped after the run.
     pub orphans_reaped: u64,
+    /// Kernel perf counters, from the child's exec to its exit (`None` unless asked for).
+    pub counters: Option<Vec<CounterReading>>,
 }
 
 /// Runs `program` once and measures it.
@@ -93,6 +98,10 @@ pub fn measure(
     limits: &RunLimits<'_>,
     mut on_stop: impl FnMut(Signal),
 ) -> RunResult {
+    // Opened on coldtrace itself with inherit + enable_on_exec: they only start counting in the
+    // child, at its exec, and the kernel folds the child's counts back in when it exits.
+    let session =
+        (!limits.counters.is_empty()).then(|| PerfSession::open_before_spawn(limits.counters));
     let floor_reading = floor.reset_and_read();
     let start_ns = crate::time::monotonic_ns();
     let spawned = program.spawn(options, stack);
@@ -112,6 +121,7 @@ pub fn measure(
                 interrupted_by: None,
                 stopped_by: None,
                 orphans_reaped: 0,
+                counters: session.map(PerfSession::read_after_exit),
             }
         }
     };
@@ -183,6 +193,7 @@ pub fn measure(
         ),
     };
     let orphans_reaped = reap_orphans() as u64;
+    let counters = session.map(PerfSession::read_after_exit);
     RunResult {
         outcome,
         wall_ns,
@@ -193,5 +204,6 @@ pub fn measure(
         interrupted_by,
         stopped_by,
         orphans_reaped,
+        counters,
     }
 }
