@@ -102,6 +102,34 @@ fn str_at(v: &Value, path: &[&str]) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// A comparison directory (`coldtrace compare -o DIR`) holds one batch per command under
+/// `commands/NN/`; `report` shows one row per command. `None` for an ordinary batch.
+fn comparison_members(dir: &Path) -> Result<Option<Vec<PathBuf>>, ReportError> {
+    let commands = dir.join("commands");
+    if dir.join("runs.jsonl").exists() || !commands.is_dir() {
+        return Ok(None);
+    }
+    let mut members: Vec<PathBuf> = fs::read_dir(&commands)
+        .map_err(|e| {
+            ReportError(format!(
+                "{}: {}",
+                commands.display(),
+                crate::artifacts::explain(&e)
+            ))
+        })?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    members.sort();
+    if members.is_empty() {
+        return Err(ReportError(format!(
+            "{}: a comparison directory without any command batch",
+            dir.display()
+        )));
+    }
+    Ok(Some(members))
+}
+
 /// Reads one batch directory.
 pub fn read_batch(dir: &Path) -> Result<BatchRow, ReportError> {
     let shown = dir.display().to_string();
@@ -245,10 +273,17 @@ pub fn read_batch(dir: &Path) -> Result<BatchRow, ReportError> {
 /// Reads every directory, then marks the first batch of each boot and kernel changes, in the
 /// order of their start times.
 pub fn read_all(dirs: &[PathBuf]) -> Result<Vec<BatchRow>, ReportError> {
-    let mut rows = dirs
-        .iter()
-        .map(|d| read_batch(d))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut rows = Vec::new();
+    for dir in dirs {
+        match comparison_members(dir)? {
+            Some(members) => {
+                for member in members {
+                    rows.push(read_batch(&member)?);
+                }
+            }
+            None => rows.push(read_batch(dir)?),
+        }
+    }
     let mut order: Vec<usize> = (0..rows.len()).collect();
     order.sort_by(|&a, &b| rows[a].started_at.cmp(&rows[b].started_at));
     let mut seen_boots: Vec<String> = Vec::new();
