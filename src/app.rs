@@ -70,6 +70,13 @@ pub fn execute(command: Command) -> Result<AppOutput, BatchError> {
             let signals = Signals::install()?;
             let outcome = crate::compare::run(&plan, &signals)?;
             if !plan.quiet {
+                let mut said: Vec<&str> = Vec::new();
+                for notice in outcome.batches.iter().flat_map(|b| b.notices.iter()) {
+                    if !said.contains(&notice.as_str()) {
+                        eprintln!("coldtrace: {notice}");
+                        said.push(notice);
+                    }
+                }
                 eprint!(
                     "{}",
                     crate::render::compare_table(&outcome, crate::render::use_colour())
