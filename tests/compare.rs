@@ -101,12 +101,15 @@ fn shuffle_is_seeded_and_still_runs_each_command_once_per_round() {
         )
         .run()
         .expect_code(0);
+        // positions[round][command]
         let mut positions = vec![vec![0u64; 3]; 6];
-        for c in 0..3 {
-            for r in lines(&tmp.join(format!("{dir}/commands/{c:02}/runs.jsonl"))) {
-                positions[r["slot"]["round"].as_u64().unwrap() as usize][c] =
-                    r["slot"]["position"].as_u64().unwrap();
-            }
+        for r in (0..3).flat_map(|c| lines(&tmp.join(format!("{dir}/commands/{c:02}/runs.jsonl"))))
+        {
+            let (round, command) = (
+                r["slot"]["round"].as_u64().unwrap(),
+                r["slot"]["command"].as_u64().unwrap(),
+            );
+            positions[round as usize][command as usize] = r["slot"]["position"].as_u64().unwrap();
         }
         positions
     };
