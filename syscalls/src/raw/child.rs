@@ -270,14 +270,11 @@ pub fn spawn(
         failed_errno: AtomicI32::new(0),
     };
     // SAFETY:
-    // - `child_entry` is an `extern "C" fn(*mut c_void) -> c_int` that never returns (it ends in
-    //   execve or exit_group), so the C library's post-return exit path never runs.
-    // - `stack.top()` is the 16-byte-aligned top of a live, writable 64 KiB mapping borrowed
-    //   mutably for this call: no other spawn uses it concurrently.
-    // - `arg` points to `inputs`, which lives in this frame; CLONE_VFORK suspends this thread
-    //   until the child has exec'd or exited, so it outlives every access by the child, which
-    //   only reads it and writes its two atomics (no aliasing `&mut` exists).
-    // - All signals are blocked, so no handler of ours can run in the child before it resets them.
+    // - `child_entry` never returns (it ends in execve or exit_group): nothing returns twice.
+    // - `stack.top()`: 16-byte-aligned top of a live, writable 64 KiB mapping, borrowed mutably.
+    // - `arg` is `&inputs` in this frame; CLONE_VFORK suspends us until the child has exec'd or
+    //   exited, so it outlives every access; the child only reads it and stores two atomics.
+    // - All signals are blocked: no handler of ours can run in the child before it resets them.
     let pid = unsafe {
         clone(
             child_entry,

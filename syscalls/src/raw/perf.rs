@@ -237,18 +237,12 @@ fn perf_event_open_in_place(
         return Err(Errno::INVAL);
     }
     // SAFETY:
-    // - `attr` is a live, 8-byte aligned, exclusively borrowed `#[repr(C)]` struct with the
-    //   kernel's layout (asserted above). The kernel reads `attr.size` bytes from it (or
-    //   PERF_ATTR_SIZE_VER0 = 64 when size is 0), and `attr.size <= size_of::<PerfEventAttr>()`
-    //   was checked just above, so every byte it reads is inside the struct.
-    // - The only write the kernel makes is the 4-byte `size` field on E2BIG
-    //   (`put_user(sizeof(*attr), &uattr->size)` in perf_copy_attr); the exclusive borrow makes
-    //   that write sound, and any `u32` is a valid `size`.
-    // - The kernel keeps no pointer into `attr` after the call (it copies the struct into the
-    //   new event); the counting events opened here have no ring buffer, so no memory of this
-    //   process is written later.
-    // - `pid`, `cpu`, `group_fd` and `flags` are integers; a `group_fd` that is not a perf event
-    //   is only looked up (EBADF/EINVAL), never closed or changed.
+    // - `attr`: live, aligned, exclusively borrowed `#[repr(C)]` copy (layout asserted); the
+    //   kernel reads `attr.size` bytes (checked ≤ its size above), so every read is inside it.
+    // - The kernel's only write is `size` on E2BIG (perf_copy_attr's put_user): sound through
+    //   the exclusive borrow, and any `u32` is valid. It keeps no pointer into `attr`, and
+    //   counting events have no ring buffer, so no memory of ours is written later.
+    // - `pid`, `cpu`, `group_fd`, `flags` are integers; a bad `group_fd` is only looked up.
     let ret = unsafe {
         syscall6(
             NR_PERF_EVENT_OPEN,
