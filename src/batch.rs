@@ -20,7 +20,7 @@ use coldtrace_syscalls::{
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{IsTerminal, Seek, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -327,7 +327,9 @@ pub struct Shared<'s> {
     signals: &'s Signals,
     stack: ChildStack,
     floor: Floor,
-    dev_null_out: File,
+    /// Opened on first use: a single run that inherits its stdio needs no /dev/null (a bare
+    /// container root may not have one).
+    dev_null_out: Option<File>,
 }
 
 impl<'s> Shared<'s> {
@@ -338,8 +340,19 @@ impl<'s> Shared<'s> {
             stack: ChildStack::new()
                 .map_err(|e| BatchError::own(format!("cannot map the child stack: {e}")))?,
             floor: Floor::open(),
-            dev_null_out: open_null(true)?,
+            dev_null_out: None,
         })
+    }
+
+    /// `/dev/null` for writing, opened on first use.
+    fn dev_null(&mut self) -> Result<BorrowedFd<'_>, BatchError> {
+        if self.dev_null_out.is_none() {
+            self.dev_null_out = Some(open_null(true)?);
+        }
+        match &self.dev_null_out {
+            Some(f) => Ok(f.as_fd()),
+            None => Err(BatchError::own("cannot open /dev/null")),
+        }
     }
 
     /// A pending request to stop, if any.
@@ -588,16 +601,15 @@ impl<'p> CommandBatch<'p> {
             let _ = sink.set_len(0);
             let _ = sink.rewind();
         }
-        let dev_null = &shared.dev_null_out;
+        if files.is_none() && plan.output == OutputMode::Null {
+            shared.dev_null()?;
+        }
+        let dev_null = shared.dev_null_out.as_ref().map(|f| f.as_fd());
         let (stdout_fd, stderr_fd) = match (&files, plan.output) {
             (Some(f), _) => (Some(f.stdout.as_fd()), Some(f.stderr.as_fd())),
             (None, OutputMode::Null) => (
-                Some(dev_null.as_fd()),
-                Some(
-                    self.stderr_sink
-                        .as_ref()
-                        .map_or(dev_null.as_fd(), |s| s.as_fd()),
-                ),
+                dev_null,
+                self.stderr_sink.as_ref().map(|s| s.as_fd()).or(dev_null),
             ),
             (None, _) => (None, None),
         };
@@ -931,8 +943,9 @@ fn single_exit_code(outcome: &Outcome) -> u8 {
 
 /// Runs `--prepare` through `/bin/sh -c`, unmeasured; its stdout is discarded, its stderr shown.
 fn run_prepare(prepare: &Program, shared: &mut Shared<'_>) -> Result<(), String> {
+    shared.dev_null().map_err(|e| e.message)?;
     let options = SpawnOptions {
-        stdout: Some(shared.dev_null_out.as_fd()),
+        stdout: shared.dev_null_out.as_ref().map(|f| f.as_fd()),
         signal_mask: Some(shared.signals.child_mask),
         ..SpawnOptions::default()
     };

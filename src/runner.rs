@@ -173,6 +173,16 @@ pub fn measure(
         }
     }
     let wall_ns = end_ns.map(|end| end.saturating_sub(start_ns));
+    // A terminal's SIGINT reaches the child and coldtrace together; when the child dies of it
+    // first, the exit and the signal arrive in one wake-up (the exit wins). Attribute a signal
+    // still queued to this run.
+    if let Some(signals) = limits.signals {
+        while let Ok(Some(sig)) = signals.take() {
+            if sig != Signal::CHLD {
+                interrupted_by.get_or_insert(sig);
+            }
+        }
+    }
     let pid = child.pid();
     let child_io = ChildIo::read(pid);
     let sched = ChildSched::read(pid);
