@@ -88,19 +88,26 @@ shell_time_loop() {
 }
 coldtrace_plain() { "$CT" run -n "$RUNS" -q -- /bin/true; }
 coldtrace_out() { "$CT" run -n "$RUNS" -q -o "$WORK/out" -- /bin/true; }
+# The same on tmpfs, to separate coldtrace's own cost from the file system's metadata cost.
+SHM=
+if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then SHM=$(mktemp -d /dev/shm/coldtrace-compare.XXXXXX); fi
+trap 'rm -rf "$WORK" ${SHM:+"$SHM"}' EXIT
+coldtrace_out_tmpfs() { "$CT" run -n "$RUNS" -q -o "$SHM/out" -- /bin/true; }
 hyperfine_run() { "$HYPERFINE" -N --runs "$RUNS" --warmup 0 --style none /bin/true; }
 
-CONTENDERS=(sf cfloor ct ctout hf shloop)
+CONTENDERS=(sf cfloor ct ctout ctshm hf shloop)
 declare -A NAME=(
   [sf]="syscalls floor loop (\`spawn_floor\`, release example)"
   [cfloor]="C floor (\`tests/bench/floor.c\`, posix_spawn + wait4)"
   [ct]="\`coldtrace run -n $RUNS -q -- /bin/true\` (no artifacts)"
   [ctout]="\`coldtrace run -n $RUNS -q -o DIR -- /bin/true\` (artifacts)"
+  [ctshm]="same with DIR on tmpfs (/dev/shm)"
   [hf]="\`hyperfine -N --runs $RUNS --warmup 0 /bin/true\`"
   [shloop]="$RUNS × \`/usr/bin/time -f '' /bin/true\` in a bash loop"
 )
 declare -A CMD=(
   [sf]="$SF $RUNS" [cfloor]="$WORK/floor $RUNS" [ct]=coldtrace_plain [ctout]=coldtrace_out
+  [ctshm]=coldtrace_out_tmpfs
   [hf]=hyperfine_run [shloop]=shell_time_loop
 )
 declare -A SAMPLES
@@ -111,7 +118,8 @@ log "overhead: $ROUNDS rounds × ${#CONTENDERS[@]} contenders × $RUNS runs"
 for ((r = 1; r <= ROUNDS; r++)); do
   for c in "${CONTENDERS[@]}"; do
     if [ "$c" = hf ] && [ -z "$HYPERFINE" ]; then continue; fi
-    rm -rf "$WORK/out" # outside the timed command
+    if [ "$c" = ctshm ] && [ -z "$SHM" ]; then continue; fi
+    rm -rf "$WORK/out" ${SHM:+"$SHM/out"} # outside the timed command
     # shellcheck disable=SC2086
     ns=$(elapsed_ns ${CMD[$c]})
     SAMPLES[$c]+="$(awk -v n="$ns" -v k="$RUNS" 'BEGIN{printf "%.1f", n/k/1000}') "
@@ -245,12 +253,15 @@ fi
 # The report
 ratio() { if [ "$1" = n/a ]; then echo n/a; else awk -v a="$1" -v b="${MED[sf]}" 'BEGIN{printf "%.2f", a/b}'; fi; }
 ART=$(awk -v a="${MED[ctout]}" -v b="${MED[ct]}" 'BEGIN{printf "%.1f", a-b}')
+ART_SHM=n/a
+[ "${MED[ctshm]}" = n/a ] || ART_SHM=$(awk -v a="${MED[ctshm]}" -v b="${MED[ct]}" 'BEGIN{printf "%.1f", a-b}')
+ART_FS="$(stat -f -c %T "$WORK" | sed 's/ext2\/ext3/ext2\/3\/4/') ($(dirname "$WORK"))"
 cat <<EOF
 # coldtrace: overhead, own peak RSS, accuracy, footprint
 
 - Date (UTC): $(date -u '+%Y-%m-%d %H:%M:%S')
 - Machine: kernel $(uname -r), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-- coldtrace: $("$CT" --version 2>&1 | sed -n 1p), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (dirty tree)')
+- coldtrace: $("$CT" --version 2>&1 | sed -n 1p), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet -- . ':!tests/bench/compare.out.md' 2>/dev/null || echo ' (dirty tree)')
 - Tools: $(rustc --version); $(cargo --version); $(cc --version | sed -n 1p); GNU time $(/usr/bin/time --version 2>&1 | sed -n 1p | sed 's/^time (GNU Time) //') (Debian package $(dpkg-query -W -f '${Version}' time 2>/dev/null || echo '?')); $([ -n "$HYPERFINE" ] && "$HYPERFINE" --version || echo 'hyperfine: n/a'); $(have perf && perf --version || echo 'perf: n/a')
 - Reproduce: \`cd $ROOT && CARGO_TARGET_DIR=$CARGO_TARGET_DIR tests/bench/compare.sh $ROUNDS $RUNS > tests/bench/compare.out.md\`
 
@@ -268,7 +279,9 @@ done
 cat <<EOF
 
 - Writing artifacts (\`-o DIR\`: runs/NNN/{stdout,stderr}, a runs.jsonl line, batch.json) costs
-  **$ART µs per run** (artifacts row − no-artifacts row).
+  **$ART µs per run** with DIR on $ART_FS (artifacts row − no-artifacts row), and
+  **$ART_SHM µs per run** with DIR on tmpfs: per run coldtrace makes one directory and creates
+  two files, so the difference is this file system's metadata cost (strace: open/mkdir dominate).
 - Inner per-iteration figures of the floor loops (spawn → wait4 returned, one extra run each):
   spawn_floor \`$SF_INNER\`; C floor \`$C_INNER\`.
 - hyperfine row: $([ -n "$HYPERFINE" ] && "$HYPERFINE" --version || echo n/a), per-run cost from its total elapsed time
