@@ -764,7 +764,8 @@ impl<'p> CommandBatch<'p> {
     /// Writes `batch.json` (atomically) and returns what the caller renders.
     pub fn finish(self) -> Result<BatchOutcome, BatchError> {
         let plan = self.plan;
-        let summaries = self.columns.summarise();
+        let loaded = self.columns.load();
+        let summaries = loaded.summarise();
         let complete =
             self.interrupted_by.is_none() && self.stopped_reason.is_none() && self.is_done();
         let document = BatchDocument {
@@ -808,8 +809,8 @@ impl<'p> CommandBatch<'p> {
         Ok(BatchOutcome {
             exit_code,
             json,
-            walls_ns: self.columns.walls_ns(),
-            warm_values: self.columns.warm_values(),
+            walls_ns: loaded.walls_ns(),
+            warm_values: loaded.warm,
             summaries,
             failed: self.failed,
             counts: self.counts,
