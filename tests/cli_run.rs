@@ -495,6 +495,40 @@ fn sigint_to_the_process_group_interrupts_the_batch() {
 }
 
 #[test]
+fn sigterm_to_coldtrace_alone_is_forwarded_to_the_child() {
+    let dir = TempDir::new("sigterm");
+    let c = ct(
+        dir.path(),
+        ["run", "-n", "3", "-o", "out", "--", "sleep", "5"],
+    );
+    let shown = c.shown();
+    let started = Instant::now();
+    let mut cmd = c.cmd;
+    let child = cmd.spawn().expect("spawn coldtrace");
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("pid");
+    std::thread::sleep(Duration::from_millis(800));
+    // Only coldtrace gets it (not its process group): the child can only see it if forwarded.
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("kill -TERM PID");
+    let out = common::finish(child, shown, started, Duration::from_secs(20));
+    let ctx = out.describe();
+    out.expect_code(143);
+    assert!(
+        out.elapsed < Duration::from_secs(4),
+        "the child was not left to sleep{ctx}"
+    );
+    let records = read_records(&dir.join("out"));
+    assert_eq!(records.len(), 1, "{ctx}");
+    assert_eq!(
+        records[0]["outcome"]["signal_name"], "SIGTERM",
+        "{}",
+        records[0]
+    );
+    assert_eq!(records[0]["interrupted_by"], "SIGTERM");
+    let b = read_batch(&dir.join("out"));
+    assert_eq!(b["interrupted_by"], "SIGTERM", "{ctx}");
+}
+
+#[test]
 fn quiet_successful_run_prints_nothing_on_stderr() {
     let dir = TempDir::new("quiet");
     for args in [
