@@ -923,6 +923,7 @@ fn describe(outcome: &Outcome) -> String {
         Outcome::Finished(status) => status.to_string(),
         Outcome::TimedOut { status, sent } => format!("timed out (sent {sent}), {status}"),
         Outcome::FailedToStart { errno, .. } => format!("failed to start: {errno}"),
+        Outcome::Unreaped { errno } => format!("could not be reaped: {errno}"),
     }
 }
 
@@ -939,6 +940,7 @@ fn single_exit_code(outcome: &Outcome) -> u8 {
             }
         }
         Outcome::FailedToStart { errno, .. } => exit_code_for_start_failure(*errno),
+        Outcome::Unreaped { .. } => 125,
     }
 }
 

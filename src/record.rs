@@ -112,6 +112,11 @@ impl Serialize for OutcomeRecord {
                 m.serialize_entry("status_kind", status_kind_name(status.kind()))?;
                 serialize_status(&mut m, status.kind())?;
             }
+            Outcome::Unreaped { errno } => {
+                m.serialize_entry("kind", "unreaped")?;
+                m.serialize_entry("errno", &errno.raw())?;
+                m.serialize_entry("message", &errno.to_string())?;
+            }
             Outcome::FailedToStart { stage, errno } => {
                 m.serialize_entry("kind", "failed_to_start")?;
                 m.serialize_entry("errno", &errno.raw())?;

@@ -26,6 +26,11 @@ pub enum Outcome {
         /// The last signal coldtrace sent.
         sent: Signal,
     },
+    /// The child ran but `wait4` could not reap it (someone else did: no status, no usage).
+    Unreaped {
+        /// wait4's error (ECHILD).
+        errno: Errno,
+    },
     /// The program never started.
     FailedToStart {
         /// The failed step.
@@ -48,6 +53,7 @@ impl Outcome {
             Outcome::Finished(status) => Some(status.to_string()),
             Outcome::TimedOut { sent, .. } => Some(format!("timed out (sent {sent})")),
             Outcome::FailedToStart { errno, .. } => Some(format!("failed to start: {errno}")),
+            Outcome::Unreaped { errno } => Some(format!("could not be reaped: {errno}")),
         }
     }
 }
@@ -194,13 +200,7 @@ pub fn measure(
             };
             (outcome, Some(usage))
         }
-        Err(errno) => (
-            Outcome::FailedToStart {
-                stage: ChildStage::Clone,
-                errno,
-            },
-            None,
-        ),
+        Err(errno) => (Outcome::Unreaped { errno }, None),
     };
     let orphans_reaped = reap_orphans() as u64;
     let counters = session.map(PerfSession::read_after_exit);
