@@ -55,8 +55,24 @@ impl fmt::Display for UsageError {
     }
 }
 
+/// Every usage error is made here, and stays one line whatever the user typed: control
+/// characters in the message (a newline, a tab, an escape inside an echoed argument) are
+/// written as Rust escapes (`\n`, `\u{1b}`), so a value quoted back cannot break the line or
+/// drive the terminal.
 fn usage(message: impl Into<String>) -> UsageError {
-    UsageError(message.into())
+    let message = message.into();
+    if !message.contains(char::is_control) {
+        return UsageError(message);
+    }
+    let mut line = String::with_capacity(message.len() + 8);
+    for c in message.chars() {
+        if c.is_control() {
+            line.extend(c.escape_default());
+        } else {
+            line.push(c);
+        }
+    }
+    UsageError(line)
 }
 
 /// The top-level help.
@@ -710,6 +726,15 @@ mod tests {
         assert!(error(&["run", "--label"]).contains("needs a value"));
         assert!(error(&["run", "--", ""]).contains("empty string"));
         assert!(error(&["frobnicate"]).contains("unknown subcommand"));
+    }
+
+    #[test]
+    fn echoed_values_stay_on_one_line() {
+        assert_eq!(
+            error(&["run", "-n", "1\n2", "--", "x"]),
+            "-n/--runs: expected a whole number from 1 to 10000000, got '1\\n2'"
+        );
+        assert!(error(&["frob\t\u{1b}[2J"]).contains("'frob\\t\\u{1b}[2J'"));
     }
 
     #[test]

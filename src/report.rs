@@ -12,7 +12,7 @@ use crate::stats::{ratio, Summary};
 use serde_json::Value;
 use std::fmt::Write;
 use std::fs;
-use std::io::{self, BufRead};
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// A batch directory that cannot be read: one line naming the file (and line).
@@ -102,6 +102,20 @@ fn str_at(v: &Value, path: &[&str]) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// `text` with control characters written as Rust escapes (`\n`, `\u{1b}`): a value read from
+/// a (possibly damaged) file and quoted in a note cannot break the note's line.
+fn one_line(text: &str) -> String {
+    let mut line = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            line.extend(c.escape_default());
+        } else {
+            line.push(c);
+        }
+    }
+    line
+}
+
 /// A comparison directory (`coldtrace compare -o DIR`) holds one batch per command under
 /// `commands/NN/`; `report` shows one row per command. `None` for an ordinary batch.
 fn comparison_members(dir: &Path) -> Result<Option<Vec<PathBuf>>, ReportError> {
@@ -146,33 +160,7 @@ pub fn read_batch(dir: &Path) -> Result<BatchRow, ReportError> {
     };
     let batch_path = dir.join("batch.json");
     match fs::read(&batch_path) {
-        Ok(bytes) => {
-            let doc: Value = serde_json::from_slice(&bytes).map_err(|e| {
-                ReportError(format!(
-                    "{}: line {}: not valid JSON ({e})",
-                    batch_path.display(),
-                    e.line()
-                ))
-            })?;
-            if doc.get("schema").and_then(Value::as_str) != Some(crate::record::BATCH_SCHEMA) {
-                return Err(ReportError(format!(
-                    "{}: line 1: not a coldtrace batch document (schema is not {})",
-                    batch_path.display(),
-                    crate::record::BATCH_SCHEMA
-                )));
-            }
-            row.label = str_at(&doc, &["label"]);
-            row.kernel = str_at(&doc, &["context", "system", "kernel_release"]);
-            row.complete = doc
-                .get("complete")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            if !row.complete {
-                let why = str_at(&doc, &["interrupted_by"]).map(|s| format!("interrupted by {s}"));
-                row.notes
-                    .push(why.unwrap_or_else(|| "stopped early".into()));
-            }
-        }
+        Ok(bytes) => parse_batch_document(&bytes, &batch_path.display().to_string(), &mut row)?,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             row.notes
                 .push("no batch.json (the batch did not finish)".into());
@@ -186,32 +174,64 @@ pub fn read_batch(dir: &Path) -> Result<BatchRow, ReportError> {
         }
     }
     let runs_path = dir.join("runs.jsonl");
-    let file = fs::File::open(&runs_path).map_err(|e| {
+    let bytes = fs::read(&runs_path).map_err(|e| {
         ReportError(format!(
             "{}: {}",
             runs_path.display(),
             crate::artifacts::explain(&e)
         ))
     })?;
-    let mut reader = io::BufReader::new(file);
+    parse_runs(&bytes, &runs_path.display().to_string(), &mut row)?;
+    Ok(row)
+}
+
+/// Parses the bytes of a `batch.json` into `row` (label, kernel, whether the batch finished).
+/// `name` is how errors name the file (`read_batch` passes its path).
+///
+/// # Errors
+/// Not valid JSON, or not a `coldtrace.batch/1` document: one line naming `name` and a line.
+pub fn parse_batch_document(
+    bytes: &[u8],
+    name: &str,
+    row: &mut BatchRow,
+) -> Result<(), ReportError> {
+    let doc: Value = serde_json::from_slice(bytes)
+        .map_err(|e| ReportError(format!("{name}: line {}: not valid JSON ({e})", e.line())))?;
+    if doc.get("schema").and_then(Value::as_str) != Some(crate::record::BATCH_SCHEMA) {
+        return Err(ReportError(format!(
+            "{name}: line 1: not a coldtrace batch document (schema is not {})",
+            crate::record::BATCH_SCHEMA
+        )));
+    }
+    row.label = str_at(&doc, &["label"]);
+    row.kernel = str_at(&doc, &["context", "system", "kernel_release"]);
+    row.complete = doc
+        .get("complete")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if !row.complete {
+        let why =
+            str_at(&doc, &["interrupted_by"]).map(|s| format!("interrupted by {}", one_line(&s)));
+        row.notes
+            .push(why.unwrap_or_else(|| "stopped early".into()));
+    }
+    Ok(())
+}
+
+/// Parses the bytes of a `runs.jsonl` into `row`: boot, start, counted and rejected runs, the
+/// first run's figures and the warm median. A cut last line (no `\n`, not valid JSON) is
+/// skipped with a note; `name` is how errors name the file.
+///
+/// # Errors
+/// Any other malformed line, or a record whose schema is not `coldtrace.run/1`: one line
+/// naming `name` and the line number (1-based).
+pub fn parse_runs(bytes: &[u8], name: &str, row: &mut BatchRow) -> Result<(), ReportError> {
     let mut warm_walls = Vec::new();
-    let mut buf = Vec::new();
     let mut line_no = 0u64;
-    loop {
-        buf.clear();
-        let n = reader.read_until(b'\n', &mut buf).map_err(|e| {
-            ReportError(format!(
-                "{}: {}",
-                runs_path.display(),
-                crate::artifacts::explain(&e)
-            ))
-        })?;
-        if n == 0 {
-            break;
-        }
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
         line_no += 1;
-        let complete_line = buf.last() == Some(&b'\n');
-        let record: Value = match serde_json::from_slice(&buf) {
+        let complete_line = line.last() == Some(&b'\n');
+        let record: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
             Err(_) if !complete_line => {
                 row.notes
@@ -220,15 +240,13 @@ pub fn read_batch(dir: &Path) -> Result<BatchRow, ReportError> {
             }
             Err(e) => {
                 return Err(ReportError(format!(
-                    "{}: line {line_no}: not a valid record ({e}); the file is damaged",
-                    runs_path.display()
+                    "{name}: line {line_no}: not a valid record ({e}); the file is damaged"
                 )))
             }
         };
         if record.get("schema").and_then(Value::as_str) != Some(crate::record::RUN_SCHEMA) {
             return Err(ReportError(format!(
-                "{}: line {line_no}: not a coldtrace run record (schema is not {})",
-                runs_path.display(),
+                "{name}: line {line_no}: not a coldtrace run record (schema is not {})",
                 crate::record::RUN_SCHEMA
             )));
         }
@@ -267,7 +285,7 @@ pub fn read_batch(dir: &Path) -> Result<BatchRow, ReportError> {
     }
     row.warm_median_wall_ns = Summary::of(&warm_walls).map(|s| s.median);
     row.first_to_warm = ratio(row.first_wall_ns, row.warm_median_wall_ns);
-    Ok(row)
+    Ok(())
 }
 
 /// Reads every directory, then marks the first batch of each boot and kernel changes, in the

@@ -43,7 +43,9 @@ impl Summary {
         let median = if n % 2 == 1 {
             sorted[n / 2]
         } else {
-            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+            // Halve first: the sum of two large finite values can overflow to infinity.
+            // (Halving is exact for normal numbers, so the result is the same otherwise.)
+            sorted[n / 2 - 1] / 2.0 + sorted[n / 2] / 2.0
         };
         let stddev = (n >= 2).then(|| {
             let ss: f64 = sorted.iter().map(|v| (v - mean) * (v - mean)).sum();
@@ -60,10 +62,13 @@ impl Summary {
     }
 }
 
-/// `first / warm_median`, when both exist and the median is not zero.
+/// `first / warm_median`, when both exist, the median is not zero and the quotient is finite
+/// (a huge value over a tiny one overflows to infinity, which is no ratio to show).
 pub fn ratio(first: Option<f64>, warm_median: Option<f64>) -> Option<f64> {
     match (first, warm_median) {
-        (Some(f), Some(w)) if w != 0.0 && f.is_finite() && w.is_finite() => Some(f / w),
+        (Some(f), Some(w)) if w != 0.0 && f.is_finite() && w.is_finite() => {
+            Some(f / w).filter(|r| r.is_finite())
+        }
         _ => None,
     }
 }
@@ -86,6 +91,8 @@ mod tests {
         assert_eq!(Summary::of(&[5.0]).unwrap().stddev, None);
         assert_eq!(ratio(Some(3.0), Some(2.0)), Some(1.5));
         assert_eq!(ratio(Some(3.0), Some(0.0)), None);
+        assert_eq!(ratio(Some(1e300), Some(1e-300)), None);
+        assert_eq!(Summary::of(&[f64::MAX, f64::MAX]).unwrap().median, f64::MAX);
     }
 
     proptest! {

@@ -1,0 +1,8 @@
+//! libFuzzer entry point for the command-line parser; the invariants live in the body, which the
+//! root crate's `tests/fuzz_corpus.rs` also replays over the committed corpus.
+#![no_main]
+
+#[path = "../bodies/argv.rs"]
+mod body;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| body::run(data));

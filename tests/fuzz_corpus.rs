@@ -1,0 +1,145 @@
+//! The root crate's fuzz target bodies under plain `cargo test`: each body in `fuzz/bodies/`
+//! runs over every file of its committed corpus in `fuzz/corpus/<target>/`, so stable CI checks
+//! the same invariants the fuzzer does, on the inputs that matter (seeds and minimised crashes).
+//! Same shape as `syscalls/tests/fuzz_corpus.rs` (which replays `wait_status`).
+
+use std::path::{Path, PathBuf};
+
+#[path = "../fuzz/bodies/argv.rs"]
+mod argv;
+#[path = "../fuzz/bodies/record_reader.rs"]
+mod record_reader;
+
+fn corpus_dir(target: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus")
+        .join(target)
+}
+
+/// The corpus files of `target`, sorted by name; hidden files (libFuzzer's scratch) are skipped.
+fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = corpus_dir(target);
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display()));
+    let mut files: Vec<(String, Vec<u8>)> = entries
+        .map(|entry| entry.expect("corpus entry"))
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.'))
+        .map(|name| {
+            let data = std::fs::read(dir.join(&name)).expect("read corpus file");
+            (name, data)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Runs `body` over every corpus file of `target`; names the file that failed. Returns the
+/// inputs, so that a test can also check what the corpus covers.
+fn replay(target: &str, body: fn(&[u8])) -> Vec<(String, Vec<u8>)> {
+    let files = corpus(target);
+    assert!(
+        !files.is_empty(),
+        "the corpus {} is empty",
+        corpus_dir(target).display()
+    );
+    for (name, data) in &files {
+        let result = std::panic::catch_unwind(|| body(data));
+        assert!(
+            result.is_ok(),
+            "fuzz body `{target}` failed on corpus file {name} ({:?})",
+            String::from_utf8_lossy(data)
+        );
+    }
+    files
+}
+
+#[test]
+fn argv_corpus() {
+    use coldtrace::cli::{parse, Command};
+    let files = replay("argv", argv::run);
+    // The seeds reach every kind of answer, so the replay checks each branch of the body.
+    let answers: Vec<String> = files
+        .iter()
+        .map(|(_, data)| match parse(argv::argv(data)) {
+            Err(_) => "error",
+            Ok(Command::Run(_)) => "run",
+            Ok(Command::Compare(_)) => "compare",
+            Ok(Command::Report(_)) => "report",
+            Ok(Command::Context { .. }) => "context",
+            Ok(Command::Help(_)) => "help",
+            Ok(Command::Version) => "version",
+        })
+        .map(String::from)
+        .collect();
+    for kind in [
+        "error", "run", "compare", "report", "context", "help", "version",
+    ] {
+        assert!(
+            answers.iter().any(|a| a == kind),
+            "no seed parses as {kind}: {answers:?}"
+        );
+    }
+}
+
+#[test]
+fn record_reader_corpus() {
+    use coldtrace::report::{parse_batch_document, parse_runs, BatchRow};
+    let files = replay("record_reader", record_reader::run);
+    // The seeds reach a good read, a skipped cut line, and errors from both files.
+    let mut seen = (false, false, false, false);
+    for (_, data) in &files {
+        let (batch, runs) = record_reader::files(data);
+        let mut row = BatchRow::default();
+        if let Some(batch) = batch {
+            if parse_batch_document(batch, "batch.json", &mut row).is_err() {
+                seen.2 = true;
+                continue;
+            }
+        }
+        match parse_runs(runs, "runs.jsonl", &mut row) {
+            Ok(()) if row.counted > 0 && row.first_to_warm.is_some() => seen.0 = true,
+            Ok(()) => {}
+            Err(_) => seen.3 = true,
+        }
+        if row.notes.iter().any(|n| n.contains("cut short")) {
+            seen.1 = true;
+        }
+    }
+    assert_eq!(
+        seen,
+        (true, true, true, true),
+        "(good, cut, batch error, runs error)"
+    );
+}
+
+#[test]
+fn argv_body_rejects_what_it_should() {
+    // The body's own checks can fail: a two-line message, a blank one, a leading space.
+    let args = argv::argv(b"x");
+    for bad in ["two\nlines", "", " leading"] {
+        let caught = std::panic::catch_unwind(|| argv::check_error(&args, bad));
+        assert!(caught.is_err(), "check_error accepted {bad:?}");
+    }
+    argv::check_error(&args, "one line");
+    assert_eq!(argv::argv(b""), Vec::<std::ffi::OsString>::new());
+    assert_eq!(argv::argv(b"a\0\0b").len(), 3);
+}
+
+#[test]
+fn record_reader_body_rejects_what_it_should() {
+    use coldtrace::report::ReportError;
+    let err = |s: &str| ReportError(s.to_string());
+    let fails = |e: ReportError, file: &'static str, lines: u64| {
+        std::panic::catch_unwind(move || record_reader::check_error(&e, file, lines)).is_err()
+    };
+    assert!(fails(err("runs.jsonl: line 3: x"), "runs.jsonl", 2));
+    assert!(fails(err("runs.jsonl: line 0: x"), "runs.jsonl", 2));
+    assert!(fails(err("runs.jsonl: line 1: x\ny"), "runs.jsonl", 2));
+    assert!(fails(err("batch.json: line 1: x"), "runs.jsonl", 2));
+    assert!(!fails(err("runs.jsonl: line 2: x"), "runs.jsonl", 2));
+    assert_eq!(
+        record_reader::files(b"a\xffb\xffc"),
+        (Some(&b"a"[..]), &b"b\xffc"[..])
+    );
+}
