@@ -60,19 +60,7 @@ impl fmt::Display for UsageError {
 /// written as Rust escapes (`\n`, `\u{1b}`), so a value quoted back cannot break the line or
 /// drive the terminal.
 fn usage(message: impl Into<String>) -> UsageError {
-    let message = message.into();
-    if !message.contains(char::is_control) {
-        return UsageError(message);
-    }
-    let mut line = String::with_capacity(message.len() + 8);
-    for c in message.chars() {
-        if c.is_control() {
-            line.extend(c.escape_default());
-        } else {
-            line.push(c);
-        }
-    }
-    UsageError(line)
+    UsageError(crate::words::escape_controls(&message.into()))
 }
 
 /// The top-level help.

@@ -102,18 +102,8 @@ fn str_at(v: &Value, path: &[&str]) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// `text` with control characters written as Rust escapes (`\n`, `\u{1b}`): a value read from
-/// a (possibly damaged) file and quoted in a note cannot break the note's line.
 fn one_line(text: &str) -> String {
-    let mut line = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            line.extend(c.escape_default());
-        } else {
-            line.push(c);
-        }
-    }
-    line
+    crate::words::escape_controls(text)
 }
 
 /// A comparison directory (`coldtrace compare -o DIR`) holds one batch per command under
@@ -340,11 +330,11 @@ fn cells(row: &BatchRow) -> [String; 12] {
         flags.push("incomplete");
     }
     [
-        row.label.clone().unwrap_or_else(|| row.dir.clone()),
-        row.kernel.clone().unwrap_or_else(|| "?".into()),
-        row.boot_id
-            .as_deref()
-            .map_or("?".into(), |b| b.chars().take(8).collect()),
+        one_line(row.label.as_deref().unwrap_or(&row.dir)),
+        one_line(row.kernel.as_deref().unwrap_or("?")),
+        row.boot_id.as_deref().map_or("?".into(), |b| {
+            one_line(&b.chars().take(8).collect::<String>())
+        }),
         row.uptime_s.map_or("?".into(), crate::render::human_uptime),
         cell_ns(row.first_wall_ns),
         cell_ns(row.warm_median_wall_ns),

@@ -67,6 +67,21 @@ pub fn split(text: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
+/// `text` with control characters written as Rust escapes (`\n`, `\u{1b}`), so that a value
+/// quoted in a one-line message or a table cell (an argument, a label read from a damaged
+/// file) cannot break the line or drive the terminal.
+pub fn escape_controls(text: &str) -> String {
+    let mut line = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            line.extend(c.escape_default());
+        } else {
+            line.push(c);
+        }
+    }
+    line
+}
+
 /// Quotes words for display so that [`split`] (and a shell) gives them back.
 pub fn quote(words: &[String]) -> String {
     words
@@ -106,6 +121,7 @@ mod tests {
             .unwrap_err()
             .contains("unbalanced double quote"));
         assert!(split("echo \\").unwrap_err().contains("trailing backslash"));
+        assert_eq!(escape_controls("a\nb\u{1b}[31m"), "a\\nb\\u{1b}[31m");
     }
 
     proptest! {
