@@ -5,10 +5,11 @@
 use crate::artifacts::{self, ArtifactError, BatchDir};
 use crate::cache::{self, FileSet};
 use crate::context::{self, Capabilities, EnvMarkers, ProgramInfo, SystemContext};
-use crate::counters::{SystemDelta, SystemSnapshot};
+use crate::counters::{SystemDelta, SystemSampler};
 use crate::floor::Floor;
 use crate::metrics::{Columns, MetricSummary, SummaryMap};
 use crate::plan::{ColdWhen, OutputMode, Plan, StdinMode};
+use crate::procfs::ProcFile;
 use crate::record::{
     self, ArtifactPaths, CacheRecord, ColdAction, OutcomeRecord, Role, RunRecord, RusageRecord,
 };
@@ -330,6 +331,12 @@ pub struct Shared<'s> {
     /// Opened on first use: a single run that inherits its stdio needs no /dev/null (a bare
     /// container root may not have one).
     dev_null_out: Option<File>,
+    /// `/dev/null` for reading (a child's stdin), opened on first use.
+    dev_null_in: Option<File>,
+    /// System-wide counters, read before and after every run.
+    sampler: SystemSampler,
+    uptime: ProcFile,
+    boot_id: ProcFile,
 }
 
 impl<'s> Shared<'s> {
@@ -341,6 +348,10 @@ impl<'s> Shared<'s> {
                 .map_err(|e| BatchError::own(format!("cannot map the child stack: {e}")))?,
             floor: Floor::open(),
             dev_null_out: None,
+            dev_null_in: None,
+            sampler: SystemSampler::default(),
+            uptime: ProcFile::open("/proc/uptime"),
+            boot_id: ProcFile::open("/proc/sys/kernel/random/boot_id"),
         })
     }
 
@@ -389,7 +400,8 @@ pub struct CommandBatch<'p> {
     stopped_reason: Option<String>,
     start_failure: Option<Errno>,
     single_status: Option<Outcome>,
-    line: String,
+    /// The current record's JSON line, reused: no allocation per run.
+    line: Vec<u8>,
     next_index: u64,
     last_wall_ns: Option<u64>,
     notices: Vec<String>,
@@ -476,7 +488,7 @@ impl<'p> CommandBatch<'p> {
             stopped_reason: None,
             start_failure: None,
             single_status: None,
-            line: String::with_capacity(4096),
+            line: Vec::with_capacity(16 * 1024),
             next_index: 0,
             last_wall_ns: None,
             notices,
@@ -594,9 +606,11 @@ impl<'p> CommandBatch<'p> {
         };
         let stdin_file = match &self.stdin_file_path {
             Some(path) => Some(File::open(path).map_err(|e| stdin_error(path, &e))?),
-            None if plan.stdin == StdinMode::Null => Some(open_null(false)?),
             None => None,
         };
+        if plan.stdin == StdinMode::Null && shared.dev_null_in.is_none() {
+            shared.dev_null_in = Some(open_null(false)?);
+        }
         if let Some(sink) = &mut self.stderr_sink {
             let _ = sink.set_len(0);
             let _ = sink.rewind();
@@ -614,7 +628,10 @@ impl<'p> CommandBatch<'p> {
             (None, _) => (None, None),
         };
         let options = SpawnOptions {
-            stdin: stdin_file.as_ref().map(|f| f.as_fd()),
+            stdin: match plan.stdin {
+                StdinMode::Null => shared.dev_null_in.as_ref().map(|f| f.as_fd()),
+                _ => stdin_file.as_ref().map(|f| f.as_fd()),
+            },
             stdout: stdout_fd,
             stderr: stderr_fd,
             new_process_group: plan.timeout_ns.is_some(),
@@ -626,13 +643,23 @@ impl<'p> CommandBatch<'p> {
             kill_after_ns: plan.kill_after_ns,
             signals: Some(&shared.signals.fd),
             counters: &plan.counters,
+            inspect_child: !plan.minimal,
         };
 
-        let boot_id = context::read_boot_id();
-        let uptime_s = context::read_uptime_s();
+        let minimal = plan.minimal;
+        let boot_id = if minimal {
+            None
+        } else {
+            shared.boot_id.read().and_then(context::parse_boot_id)
+        };
+        let uptime_s = if minimal {
+            None
+        } else {
+            shared.uptime.read().and_then(context::parse_uptime_s)
+        };
         let run_started_at = crate::time::rfc3339_utc_now();
         let residency_before = self.residency();
-        let system_before = SystemSnapshot::read();
+        let system_before = (!minimal).then(|| shared.sampler.sample());
         let quiet = plan.quiet;
         let with_timeout = plan.timeout_ns.is_some();
         let result: RunResult = runner::measure(
@@ -648,7 +675,7 @@ impl<'p> CommandBatch<'p> {
                 }
             },
         );
-        let system_after = SystemSnapshot::read();
+        let system_after = (!minimal).then(|| shared.sampler.sample());
         let residency_after = self.residency();
 
         let succeeded = result.outcome.succeeded();
@@ -684,7 +711,10 @@ impl<'p> CommandBatch<'p> {
                 _ => None,
             },
             cold_action,
-            system_delta: Some(SystemDelta::between(&system_before, &system_after)),
+            system_delta: match (&system_before, &system_after) {
+                (Some(before), Some(after)) => Some(SystemDelta::between(before, after)),
+                _ => None,
+            },
             interrupted_by: record::signal_name(result.interrupted_by),
             stopped_by: record::signal_name(result.stopped_by),
             orphans_reaped: result.orphans_reaped,
@@ -701,13 +731,11 @@ impl<'p> CommandBatch<'p> {
             Vec::new()
         };
         self.line.clear();
-        // Serialising plain data into a String cannot fail.
-        if let Ok(json) = serde_json::to_string(&record) {
-            self.line.push_str(&json);
-        }
-        self.line.push('\n');
+        // Serialising plain data into memory cannot fail.
+        let _ = serde_json::to_writer(&mut self.line, &record);
+        self.line.push(b'\n');
         if let Some(d) = &mut self.dir {
-            d.append_record(self.line.as_bytes())?;
+            d.append_record(&self.line)?;
         }
         self.notices.extend(counter_notes);
         self.next_index += 1;
@@ -802,7 +830,7 @@ impl<'p> CommandBatch<'p> {
             0
         };
         let json = if plan.is_single_run() && self.counts.recorded == 1 {
-            self.line.trim_end().to_string()
+            String::from_utf8_lossy(&self.line).trim_end().to_string()
         } else {
             document_json
         };
@@ -957,6 +985,7 @@ fn run_prepare(prepare: &Program, shared: &mut Shared<'_>) -> Result<(), String>
         kill_after_ns: 0,
         signals: None,
         counters: &[],
+        inspect_child: false,
     };
     let result = runner::measure(
         prepare,

@@ -40,8 +40,22 @@ pub fn read_boot_id() -> Option<String> {
 ///
 /// [proc_uptime(5)]: https://man7.org/linux/man-pages/man5/proc_uptime.5.html
 pub fn read_uptime_s() -> Option<f64> {
-    let text = read_text("/proc/uptime")?;
-    text.split_whitespace().next()?.parse().ok()
+    parse_uptime_s(read_text("/proc/uptime")?.as_bytes())
+}
+
+/// The first field of `/proc/uptime` text.
+pub fn parse_uptime_s(text: &[u8]) -> Option<f64> {
+    std::str::from_utf8(text)
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The trimmed text of `/proc/sys/kernel/random/boot_id`.
+pub fn parse_boot_id(text: &[u8]) -> Option<String> {
+    non_empty(std::str::from_utf8(text).ok()?)
 }
 
 /// The machine and boot a batch ran on.

@@ -20,14 +20,10 @@
 #![forbid(unsafe_code)]
 
 use std::cell::RefCell;
-use std::io::Read;
 
 /// Reads a whole (small, /proc) file into `buf`, reusing its allocation. `None` on any error.
 fn read_into<'b>(path: &str, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
-    let mut file = std::fs::File::open(path).ok()?;
-    buf.clear();
-    file.read_to_end(buf).ok()?;
-    Some(buf.as_slice())
+    crate::procfs::read_once(path, buf)
 }
 
 thread_local! {
@@ -138,6 +134,54 @@ crate::serialize_struct!(SystemSnapshot {
     psi_memory_full_us,
 });
 
+/// `/proc/vmstat` and `/proc/pressure/*` kept open, for the snapshots around every run
+/// (see [`crate::procfs`]: one `pread` pass per file instead of open/read/close).
+pub struct SystemSampler {
+    vmstat: crate::procfs::ProcFile,
+    cpu: crate::procfs::ProcFile,
+    io: crate::procfs::ProcFile,
+    memory: crate::procfs::ProcFile,
+}
+
+impl Default for SystemSampler {
+    fn default() -> Self {
+        use crate::procfs::ProcFile;
+        SystemSampler {
+            vmstat: ProcFile::open("/proc/vmstat"),
+            cpu: ProcFile::open("/proc/pressure/cpu"),
+            io: ProcFile::open("/proc/pressure/io"),
+            memory: ProcFile::open("/proc/pressure/memory"),
+        }
+    }
+}
+
+impl SystemSampler {
+    /// A snapshot, as [`SystemSnapshot::read`] takes it.
+    pub fn sample(&mut self) -> SystemSnapshot {
+        let vm = self.vmstat.read().map(parse_vmstat).unwrap_or_default();
+        let (psi_cpu_some_us, _cpu_full) = self.cpu.read().map(parse_psi).unwrap_or_default();
+        let (psi_io_some_us, psi_io_full_us) = self.io.read().map(parse_psi).unwrap_or_default();
+        let (psi_memory_some_us, psi_memory_full_us) =
+            self.memory.read().map(parse_psi).unwrap_or_default();
+        SystemSnapshot::from_parts(
+            vm,
+            psi_cpu_some_us,
+            psi_io_some_us,
+            psi_io_full_us,
+            psi_memory_some_us,
+            psi_memory_full_us,
+        )
+    }
+}
+
+/// Runs `f` with the per-thread read buffer (a fresh one if it is already in use).
+fn with_buffer<T>(f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+    BUFFER.with(|buf| match buf.try_borrow_mut() {
+        Ok(mut buf) => f(&mut buf),
+        Err(_) => f(&mut Vec::new()),
+    })
+}
+
 impl SystemSnapshot {
     /// Reads `/proc/vmstat` and `/proc/pressure/{cpu,io,memory}`, one read pass per file into a
     /// reused per-thread buffer. Never fails; what cannot be read is `None`.
@@ -162,6 +206,24 @@ impl SystemSnapshot {
         let (psi_memory_some_us, psi_memory_full_us) = read_into("/proc/pressure/memory", buf)
             .map(parse_psi)
             .unwrap_or_default();
+        SystemSnapshot::from_parts(
+            vm,
+            psi_cpu_some_us,
+            psi_io_some_us,
+            psi_io_full_us,
+            psi_memory_some_us,
+            psi_memory_full_us,
+        )
+    }
+
+    fn from_parts(
+        vm: VmStat,
+        psi_cpu_some_us: Option<u64>,
+        psi_io_some_us: Option<u64>,
+        psi_io_full_us: Option<u64>,
+        psi_memory_some_us: Option<u64>,
+        psi_memory_full_us: Option<u64>,
+    ) -> SystemSnapshot {
         SystemSnapshot {
             pgmajfault: vm.pgmajfault,
             pgpgin: vm.pgpgin,
@@ -287,9 +349,7 @@ impl ChildIo {
     /// Reads `/proc/PID/io`. `None` when the file cannot be read (no such process, no task I/O
     /// accounting, or not permitted: it needs ptrace-read access).
     pub fn read(pid: i32) -> Option<ChildIo> {
-        let mut buf = Vec::with_capacity(256);
-        let text = read_into(&format!("/proc/{pid}/io"), &mut buf)?;
-        Some(ChildIo::parse(text))
+        with_buffer(|buf| read_into(&format!("/proc/{pid}/io"), buf).map(ChildIo::parse))
     }
 
     /// Parses the text of `/proc/PID/io`.
@@ -342,9 +402,7 @@ impl ChildSched {
     /// Reads `/proc/PID/schedstat`. `None` when it cannot be read (no such process, or a kernel
     /// without `CONFIG_SCHED_INFO`).
     pub fn read(pid: i32) -> Option<ChildSched> {
-        let mut buf = Vec::with_capacity(64);
-        let text = read_into(&format!("/proc/{pid}/schedstat"), &mut buf)?;
-        Some(ChildSched::parse(text))
+        with_buffer(|buf| read_into(&format!("/proc/{pid}/schedstat"), buf).map(ChildSched::parse))
     }
 
     /// Parses the three numbers of `/proc/PID/schedstat`.

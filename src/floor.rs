@@ -12,7 +12,7 @@
 #![forbid(unsafe_code)]
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Write;
 
 /// What the runner's memory was right before a spawn.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,7 +48,7 @@ impl FloorReading {
 pub struct Floor {
     clear_refs: Option<File>,
     unavailable_reason: Option<String>,
-    status_buf: Vec<u8>,
+    status: crate::procfs::ProcFile,
 }
 
 impl Floor {
@@ -65,7 +65,7 @@ impl Floor {
         Floor {
             clear_refs,
             unavailable_reason,
-            status_buf: Vec::with_capacity(4096),
+            status: crate::procfs::ProcFile::open("/proc/self/status"),
         }
     }
 
@@ -80,18 +80,15 @@ impl Floor {
             Some(f) => f.write_all(b"5").is_ok(),
             None => false,
         };
-        self.status_buf.clear();
-        let read =
-            File::open("/proc/self/status").and_then(|mut f| f.read_to_end(&mut self.status_buf));
-        if read.is_err() {
+        let Some(status) = self.status.read() else {
             return FloorReading {
                 hwm_reset,
                 ..FloorReading::default()
             };
-        }
+        };
         FloorReading {
-            vm_rss_kib: status_field_kib(&self.status_buf, b"VmRSS:"),
-            vm_hwm_kib: status_field_kib(&self.status_buf, b"VmHWM:"),
+            vm_rss_kib: status_field_kib(status, b"VmRSS:"),
+            vm_hwm_kib: status_field_kib(status, b"VmHWM:"),
             hwm_reset,
         }
     }

@@ -24,6 +24,7 @@ pub mod json;
 pub mod metrics;
 pub mod perf;
 pub mod plan;
+pub mod procfs;
 pub mod record;
 pub mod render;
 pub mod report;

@@ -95,6 +95,9 @@ pub struct Plan {
     pub quiet: bool,
     /// Cold-state options.
     pub cold: ColdPlan,
+    /// Record only the wall time, rusage and the runner's floor: no /proc reads around runs
+    /// (system-wide deltas, the zombie's io/schedstat, boot ID and uptime per run).
+    pub minimal: bool,
     /// Kernel perf counters to read for every run (`--counters`, `--events`); empty: none.
     pub counters: Vec<crate::perf::PerfEvent>,
 }

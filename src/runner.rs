@@ -68,6 +68,8 @@ pub struct RunLimits<'a> {
     pub signals: Option<&'a SignalFd>,
     /// Perf events to count (empty: none).
     pub counters: &'a [PerfEvent],
+    /// Read the zombie's `/proc/PID/io` and `schedstat` before reaping (off with `--minimal`).
+    pub inspect_child: bool,
 }
 
 /// What one run produced.
@@ -190,8 +192,11 @@ pub fn measure(
         }
     }
     let pid = child.pid();
-    let child_io = ChildIo::read(pid);
-    let sched = ChildSched::read(pid);
+    let (child_io, sched) = if limits.inspect_child {
+        (ChildIo::read(pid), ChildSched::read(pid))
+    } else {
+        (None, None)
+    };
     let (outcome, rusage) = match child.reap() {
         Ok((status, usage)) => {
             let outcome = match sent {

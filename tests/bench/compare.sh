@@ -87,6 +87,7 @@ shell_time_loop() {
   for ((i = 0; i < RUNS; i++)); do /usr/bin/time -f '' /bin/true 2>/dev/null; done
 }
 coldtrace_plain() { "$CT" run -n "$RUNS" -q -- /bin/true; }
+coldtrace_minimal() { "$CT" run -n "$RUNS" -q --minimal -- /bin/true; }
 coldtrace_out() { "$CT" run -n "$RUNS" -q -o "$WORK/out" -- /bin/true; }
 # The same on tmpfs, to separate coldtrace's own cost from the file system's metadata cost.
 SHM=
@@ -95,18 +96,19 @@ trap 'rm -rf "$WORK" ${SHM:+"$SHM"}' EXIT
 coldtrace_out_tmpfs() { "$CT" run -n "$RUNS" -q -o "$SHM/out" -- /bin/true; }
 hyperfine_run() { "$HYPERFINE" -N --runs "$RUNS" --warmup 0 --style none /bin/true; }
 
-CONTENDERS=(sf cfloor ct ctout ctshm hf shloop)
+CONTENDERS=(sf cfloor ct ctmin ctout ctshm hf shloop)
 declare -A NAME=(
   [sf]="syscalls floor loop (\`spawn_floor\`, release example)"
   [cfloor]="C floor (\`tests/bench/floor.c\`, posix_spawn + wait4)"
   [ct]="\`coldtrace run -n $RUNS -q -- /bin/true\` (no artifacts)"
+  [ctmin]="\`coldtrace run -n $RUNS -q --minimal -- /bin/true\` (no artifacts, no /proc reads around runs)"
   [ctout]="\`coldtrace run -n $RUNS -q -o DIR -- /bin/true\` (artifacts)"
   [ctshm]="same with DIR on tmpfs (/dev/shm)"
   [hf]="\`hyperfine -N --runs $RUNS --warmup 0 /bin/true\`"
   [shloop]="$RUNS × \`/usr/bin/time -f '' /bin/true\` in a bash loop"
 )
 declare -A CMD=(
-  [sf]="$SF $RUNS" [cfloor]="$WORK/floor $RUNS" [ct]=coldtrace_plain [ctout]=coldtrace_out
+  [sf]="$SF $RUNS" [cfloor]="$WORK/floor $RUNS" [ct]=coldtrace_plain [ctmin]=coldtrace_minimal [ctout]=coldtrace_out
   [ctshm]=coldtrace_out_tmpfs
   [hf]=hyperfine_run [shloop]=shell_time_loop
 )
