@@ -591,7 +591,12 @@ impl<'p> CommandBatch<'p> {
             Role::Warm
         };
         if let Some(prepare) = &self.prepare {
-            if let Err(reason) = run_prepare(prepare, shared) {
+            if let Err((reason, interrupted)) = run_prepare(prepare, shared) {
+                if let Some(sig) = interrupted {
+                    // Ctrl-C during --prepare: an interruption, not a failing prepare.
+                    self.interrupted_by = Some(sig);
+                    return Ok(Step::Stop);
+                }
                 self.stopped_reason = Some(format!(
                     "--prepare failed before run {index} ({reason}): {}; the batch stops",
                     plan.prepare.as_deref().unwrap_or_default()
@@ -973,8 +978,9 @@ fn single_exit_code(outcome: &Outcome) -> u8 {
 }
 
 /// Runs `--prepare` through `/bin/sh -c`, unmeasured; its stdout is discarded, its stderr shown.
-fn run_prepare(prepare: &Program, shared: &mut Shared<'_>) -> Result<(), String> {
-    shared.dev_null().map_err(|e| e.message)?;
+/// On failure: the reason, and the signal if coldtrace was asked to stop meanwhile.
+fn run_prepare(prepare: &Program, shared: &mut Shared<'_>) -> Result<(), (String, Option<Signal>)> {
+    shared.dev_null().map_err(|e| (e.message, None))?;
     let options = SpawnOptions {
         stdout: shared.dev_null_out.as_ref().map(|f| f.as_fd()),
         signal_mask: Some(shared.signals.child_mask),
@@ -983,7 +989,7 @@ fn run_prepare(prepare: &Program, shared: &mut Shared<'_>) -> Result<(), String>
     let limits = RunLimits {
         timeout_ns: None,
         kill_after_ns: 0,
-        signals: None,
+        signals: Some(&shared.signals.fd),
         counters: &[],
         inspect_child: false,
     };
@@ -995,8 +1001,8 @@ fn run_prepare(prepare: &Program, shared: &mut Shared<'_>) -> Result<(), String>
         &limits,
         |_| {},
     );
-    match result.outcome.failure_reason() {
-        None => Ok(()),
-        Some(reason) => Err(reason),
+    match (result.outcome.failure_reason(), result.interrupted_by) {
+        (None, None) => Ok(()),
+        (reason, interrupted) => Err((reason.unwrap_or_else(|| "interrupted".into()), interrupted)),
     }
 }
