@@ -647,3 +647,83 @@ fn vfork_child_inherits_the_parents_peak_unless_reset() {
         "after clear_refs 5 the child should report its own RSS, got {with} KiB"
     );
 }
+
+/// Issue 8: after coldtrace itself has grown and shrunk back, the next child's max RSS is still
+/// its own. A `--watch` over 30,000 files makes coldtrace build (and drop) a large file list
+/// before and after every run; GNU time's `%M` of coldtrace shows that it really grew, while
+/// every record's floor and the child's max RSS stay where they are without the watch.
+#[test]
+fn after_coldtrace_grows_and_shrinks_the_childs_max_rss_is_still_its_own() {
+    require_gnu_time();
+    let w = workloads();
+    let tree = w.dir.join("many-files");
+    if !tree.exists() {
+        for d in 0..30 {
+            let sub = tree.join(format!("d{d:02}"));
+            std::fs::create_dir_all(&sub).expect("mkdir");
+            for f in 0..1000 {
+                std::fs::write(
+                    sub.join(format!("a-rather-long-file-name-to-grow-the-list-{f:04}")),
+                    b"",
+                )
+                .expect("write");
+            }
+        }
+    }
+    let dir = w.dir.join("batch-grown");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(GNU_TIME)
+        .args(["-f", "%M"])
+        .arg(coldtrace())
+        .args([
+            "run",
+            "-q",
+            "-n",
+            "3",
+            "-o",
+            s(&dir),
+            "--watch",
+            s(&tree),
+            "--",
+        ])
+        .arg(&w.minimal)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run coldtrace under GNU time");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let coldtrace_peak_kib: u64 = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .expect("GNU time's %M");
+    let records: Vec<Value> = std::fs::read_to_string(dir.join("runs.jsonl"))
+        .expect("runs.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record"))
+        .collect();
+    let (plain_ct, _gnu) = max_rss_medians(&[s(&w.minimal)], 3);
+    eprintln!(
+        "accuracy: grown: coldtrace's own peak {coldtrace_peak_kib} KiB; child max RSS {:?} vs {plain_ct} without the watch",
+        records.iter().map(|r| rusage(r, "max_rss_kib")).collect::<Vec<_>>()
+    );
+    assert!(
+        coldtrace_peak_kib > 4 * MIB_KIB,
+        "the watch over 30,000 files should make coldtrace grow past 4 MiB (got {coldtrace_peak_kib} KiB), or this test shows nothing"
+    );
+    for r in &records {
+        let hwm = r["runner"]["vm_hwm_kib"].as_u64().expect("floor");
+        assert!(
+            hwm < 2 * MIB_KIB,
+            "the floor before the spawn is back down: {hwm} KiB"
+        );
+        let child = rusage(r, "max_rss_kib");
+        assert!(
+            rel(child, plain_ct) < 0.10,
+            "child max RSS {child} KiB vs {plain_ct} KiB without coldtrace having grown"
+        );
+    }
+}
