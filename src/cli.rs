@@ -100,6 +100,7 @@ Options:
   -o, --out DIR           batch directory (must not exist or be empty): runs.jsonl,
                           runs/NNN/{stdout,stderr}, batch.json
       --json              print the record (one run) or the batch summary as JSON on stdout
+                          (a single run inherits stdout: add --output null to keep them apart)
       --output MODE       child's stdout/stderr: inherit | null | file
                           (default: inherit for one run without --out, file with --out,
                           null for a batch without --out)
