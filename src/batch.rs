@@ -510,6 +510,11 @@ impl<'p> CommandBatch<'p> {
         self.last_wall_ns
     }
 
+    /// The signal that interrupted this batch, if any.
+    pub fn interrupted_by(&self) -> Option<Signal> {
+        self.interrupted_by
+    }
+
     /// Marks the batch as interrupted by `signal` (seen between runs).
     pub fn interrupt(&mut self, signal: Signal) {
         self.interrupted_by.get_or_insert(signal);

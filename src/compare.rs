@@ -248,6 +248,9 @@ pub fn run(plan: &ComparePlan, signals: &Signals) -> Result<CompareOutcome, Batc
             )
         })
         .collect();
+    // A signal seen during one command's run stops every command's batch.
+    let interrupted_by =
+        interrupted_by.or_else(|| batches.iter().find_map(CommandBatch::interrupted_by));
     let mut outcomes = Vec::with_capacity(batches.len());
     for mut batch in batches {
         if let Some(sig) = interrupted_by {
@@ -255,7 +258,6 @@ pub fn run(plan: &ComparePlan, signals: &Signals) -> Result<CompareOutcome, Batc
         }
         outcomes.push(batch.finish()?);
     }
-    let interrupted_by = interrupted_by.or_else(|| outcomes.iter().find_map(|o| o.interrupted_by));
     let commands: Vec<CommandEntry> = outcomes
         .iter()
         .enumerate()

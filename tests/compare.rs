@@ -325,3 +325,45 @@ fn software_counters_agree_with_rusage_and_missing_hardware_is_null_with_a_reaso
         "counters are summarised like every metric"
     );
 }
+
+#[test]
+fn an_interrupted_comparison_marks_every_command_and_the_comparison() {
+    use std::os::unix::process::CommandExt;
+    use std::time::{Duration, Instant};
+    let tmp = TempDir::new("compare-sigint");
+    let mut c = ct(
+        tmp.path(),
+        [
+            "compare",
+            "-n",
+            "10",
+            "-q",
+            "-o",
+            "cmp",
+            "sleep 0.3",
+            "sleep 0.2",
+        ],
+    );
+    c.cmd.process_group(0);
+    let shown = c.shown();
+    let started = Instant::now();
+    let child = c.cmd.spawn().expect("spawn coldtrace");
+    let pgid = rustix::process::Pid::from_raw(child.id() as i32).expect("pid");
+    std::thread::sleep(Duration::from_millis(900));
+    rustix::process::kill_process_group(pgid, rustix::process::Signal::INT)
+        .expect("kill -INT -PGID");
+    let out = common::finish(child, shown, started, Duration::from_secs(20));
+    out.expect_code(130);
+    let doc: Value =
+        serde_json::from_slice(&fs::read(tmp.join("cmp/batch.json")).unwrap()).unwrap();
+    assert_eq!(doc["complete"], false, "{}", out.describe());
+    assert_eq!(doc["interrupted_by"], "SIGINT");
+    for i in 0..2 {
+        let batch: Value = serde_json::from_slice(
+            &fs::read(tmp.join(format!("cmp/commands/{i:02}/batch.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(batch["interrupted_by"], "SIGINT", "command {i}: {batch}");
+        assert_eq!(batch["complete"], false);
+    }
+}
