@@ -9,7 +9,6 @@ use crate::counters::{SystemDelta, SystemSampler};
 use crate::floor::Floor;
 use crate::metrics::{Columns, MetricSummary, SummaryMap};
 use crate::plan::{ColdWhen, OutputMode, Plan, StdinMode};
-use crate::procfs::ProcFile;
 use crate::record::{
     self, ArtifactPaths, CacheRecord, ColdAction, OutcomeRecord, Role, RunRecord, RusageRecord,
 };
@@ -335,8 +334,8 @@ pub struct Shared<'s> {
     dev_null_in: Option<File>,
     /// System-wide counters, read before and after every run.
     sampler: SystemSampler,
-    uptime: ProcFile,
-    boot_id: ProcFile,
+    /// Read once: a boot ID cannot change while this process lives.
+    boot_id: Option<String>,
 }
 
 impl<'s> Shared<'s> {
@@ -350,8 +349,7 @@ impl<'s> Shared<'s> {
             dev_null_out: None,
             dev_null_in: None,
             sampler: SystemSampler::default(),
-            uptime: ProcFile::open("/proc/uptime"),
-            boot_id: ProcFile::open("/proc/sys/kernel/random/boot_id"),
+            boot_id: context::read_boot_id(),
         })
     }
 
@@ -660,12 +658,13 @@ impl<'p> CommandBatch<'p> {
         let boot_id = if minimal {
             None
         } else {
-            shared.boot_id.read().and_then(context::parse_boot_id)
+            shared.boot_id.clone()
         };
+        // /proc/uptime is CLOCK_BOOTTIME; reading the clock (vDSO) costs no system call.
         let uptime_s = if minimal {
             None
         } else {
-            shared.uptime.read().and_then(context::parse_uptime_s)
+            Some(crate::time::boottime_s())
         };
         let run_started_at = crate::time::rfc3339_utc_now();
         let residency_before = self.residency();

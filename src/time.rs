@@ -8,6 +8,12 @@ pub fn monotonic_ns() -> u64 {
     coldtrace_syscalls::wait::monotonic_ns()
 }
 
+/// Seconds since boot on CLOCK_BOOTTIME (what `/proc/uptime` prints first; suspend included).
+pub fn boottime_s() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
 /// Now on CLOCK_REALTIME as an RFC 3339 UTC timestamp with milliseconds,
 /// e.g. `2026-12-03T07:00:00.000Z`.
 pub fn rfc3339_utc_now() -> String {
@@ -46,6 +52,22 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn boottime_is_the_uptime() {
+        let proc_uptime: f64 = std::fs::read_to_string("/proc/uptime")
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            (boottime_s() - proc_uptime).abs() < 0.5,
+            "{} vs {proc_uptime}",
+            boottime_s()
+        );
+    }
 
     #[test]
     fn known_dates() {
