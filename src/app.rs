@@ -49,18 +49,14 @@ pub fn execute(command: Command) -> Result<AppOutput, BatchError> {
                     .map_or(String::new(), |l| format!(" [{l}]"));
                 let title = format!(
                     "coldtrace: {what} of {}{label}",
-                    shorten(&shell_words(&argv), 160)
+                    shorten(&crate::words::quote(&argv), 160)
                 );
                 eprint!(
                     "{}",
                     crate::render::table(&outcome, &title, crate::render::use_colour())
                 );
             }
-            let stdout = if plan.json {
-                format!("{}\n", outcome.json)
-            } else {
-                String::new()
-            };
+            let stdout = json_line(plan.json, &outcome.json);
             Ok(AppOutput {
                 stdout,
                 exit_code: outcome.exit_code,
@@ -82,11 +78,7 @@ pub fn execute(command: Command) -> Result<AppOutput, BatchError> {
                     crate::render::compare_table(&outcome, crate::render::use_colour())
                 );
             }
-            let stdout = if plan.json {
-                format!("{}\n", outcome.json)
-            } else {
-                String::new()
-            };
+            let stdout = json_line(plan.json, &outcome.json);
             Ok(AppOutput {
                 stdout,
                 exit_code: outcome.exit_code,
@@ -225,6 +217,15 @@ fn render_context(c: &ContextBlock) -> String {
     out
 }
 
+/// `--json` output: the document and a newline, or nothing.
+fn json_line(wanted: bool, json: &str) -> String {
+    if wanted {
+        format!("{json}\n")
+    } else {
+        String::new()
+    }
+}
+
 /// At most `max` characters of `text`, with `…` when cut.
 pub fn shorten(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
@@ -234,9 +235,4 @@ pub fn shorten(text: &str, max: usize) -> String {
         cut.push('…');
         cut
     }
-}
-
-/// Quotes words for display the way a shell would need them.
-pub fn shell_words(words: &[String]) -> String {
-    crate::words::quote(words)
 }

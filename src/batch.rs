@@ -269,15 +269,19 @@ fn resolve(plan: &Plan) -> Result<Program, BatchError> {
     for arg in &plan.argv {
         argv.push(cstring(arg.as_bytes(), "an argument")?);
     }
-    let envp = std::env::vars_os()
+    Ok(Program::new(path, argv, environment()?))
+}
+
+/// coldtrace's own environment, passed to the command exactly, as `KEY=VALUE` C strings.
+fn environment() -> Result<Vec<CString>, BatchError> {
+    std::env::vars_os()
         .map(|(k, v)| {
             let mut kv = k.as_bytes().to_vec();
             kv.push(b'=');
             kv.extend_from_slice(v.as_bytes());
             cstring(&kv, "an environment variable")
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Program::new(path, argv, envp))
+        .collect()
 }
 
 fn sh_program(command: &str) -> Result<Program, BatchError> {
@@ -286,15 +290,7 @@ fn sh_program(command: &str) -> Result<Program, BatchError> {
         cstring(b"-c", "")?,
         cstring(command.as_bytes(), "--prepare")?,
     ];
-    let envp = std::env::vars_os()
-        .filter_map(|(k, v)| {
-            let mut kv = k.as_bytes().to_vec();
-            kv.push(b'=');
-            kv.extend_from_slice(v.as_bytes());
-            CString::new(kv).ok()
-        })
-        .collect();
-    Ok(Program::new(cstring(b"/bin/sh", "")?, argv, envp))
+    Ok(Program::new(cstring(b"/bin/sh", "")?, argv, environment()?))
 }
 
 fn open_null(write: bool) -> Result<File, BatchError> {

@@ -110,9 +110,10 @@ pub fn measure(
     // child, at its exec, and the kernel folds the child's counts back in when it exits.
     let session =
         (!limits.counters.is_empty()).then(|| PerfSession::open_before_spawn(limits.counters));
+    let image = program.image();
     let floor_reading = floor.reset_and_read();
     let start_ns = crate::time::monotonic_ns();
-    let spawned = program.spawn(options, stack);
+    let spawned = program.spawn_image(&image, options, stack);
     let mut child = match spawned {
         Ok(child) => child,
         Err(failure) => {

@@ -103,11 +103,27 @@ impl Program {
         options: &SpawnOptions<'_>,
         stack: &mut ChildStack,
     ) -> Result<Child, SpawnError> {
-        let image = ExecImage::new(
+        self.spawn_image(&self.image(), options, stack)
+    }
+
+    /// The argv/envp pointer arrays `execve` takes, built (allocated) once. A measuring caller
+    /// builds them before it starts its clock and passes them to [`Program::spawn_image`], so
+    /// the timed window holds the spawn and nothing else.
+    pub fn image(&self) -> ExecImage<'_> {
+        ExecImage::new(
             &self.path,
             self.argv.iter().map(CString::as_c_str),
             self.envp.iter().map(CString::as_c_str),
-        );
+        )
+    }
+
+    /// [`Program::spawn`] with an image from [`Program::image`].
+    pub fn spawn_image(
+        &self,
+        image: &ExecImage<'_>,
+        options: &SpawnOptions<'_>,
+        stack: &mut ChildStack,
+    ) -> Result<Child, SpawnError> {
         // Descriptors below 3 are moved up first so that installing one cannot clobber another.
         let mut lifted: [Option<OwnedFd>; 3] = [None, None, None];
         let mut stdio: [Option<BorrowedFd<'_>>; 3] =
@@ -137,7 +153,7 @@ impl Program {
             new_process_group: options.new_process_group,
             signal_mask: options.signal_mask,
         };
-        let pid = child::spawn(&image, &setup, stack)?;
+        let pid = child::spawn(image, &setup, stack)?;
         Ok(Child {
             pid,
             pidfd: None,
