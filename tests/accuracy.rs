@@ -705,7 +705,7 @@ fn after_coldtrace_grows_and_shrinks_the_childs_max_rss_is_still_its_own() {
         .lines()
         .map(|l| serde_json::from_str(l).expect("record"))
         .collect();
-    let (plain_ct, _gnu) = max_rss_medians(&[s(&w.minimal)], 3);
+    let (plain_ct, _gnu) = max_rss_medians(&[s(&w.minimal)], 5);
     eprintln!(
         "accuracy: grown: coldtrace's own peak {coldtrace_peak_kib} KiB; child max RSS {:?} vs {plain_ct} without the watch",
         records.iter().map(|r| rusage(r, "max_rss_kib")).collect::<Vec<_>>()
@@ -720,10 +720,13 @@ fn after_coldtrace_grows_and_shrinks_the_childs_max_rss_is_still_its_own() {
             hwm < 2 * MIB_KIB,
             "the floor before the spawn is back down: {hwm} KiB"
         );
-        let child = rusage(r, "max_rss_kib");
-        assert!(
-            rel(child, plain_ct) < 0.10,
-            "child max RSS {child} KiB vs {plain_ct} KiB without coldtrace having grown"
-        );
     }
+    // Medians against medians, as for the minimal program above: a single run of it varies by
+    // ±7 % here (the kernel folds an approximate RSS counter), while a leaked 8 MiB floor would
+    // show as +700 %.
+    let grown = median(records.iter().map(|r| rusage(r, "max_rss_kib")).collect());
+    assert!(
+        rel(grown, plain_ct) < 0.10,
+        "child max RSS median {grown} KiB vs {plain_ct} KiB without coldtrace having grown"
+    );
 }
