@@ -11,6 +11,16 @@
 //! forbids it.
 #![forbid(unsafe_code)]
 
+// Human output on stderr is a courtesy: std's `eprint!`/`eprintln!` panic when stderr is closed
+// or full (`2>/dev/full`, `2>&1 | true`), which would abort a batch and lose its records. These
+// shadow std's macros in every module of the crate and ignore the write error instead.
+macro_rules! eprint {
+    ($($arg:tt)*) => {{ use std::io::Write as _; let _ = write!(std::io::stderr(), $($arg)*); }};
+}
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{ use std::io::Write as _; let _ = writeln!(std::io::stderr(), $($arg)*); }};
+}
+
 pub mod app;
 pub mod artifacts;
 pub mod batch;

@@ -5,6 +5,11 @@ use coldtrace::cli;
 use std::io::Write;
 use std::process::ExitCode;
 
+// A closed or full stderr must not abort coldtrace (std's `eprintln!` panics): ignore the error.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{ let _ = writeln!(std::io::stderr(), $($arg)*); }};
+}
+
 fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().skip(1).collect();
     let command = match cli::parse(args) {

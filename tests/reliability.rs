@@ -838,3 +838,71 @@ fn orphans_are_reaped_as_subreaper_and_as_pid_1() {
     );
     let _ = str_at(&r, "/schema");
 }
+
+// ---------------------------------------------------------------- coldtrace's own stderr
+
+/// Runs coldtrace with its stderr on `/dev/full` (every write fails with ENOSPC).
+fn with_full_stderr(dir: &TempDir, args: &[&str]) -> common::Output {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let mut c = ct(dir.path(), args.iter().copied());
+    c.cmd.stderr(Stdio::from(full));
+    c.run_within(Duration::from_secs(30))
+}
+
+#[test]
+fn a_full_stderr_changes_nothing_but_what_is_shown() {
+    let dir = TempDir::new("fullerr");
+    // A single run: the command's own exit code, not SIGABRT's 134.
+    let out = with_full_stderr(&dir, &["run", "--", "sh", "-c", "exit 3"]);
+    assert_eq!(out.status.signal(), None, "{}", out.describe());
+    out.expect_code(3);
+    // A batch that prints a notice mid-batch (the command stopped itself) and a table: every
+    // record and batch.json are written, the exit code means what it always means, and the
+    // JSON still reaches stdout.
+    let out = with_full_stderr(
+        &dir,
+        &[
+            "run",
+            "-n",
+            "3",
+            "-o",
+            "d",
+            "--json",
+            "--timeout",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "kill -STOP $$",
+        ],
+    );
+    assert_eq!(out.status.signal(), None, "{}", out.describe());
+    out.expect_code(1);
+    assert_eq!(read_records(&dir.join("d")).len(), 3, "{}", out.describe());
+    assert_eq!(read_batch(&dir.join("d"))["counts"]["rejected"], 3);
+    assert_eq!(out.json()["counts"]["recorded"], 3, "{}", out.describe());
+    // A usage error and a command that is not found keep their codes.
+    with_full_stderr(&dir, &["run", "--bogus", "--", "true"]).expect_code(125);
+    with_full_stderr(&dir, &["run", "--", "no-such-command-coldtrace"]).expect_code(127);
+}
+
+#[test]
+fn a_closed_stderr_pipe_does_not_abort_a_batch() {
+    // `coldtrace … 2>&1 | true`: the reader is gone before coldtrace writes its table.
+    let dir = TempDir::new("closederr");
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut c = ct(
+        dir.path(),
+        ["run", "-n", "2", "-o", "d", "--", "sleep", "0.1"],
+    );
+    c.cmd.stderr(Stdio::from(writer));
+    let out = c.run_within(Duration::from_secs(30));
+    assert_eq!(out.status.signal(), None, "{}", out.describe());
+    out.expect_code(0);
+    assert_eq!(read_records(&dir.join("d")).len(), 2);
+    assert_eq!(read_batch(&dir.join("d"))["complete"], true);
+}
