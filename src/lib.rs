@@ -1,11 +1,11 @@
 //! coldtrace: run a command and record exactly how it ran.
 //!
-//! Data flows one way: [`cli`] parses arguments into a [`plan::Plan`]; [`batch`] runs it, one
-//! [`runner`] call per run (spawn → wait → inspect → reap, with the system state around it from
-//! [`cache`], [`counters`] and [`context`]); each run becomes a [`record::RunRecord`] streamed to
-//! `runs.jsonl` by [`artifacts`]; [`metrics`] and [`stats`] summarise the counted runs;
-//! [`render`] draws the table. `report` reads batch directories back. No module reaches back up
-//! that chain.
+//! Data flows one way, and so do the imports: [`cli`] parses arguments into a [`plan::Plan`];
+//! [`batch`] runs it, one [`measure::runner`] call per run (spawn → wait → inspect → reap, with
+//! the system state around it from the rest of [`measure`]); each run becomes a
+//! [`record::run::RunRecord`] streamed to `runs.jsonl` ([`record::artifacts`]); [`record`]
+//! summarises the counted runs; [`view`] draws the tables. `report` reads batch directories back
+//! ([`record::reader`]). [`text`] and [`serialize`] are leaves that everything may use.
 //!
 //! All unsafe code lives in the `coldtrace-syscalls` crate (`syscalls/src/raw/`); this crate
 //! forbids it.
@@ -21,24 +21,11 @@ macro_rules! eprintln {
     ($($arg:tt)*) => {{ use std::io::Write as _; let _ = writeln!(std::io::stderr(), $($arg)*); }};
 }
 
-pub mod app;
-pub mod artifacts;
 pub mod batch;
-pub mod cache;
 pub mod cli;
-pub mod compare;
-pub mod context;
-pub mod counters;
-pub mod floor;
-pub mod json;
-pub mod metrics;
-pub mod perf;
+pub mod measure;
 pub mod plan;
-pub mod procfs;
 pub mod record;
-pub mod render;
-pub mod report;
-pub mod runner;
-pub mod stats;
-pub mod time;
-pub mod words;
+pub mod serialize;
+pub mod text;
+pub mod view;

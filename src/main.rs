@@ -1,4 +1,5 @@
 //! `coldtrace`: thin — parse, run, map to an exit code, one error line on failure.
+//! Nothing but that: every decision is in the library (`cli` and below).
 #![forbid(unsafe_code)]
 
 use coldtrace::cli;
@@ -19,7 +20,7 @@ fn main() -> ExitCode {
             return ExitCode::from(125);
         }
     };
-    match coldtrace::app::execute(command) {
+    match cli::execute(command) {
         Ok(output) => {
             if !output.stdout.is_empty() {
                 let mut stdout = std::io::stdout().lock();

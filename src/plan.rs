@@ -1,4 +1,5 @@
 //! [`Plan`]: what to run, how often, where its output goes, and which cold state to set up.
+//! A validated description only: nothing here creates, opens or spawns anything.
 //!
 //! A plan is fully validated: the command has been resolved through PATH, numbers are in range,
 //! and combinations make sense. Nothing has been created or spawned yet.
@@ -99,7 +100,7 @@ pub struct Plan {
     /// (system-wide deltas, the zombie's io/schedstat, boot ID and uptime per run).
     pub minimal: bool,
     /// Kernel perf counters to read for every run (`--counters`, `--events`); empty: none.
-    pub counters: Vec<crate::perf::PerfEvent>,
+    pub counters: Vec<crate::measure::perf::PerfEvent>,
 }
 
 impl Plan {

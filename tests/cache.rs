@@ -1,7 +1,7 @@
 #![forbid(unsafe_code)]
 //! Residency and eviction on real files of a disk-backed directory.
 
-use coldtrace::cache::{
+use coldtrace::measure::cache::{
     aggregate, cachestat_available, is_tmpfs, CacheError, FileProbe, FileSet, UnknownReason,
 };
 use std::io::{Read, Write};

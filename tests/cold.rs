@@ -22,7 +22,7 @@ fn records(path: &Path) -> Vec<Value> {
 fn disk_dir(tag: &str) -> Result<TempDirOn, String> {
     for base in ["/var/tmp", env!("CARGO_TARGET_TMPDIR")] {
         let base = Path::new(base);
-        if coldtrace::cache::is_tmpfs(base) == Some(false) {
+        if coldtrace::measure::cache::is_tmpfs(base) == Some(false) {
             let dir = base.join(format!("coldtrace-cold-{tag}-{}", std::process::id()));
             if fs::create_dir_all(&dir).is_ok() {
                 return Ok(TempDirOn(dir));
@@ -162,7 +162,7 @@ fn drop_caches_without_permission_is_one_line_and_runs_nothing() {
             eprintln!(
                 "setpriv unavailable ({other:?}); checking the message and the permission probe"
             );
-            let text = coldtrace::cache::CacheError::DropCachesNotPermitted.to_string();
+            let text = coldtrace::measure::cache::CacheError::DropCachesNotPermitted.to_string();
             assert!(
                 text.contains("needs root") && text.contains("--evict") && !text.contains('\n')
             );

@@ -1,7 +1,7 @@
 #![forbid(unsafe_code)]
 //! The batch context against what the machine says through other tools.
 
-use coldtrace::context::{
+use coldtrace::measure::context::{
     read_boot_id, read_uptime_s, Capabilities, EnvMarkers, ProgramInfo, SystemContext,
 };
 use std::path::{Path, PathBuf};
@@ -71,7 +71,10 @@ fn capabilities_probe() {
         .ok()
         .and_then(|t| t.trim().parse::<i32>().ok());
     assert_eq!(caps.perf_event_paranoid, paranoid);
-    assert_eq!(caps.cachestat, coldtrace::cache::cachestat_available());
+    assert_eq!(
+        caps.cachestat,
+        coldtrace::measure::cache::cachestat_available()
+    );
     if rustix::process::geteuid().is_root() {
         assert!(caps.clear_refs_writable);
     }

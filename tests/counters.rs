@@ -2,8 +2,9 @@
 //! What `/proc/PID/io` and `/proc/PID/schedstat` say about a finished, not yet reaped child
 //! (a zombie) on this kernel — verified against children doing known work.
 
-use coldtrace::cache::FileSet;
-use coldtrace::counters::{ChildIo, ChildSched, SystemDelta, SystemSnapshot};
+use coldtrace::measure::cache::FileSet;
+use coldtrace::measure::system::{SystemDelta, SystemSnapshot};
+use coldtrace::measure::zombie::{ChildIo, ChildSched};
 use coldtrace_syscalls::raw::{wait4, Wait4Options};
 use coldtrace_syscalls::ResourceUsage;
 use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
@@ -62,7 +63,7 @@ fn run_and_inspect(cmd: &mut Command) -> Seen {
 
 fn disk_dir(tag: &str) -> Option<PathBuf> {
     let base = PathBuf::from("/var/tmp");
-    let tmpfs = coldtrace::cache::is_tmpfs(&base).unwrap_or(true);
+    let tmpfs = coldtrace::measure::cache::is_tmpfs(&base).unwrap_or(true);
     if tmpfs {
         eprintln!("/var/tmp is tmpfs: read_bytes checks skipped");
         return None;

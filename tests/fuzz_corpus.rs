@@ -84,7 +84,7 @@ fn argv_corpus() {
 
 #[test]
 fn record_reader_corpus() {
-    use coldtrace::report::{parse_batch_document, parse_runs, BatchRow};
+    use coldtrace::record::reader::{parse_batch_document, parse_runs, BatchRow};
     let files = replay("record_reader", record_reader::run);
     // The seeds reach a good read, a skipped cut line, and errors from both files.
     let mut seen = (false, false, false, false);
@@ -128,7 +128,7 @@ fn argv_body_rejects_what_it_should() {
 
 #[test]
 fn record_reader_body_rejects_what_it_should() {
-    use coldtrace::report::ReportError;
+    use coldtrace::record::reader::ReportError;
     let err = |s: &str| ReportError(s.to_string());
     let fails = |e: ReportError, file: &'static str, lines: u64| {
         std::panic::catch_unwind(move || record_reader::check_error(&e, file, lines)).is_err()

@@ -3,7 +3,7 @@
 //! full fuzz body as well. Each test says whether the fuzzer found it or review did.
 
 use coldtrace::cli::{parse, UsageError};
-use coldtrace::report::{parse_batch_document, parse_runs, BatchRow};
+use coldtrace::record::reader::{parse_batch_document, parse_runs, BatchRow};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 

@@ -6,7 +6,7 @@
 //! Every test takes `SERIAL`: one counts `/proc/self/fd` (process-wide), and the others compare
 //! CPU time with rusage, which is cleaner without sibling tests competing for the 2 CPUs.
 
-use coldtrace::perf::{default_events, CounterReading, PerfEvent, PerfSession};
+use coldtrace::measure::perf::{default_events, CounterReading, PerfEvent, PerfSession};
 use coldtrace_syscalls::{
     find_program, ChildStack, Program, ResourceUsage, SpawnOptions, WaitEvent, WaitStatus,
 };

@@ -708,7 +708,7 @@ impl Drop for Mount {
 #[test]
 fn disk_full_is_a_clear_enospc_error() {
     // Always: the message coldtrace gives for ENOSPC.
-    let text = coldtrace::artifacts::explain(&std::io::Error::from_raw_os_error(28));
+    let text = coldtrace::record::artifacts::explain(&std::io::Error::from_raw_os_error(28));
     assert!(text.contains("no space left on device"), "{text}");
 
     let dir = TempDir::new("enospc");

@@ -1,12 +1,12 @@
 //! Fuzz body: invariants of the batch-directory reader behind `coldtrace report`
-//! (`coldtrace::report::parse_batch_document` and `parse_runs`, which `read_batch` calls on the
+//! (`coldtrace::record::reader::parse_batch_document` and `parse_runs`, which `read_batch` calls on the
 //! bytes of `batch.json` and `runs.jsonl`) for arbitrary file contents.
 //!
 //! Shared by the libFuzzer target (`fuzz/fuzz_targets/record_reader.rs`) and the corpus replay
 //! under plain `cargo test` (the root crate's `tests/fuzz_corpus.rs`). It uses only std and
 //! `coldtrace`, so it compiles in both crates.
 
-use coldtrace::report::{parse_batch_document, parse_runs, BatchRow, ReportError};
+use coldtrace::record::reader::{parse_batch_document, parse_runs, BatchRow, ReportError};
 
 /// The byte that separates the two files in an input. It never occurs in UTF-8, so a real
 /// `batch.json` and `runs.jsonl` joined by it split back exactly.

@@ -1,0 +1,217 @@
+//! One command's batch: its state between runs (records, counts, failures, the stderr sink)
+//! and the checks made before its first run. The steps of a run are in `step.rs` and beside it.
+#![forbid(unsafe_code)]
+
+use crate::batch::program::{lossy, resolve, sh_program};
+use crate::batch::{BatchError, Shared};
+use crate::measure::cache::{self, FileSet};
+use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
+use crate::measure::runner::Outcome;
+use crate::plan::{OutputMode, Plan, StdinMode};
+use crate::record::artifacts::{self, BatchDir};
+use crate::record::batch::{BatchContext, Counts, FailedRun};
+use crate::record::columns::Columns;
+use crate::record::run::RunRecord;
+use coldtrace_syscalls::{Errno, Program, Signal};
+use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// One command's batch: its records, artifacts, statistics and document.
+pub struct CommandBatch<'p> {
+    pub(super) plan: &'p Plan,
+    pub(super) program: Program,
+    pub(super) prepare: Option<Program>,
+    pub(super) argv: Vec<String>,
+    pub(super) cwd: String,
+    pub(super) stdin_file_path: Option<PathBuf>,
+    pub(super) dir: Option<BatchDir>,
+    pub(super) context: BatchContext,
+    pub(super) started_at: String,
+    pub(super) stderr_sink: Option<File>,
+    pub(super) columns: Columns,
+    pub(super) counts: Counts,
+    pub(super) failed: Vec<FailedRun>,
+    pub(super) interrupted_by: Option<Signal>,
+    pub(super) stopped_reason: Option<String>,
+    pub(super) start_failure: Option<Errno>,
+    pub(super) single_status: Option<Outcome>,
+    /// The current record's JSON line, reused: no allocation per run.
+    pub(super) line: Vec<u8>,
+    pub(super) next_index: u64,
+    pub(super) last_wall_ns: Option<u64>,
+    pub(super) notices: Vec<String>,
+}
+
+impl<'p> CommandBatch<'p> {
+    /// Checks everything that can be checked before a run (program, cold-state paths, stdin,
+    /// `--out`) and creates the batch directory `out_dir`.
+    pub fn new(
+        plan: &'p Plan,
+        out_dir: Option<&Path>,
+        shared: &Shared<'_>,
+    ) -> Result<Self, BatchError> {
+        let program = resolve(plan)?;
+        let prepare = plan.prepare.as_deref().map(sh_program).transpose()?;
+        let argv: Vec<String> = plan.argv.iter().map(|a| lossy(a)).collect();
+        let cwd = std::env::current_dir()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let program_path =
+            Path::new(std::ffi::OsStr::from_bytes(program.path().to_bytes())).to_path_buf();
+        check_cold_state(plan)?;
+        let stdin_file_path = check_stdin(plan)?;
+        let dir = out_dir.map(BatchDir::create).transpose()?;
+        let notices = first_notices(plan, out_dir, shared);
+        let context = BatchContext {
+            system: SystemContext::read(),
+            capabilities: Capabilities::probe(),
+            environment: EnvMarkers::read(),
+            program: ProgramInfo::inspect(&program_path),
+            coldtrace_version: env!("CARGO_PKG_VERSION"),
+            floor_reset_unavailable: shared.floor.unavailable_reason().map(str::to_owned),
+        };
+        let stderr_sink = if plan.output == OutputMode::Null {
+            rustix::fs::memfd_create("coldtrace-stderr", rustix::fs::MemfdFlags::CLOEXEC)
+                .ok()
+                .map(File::from)
+        } else {
+            None
+        };
+        Ok(CommandBatch {
+            plan,
+            program,
+            prepare,
+            argv,
+            cwd,
+            stdin_file_path,
+            dir,
+            context,
+            started_at: crate::measure::clock::rfc3339_utc_now(),
+            stderr_sink,
+            columns: Columns::default(),
+            counts: Counts::default(),
+            failed: Vec::new(),
+            interrupted_by: None,
+            stopped_reason: None,
+            start_failure: None,
+            single_status: None,
+            line: Vec::with_capacity(16 * 1024),
+            next_index: 0,
+            last_wall_ns: None,
+            notices,
+        })
+    }
+
+    /// Whether every run of the plan has been done.
+    pub fn is_done(&self) -> bool {
+        self.next_index >= self.plan.total_runs()
+    }
+
+    /// Runs done so far.
+    pub fn runs_done(&self) -> u64 {
+        self.next_index
+    }
+
+    /// The wall time of the last run.
+    pub fn last_wall_ns(&self) -> Option<u64> {
+        self.last_wall_ns
+    }
+
+    /// The signal that interrupted this batch, if any.
+    pub fn interrupted_by(&self) -> Option<Signal> {
+        self.interrupted_by
+    }
+
+    /// Marks the batch as interrupted by `signal` (seen between runs).
+    pub fn interrupt(&mut self, signal: Signal) {
+        self.interrupted_by.get_or_insert(signal);
+    }
+
+    /// Which perf events could not be counted here, and why (said once, after the first run).
+    pub(super) fn unavailable_counters(record: &RunRecord<'_>) -> Vec<String> {
+        let mut notes = Vec::new();
+        let Some(readings) = &record.counters else {
+            return notes;
+        };
+        let mut by_reason: Vec<(String, Vec<&str>)> = Vec::new();
+        for r in readings {
+            if let Some(reason) = &r.unavailable_reason {
+                match by_reason.iter_mut().find(|(known, _)| known == reason) {
+                    Some((_, events)) => events.push(r.event),
+                    None => by_reason.push((reason.clone(), vec![r.event])),
+                }
+            }
+        }
+        for (reason, events) in by_reason {
+            notes.push(format!(
+                "perf counters not available here: {} ({reason}); recorded as null",
+                events.join(", ")
+            ));
+        }
+        notes
+    }
+
+    /// The residency of the watched files now (`None` without `--watch`/`--evict`).
+    pub(super) fn residency(&self) -> Option<cache::Residency> {
+        let roots = &self.plan.cold.watch;
+        if roots.is_empty() {
+            return None;
+        }
+        FileSet::collect(roots).map(|set| set.residency()).ok()
+    }
+}
+
+/// Refuses a cold state that cannot be established (before anything runs).
+fn check_cold_state(plan: &Plan) -> Result<(), BatchError> {
+    if plan.cold.drop_caches && !cache::drop_caches_permitted() {
+        return Err(BatchError::own(
+            "--drop-caches needs root (it writes /proc/sys/vm/drop_caches); use --evict PATH to evict specific files without root",
+        ));
+    }
+    // The file sets are walked afresh each time and dropped at once: a tree of 40,000 files
+    // held for the whole batch would add megabytes to coldtrace's resident set, and so to
+    // the floor under every child's max RSS. Walking them here reports a bad path early.
+    for (flag, roots) in [("--evict", &plan.cold.evict), ("--watch", &plan.cold.watch)] {
+        if !roots.is_empty() {
+            FileSet::collect(roots).map_err(|e| BatchError::own(format!("{flag}: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// The `--stdin FILE` path, checked to open now (it is opened afresh for every run).
+fn check_stdin(plan: &Plan) -> Result<Option<PathBuf>, BatchError> {
+    match &plan.stdin {
+        StdinMode::File(path) => {
+            File::open(path).map_err(|e| stdin_error(path, &e))?;
+            Ok(Some(path.clone()))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// What to say once, before the runs.
+fn first_notices(plan: &Plan, out_dir: Option<&Path>, shared: &Shared<'_>) -> Vec<String> {
+    let mut notices = Vec::new();
+    if let Some(reason) = shared.floor.unavailable_reason() {
+        notices.push(format!(
+            "{reason}: coldtrace's peak RSS cannot be reset before each spawn; the recorded floor is unreset"
+        ));
+    }
+    if plan.output == OutputMode::Null && !plan.is_single_run() && out_dir.is_none() {
+        notices.push(
+            "the command's stdout and stderr are discarded (use --out DIR to keep them)".into(),
+        );
+    }
+    notices
+}
+
+/// `--stdin PATH: why it cannot be opened`.
+pub(super) fn stdin_error(path: &Path, e: &std::io::Error) -> BatchError {
+    BatchError::own(format!(
+        "--stdin {}: {}",
+        path.display(),
+        artifacts::explain(e)
+    ))
+}

@@ -1,0 +1,192 @@
+//! `coldtrace compare`'s run loop: several commands in one batch, interleaved round-robin
+//! (hyperfine #21), each with its own batch. The statistics of the comparison are in record.
+#![forbid(unsafe_code)]
+
+use crate::batch::progress::Observer;
+use crate::batch::{BatchError, BatchOutcome, CommandBatch, Shared, Signals, Step};
+use crate::plan::ComparePlan;
+use crate::record::artifacts;
+use crate::record::compare::{
+    compare_metrics, CommandEntry, CompareDocument, MetricComparison, COMPARE_SCHEMA, LEVEL,
+    RESAMPLES,
+};
+use crate::record::run::Slot;
+use crate::record::stats::SplitMix64;
+use coldtrace_syscalls::Signal;
+
+/// What a comparison hands back for rendering.
+pub struct CompareOutcome {
+    /// Process exit code.
+    pub exit_code: u8,
+    /// The comparison document (for `--json`).
+    pub json: String,
+    /// Each command's own outcome.
+    pub batches: Vec<BatchOutcome>,
+    /// The commands.
+    pub commands: Vec<CommandEntry>,
+    /// Per metric.
+    pub comparison: Vec<MetricComparison>,
+    /// The signal that interrupted it.
+    pub interrupted_by: Option<Signal>,
+}
+
+/// The order of commands in `round` (seeded shuffle, or as given).
+pub fn round_order(commands: usize, round: u64, seed: Option<u64>) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..commands).collect();
+    if let Some(seed) = seed {
+        SplitMix64::new(seed ^ round.wrapping_mul(0x9E37_79B9_7F4A_7C15)).shuffle(&mut order);
+    }
+    order
+}
+
+/// Runs every command interleaved: round r runs each command once, in `round_order`.
+pub fn run_compare(
+    plan: &ComparePlan,
+    signals: &Signals,
+    observer: &mut dyn Observer,
+) -> Result<CompareOutcome, BatchError> {
+    if let Some(dir) = &plan.out_dir {
+        artifacts::create_empty_dir(dir)?;
+    }
+    let mut shared = Shared::new(signals)?;
+    let mut batches = Vec::with_capacity(plan.plans.len());
+    for p in &plan.plans {
+        batches.push(CommandBatch::new(p, p.out_dir.as_deref(), &shared)?);
+    }
+    let started_at = crate::measure::clock::rfc3339_utc_now();
+    let interrupted_by = run_rounds(plan, &mut batches, &mut shared, observer)?;
+    // A signal seen during one command's run stops every command's batch.
+    let interrupted_by =
+        interrupted_by.or_else(|| batches.iter().find_map(CommandBatch::interrupted_by));
+    let mut outcomes = Vec::with_capacity(batches.len());
+    for mut batch in batches {
+        if let Some(sig) = interrupted_by {
+            batch.interrupt(sig);
+        }
+        outcomes.push(batch.finish()?);
+    }
+    finish_comparison(plan, &started_at, outcomes, interrupted_by)
+}
+
+/// The rounds: each command once per round, until done, stopped or interrupted (returned).
+fn run_rounds(
+    plan: &ComparePlan,
+    batches: &mut [CommandBatch<'_>],
+    shared: &mut Shared<'_>,
+    observer: &mut dyn Observer,
+) -> Result<Option<Signal>, BatchError> {
+    let rounds = plan.plans[0].total_runs();
+    let total = rounds * batches.len() as u64;
+    let mut done = 0u64;
+    for round in 0..rounds {
+        for (position, command) in round_order(batches.len(), round, plan.shuffle_seed)
+            .into_iter()
+            .enumerate()
+        {
+            if let Some(sig) = shared.pending_interrupt() {
+                observer.finished();
+                return Ok(Some(sig));
+            }
+            let slot = Slot {
+                command: command as u64,
+                round,
+                position: position as u64,
+            };
+            let step = batches[command].run_next(shared, Some(slot), observer)?;
+            done += 1;
+            observer.run_finished(done, total, batches[command].last_wall_ns());
+            if step == Step::Stop {
+                observer.finished();
+                return Ok(None);
+            }
+        }
+    }
+    observer.finished();
+    Ok(None)
+}
+
+/// The comparison document (written atomically) and the outcome for rendering.
+fn finish_comparison(
+    plan: &ComparePlan,
+    started_at: &str,
+    outcomes: Vec<BatchOutcome>,
+    interrupted_by: Option<Signal>,
+) -> Result<CompareOutcome, BatchError> {
+    let names: Vec<String> = plan
+        .plans
+        .iter()
+        .map(|p| {
+            crate::text::quote(
+                &p.argv
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    let commands: Vec<CommandEntry> = outcomes
+        .iter()
+        .enumerate()
+        .map(|(i, o)| CommandEntry {
+            index: i as u64,
+            command: names[i].clone(),
+            dir: plan.out_dir.as_ref().map(|_| format!("commands/{i:02}")),
+            exit_code: o.exit_code,
+            counts: o.counts,
+        })
+        .collect();
+    let warm: Vec<&[Vec<f64>]> = outcomes.iter().map(|o| o.warm_values.as_slice()).collect();
+    let comparison = compare_metrics(&warm, &names);
+    let complete = interrupted_by.is_none() && outcomes.iter().all(|o| o.stopped_reason.is_none());
+    let document = CompareDocument {
+        schema: COMPARE_SCHEMA,
+        started_at,
+        finished_at: crate::measure::clock::rfc3339_utc_now(),
+        complete,
+        interrupted_by: interrupted_by.map(|s| s.to_string()),
+        order: if plan.shuffle_seed.is_some() { "shuffled within each round" } else { "round-robin" },
+        shuffle_seed: plan.shuffle_seed,
+        confidence: format!(
+            "{:.0}% percentile bootstrap of the ratio of warm medians, {RESAMPLES} resamples of each command's warm runs",
+            LEVEL * 100.0
+        ),
+        commands: &commands,
+        comparison: &comparison,
+    };
+    let json = serde_json::to_string_pretty(&document).unwrap_or_default();
+    if let Some(dir) = &plan.out_dir {
+        let mut bytes = json.clone().into_bytes();
+        bytes.push(b'\n');
+        artifacts::write_atomic(dir, "batch.json", &bytes)?;
+    }
+    let exit_code = if let Some(sig) = interrupted_by {
+        128u8.saturating_add(sig.raw() as u8)
+    } else {
+        outcomes.iter().map(|o| o.exit_code).max().unwrap_or(0)
+    };
+    Ok(CompareOutcome {
+        exit_code,
+        json,
+        batches: outcomes,
+        commands,
+        comparison,
+        interrupted_by,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_robin_without_a_seed_and_a_permutation_with_one() {
+        assert_eq!(round_order(3, 5, None), vec![0, 1, 2]);
+        let shuffled = round_order(5, 1, Some(9));
+        let mut sorted = shuffled.clone();
+        sorted.sort();
+        assert_eq!(sorted, vec![0, 1, 2, 3, 4]);
+        assert_eq!(round_order(5, 1, Some(9)), shuffled);
+        let differs = (0..20).any(|r| round_order(5, r, Some(9)) != vec![0, 1, 2, 3, 4]);
+        assert!(differs);
+    }
+}

@@ -1,0 +1,83 @@
+//! The end of one command's batch: the summary, `batch.json` written atomically, the exit code,
+//! and the outcome handed to rendering. It summarises what was recorded; it runs nothing.
+#![forbid(unsafe_code)]
+
+use crate::batch::command::CommandBatch;
+use crate::batch::outcome::{describe, single_exit_code};
+use crate::batch::program::exit_code_for_start_failure;
+use crate::batch::{BatchError, BatchOutcome};
+use crate::record::batch::{BatchDocument, ConfigRecord};
+use crate::record::run;
+use crate::record::summary::SummaryMap;
+
+impl CommandBatch<'_> {
+    /// Writes `batch.json` (atomically) and returns what the caller renders.
+    pub fn finish(self) -> Result<BatchOutcome, BatchError> {
+        let plan = self.plan;
+        let loaded = self.columns.load();
+        let summaries = loaded.summarise();
+        let complete =
+            self.interrupted_by.is_none() && self.stopped_reason.is_none() && self.is_done();
+        let document = BatchDocument {
+            schema: crate::record::BATCH_SCHEMA,
+            label: plan.label.as_deref(),
+            started_at: &self.started_at,
+            finished_at: crate::measure::clock::rfc3339_utc_now(),
+            complete,
+            interrupted_by: run::signal_name(self.interrupted_by),
+            stopped_reason: self.stopped_reason.as_deref(),
+            context: &self.context,
+            config: ConfigRecord::of(plan, &self.argv),
+            counts: self.counts,
+            failed_runs: &self.failed,
+            stddev: "sample (n-1)",
+            summary: SummaryMap(&summaries),
+        };
+        let document_json = serde_json::to_string_pretty(&document).unwrap_or_default();
+        if let Some(d) = &self.dir {
+            d.sync_records()?;
+            let mut bytes = document_json.clone().into_bytes();
+            bytes.push(b'\n');
+            d.write_atomic("batch.json", &bytes)?;
+        }
+        let exit_code = self.exit_code();
+        let json = if plan.is_single_run() && self.counts.recorded == 1 {
+            String::from_utf8_lossy(&self.line).trim_end().to_string()
+        } else {
+            document_json
+        };
+        Ok(BatchOutcome {
+            exit_code,
+            json,
+            walls_ns: loaded.walls_ns(),
+            warm_values: loaded.warm,
+            summaries,
+            failed: self.failed,
+            counts: self.counts,
+            context: self.context,
+            interrupted_by: self.interrupted_by,
+            stopped_reason: self.stopped_reason,
+            out_dir: self.dir.map(|d| d.root().to_path_buf()),
+            notices: self.notices,
+            single_outcome: self.single_status.map(|o| describe(&o)),
+            start_failure: self
+                .start_failure
+                .map(|errno| format!("{}: cannot start: {errno}", self.argv[0])),
+        })
+    }
+
+    /// The process exit code (GNU time's conventions, see the README).
+    fn exit_code(&self) -> u8 {
+        if let Some(sig) = self.interrupted_by {
+            128u8.saturating_add(sig.raw() as u8)
+        } else if let Some(errno) = self.start_failure {
+            exit_code_for_start_failure(errno)
+        } else if let Some(outcome) = self.single_status.filter(|_| self.plan.is_single_run()) {
+            single_exit_code(&outcome)
+        } else if self.counts.rejected > 0 || self.stopped_reason.is_some() {
+            1
+        } else {
+            0
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! What a finished (or stopped) batch hands to rendering and `main`, and how a run's outcome
+//! maps to words and exit codes. Data and pure mappings; nothing here runs or prints.
+#![forbid(unsafe_code)]
+
+use crate::batch::program::exit_code_for_start_failure;
+use crate::measure::runner::Outcome;
+use crate::record::batch::{BatchContext, Counts, FailedRun};
+use crate::record::summary::MetricSummary;
+use coldtrace_syscalls::Signal;
+
+/// What a finished (or stopped) batch hands to rendering and `main`.
+pub struct BatchOutcome {
+    /// The process exit code.
+    pub exit_code: u8,
+    /// `--json` output: the single run's record, or the batch document.
+    pub json: String,
+    /// Per-metric summaries.
+    pub summaries: Vec<MetricSummary>,
+    /// Wall times of counted runs, in order.
+    pub walls_ns: Vec<f64>,
+    /// Every metric's warm values (for comparisons).
+    pub warm_values: Vec<Vec<f64>>,
+    /// Failed runs.
+    pub failed: Vec<FailedRun>,
+    /// Counts.
+    pub counts: Counts,
+    /// The context.
+    pub context: BatchContext,
+    /// Signal that interrupted the batch.
+    pub interrupted_by: Option<Signal>,
+    /// Why the batch stopped early (prepare failed, cannot start).
+    pub stopped_reason: Option<String>,
+    /// The batch directory, if any.
+    pub out_dir: Option<std::path::PathBuf>,
+    /// A note to show once (e.g. output discarded).
+    pub notices: Vec<String>,
+    /// For a single run: how it ended, in words.
+    pub single_outcome: Option<String>,
+    /// The program could not be started (`execve` failed): the one-line reason.
+    pub start_failure: Option<String>,
+}
+
+/// Whether the batch goes on after a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Run the next one.
+    Continue,
+    /// Stop: interrupted, or the program cannot start, or `--prepare` failed.
+    Stop,
+}
+
+/// How a run ended, in words: `exited with code 0`, `timed out (sent SIGTERM), killed by SIGTERM`.
+pub(crate) fn describe(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Finished(status) => status.to_string(),
+        Outcome::TimedOut { status, sent } => format!("timed out (sent {sent}), {status}"),
+        Outcome::FailedToStart { errno, .. } => format!("failed to start: {errno}"),
+        Outcome::Unreaped { errno } => format!("could not be reaped: {errno}"),
+    }
+}
+
+/// The exit code of a single run: the child's code, 128+N for signal N.
+pub(crate) fn single_exit_code(outcome: &Outcome) -> u8 {
+    match outcome {
+        Outcome::Finished(status) | Outcome::TimedOut { status, .. } => {
+            if let Some(code) = status.code() {
+                code as u8
+            } else if let Some(sig) = status.signal() {
+                128u8.saturating_add(sig as u8)
+            } else {
+                1
+            }
+        }
+        Outcome::FailedToStart { errno, .. } => exit_code_for_start_failure(*errno),
+        Outcome::Unreaped { .. } => 125,
+    }
+}

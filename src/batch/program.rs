@@ -1,0 +1,79 @@
+//! The program a batch runs: argv\[0\] resolved through PATH in the parent, its arguments and
+//! environment as C strings, and the exit codes of a start failure. No spawning here.
+#![forbid(unsafe_code)]
+
+use crate::batch::BatchError;
+use crate::plan::Plan;
+use coldtrace_syscalls::{find_program, Errno, Program};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+
+/// Exit code for a program that cannot be started (GNU time's convention).
+pub fn exit_code_for_start_failure(errno: Errno) -> u8 {
+    if errno == Errno::NOENT || errno == Errno::NOTDIR {
+        127
+    } else {
+        126
+    }
+}
+
+pub(crate) fn lossy(s: &std::ffi::OsStr) -> String {
+    s.to_string_lossy().into_owned()
+}
+
+fn cstring(bytes: &[u8], what: &str) -> Result<CString, BatchError> {
+    CString::new(bytes).map_err(|_| {
+        BatchError::own(format!(
+            "{what} contains a NUL byte, which no program can receive"
+        ))
+    })
+}
+
+/// Builds the program: resolves argv\[0\] through PATH in the parent.
+pub(crate) fn resolve(plan: &Plan) -> Result<Program, BatchError> {
+    let name = plan.argv[0].as_bytes();
+    let path_var = std::env::var_os("PATH");
+    let path = find_program(name, path_var.as_ref().map(|p| p.as_bytes())).map_err(|errno| {
+        BatchError {
+            message: match errno {
+                Errno::NOENT => format!(
+                    "{}: command not found (searched PATH)",
+                    lossy(&plan.argv[0])
+                ),
+                Errno::ACCES => format!(
+                    "{}: found but not executable (a directory, or no execute permission)",
+                    lossy(&plan.argv[0])
+                ),
+                other => format!("{}: cannot run: {other}", lossy(&plan.argv[0])),
+            },
+            exit_code: exit_code_for_start_failure(errno),
+        }
+    })?;
+    let mut argv = Vec::with_capacity(plan.argv.len());
+    for arg in &plan.argv {
+        argv.push(cstring(arg.as_bytes(), "an argument")?);
+    }
+    Ok(Program::new(path, argv, environment()?))
+}
+
+/// coldtrace's own environment, passed to the command exactly, as `KEY=VALUE` C strings.
+fn environment() -> Result<Vec<CString>, BatchError> {
+    std::env::vars_os()
+        .map(|(k, v)| {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            cstring(&kv, "an environment variable")
+        })
+        .collect()
+}
+
+/// `/bin/sh -c COMMAND` (for `--prepare`), with coldtrace's environment.
+pub(crate) fn sh_program(command: &str) -> Result<Program, BatchError> {
+    let argv = vec![
+        cstring(b"sh", "")?,
+        cstring(b"-c", "")?,
+        cstring(command.as_bytes(), "--prepare")?,
+    ];
+    Ok(Program::new(cstring(b"/bin/sh", "")?, argv, environment()?))
+}

@@ -1,0 +1,76 @@
+//! What every run of a batch (and every command of a comparison) shares: the signals, the child
+//! stack, the floor, /dev/null and the system sampler. It holds resources; it runs nothing.
+#![forbid(unsafe_code)]
+
+use crate::batch::{BatchError, Signals};
+use crate::measure::context;
+use crate::measure::floor::Floor;
+use crate::measure::system::SystemSampler;
+use coldtrace_syscalls::{ChildStack, Signal};
+use std::fs::File;
+use std::os::fd::{AsFd, BorrowedFd};
+
+/// What is shared by every command of a batch: the signals, the child stack, the floor, and
+/// the /dev/null used for discarded output.
+pub struct Shared<'s> {
+    pub(crate) signals: &'s Signals,
+    pub(crate) stack: ChildStack,
+    pub(crate) floor: Floor,
+    /// Opened on first use: a single run that inherits its stdio needs no /dev/null (a bare
+    /// container root may not have one).
+    pub(crate) dev_null_out: Option<File>,
+    /// `/dev/null` for reading (a child's stdin), opened on first use.
+    pub(crate) dev_null_in: Option<File>,
+    /// System-wide counters, read before and after every run.
+    pub(crate) sampler: SystemSampler,
+    /// Read once: a boot ID cannot change while this process lives.
+    pub(crate) boot_id: Option<String>,
+}
+
+impl<'s> Shared<'s> {
+    /// Maps the child stack and opens what every run needs.
+    pub fn new(signals: &'s Signals) -> Result<Shared<'s>, BatchError> {
+        Ok(Shared {
+            signals,
+            stack: ChildStack::new()
+                .map_err(|e| BatchError::own(format!("cannot map the child stack: {e}")))?,
+            floor: Floor::open(),
+            dev_null_out: None,
+            dev_null_in: None,
+            sampler: SystemSampler::default(),
+            boot_id: context::read_boot_id(),
+        })
+    }
+
+    /// `/dev/null` for writing, opened on first use.
+    pub(crate) fn dev_null(&mut self) -> Result<BorrowedFd<'_>, BatchError> {
+        if self.dev_null_out.is_none() {
+            self.dev_null_out = Some(open_null(true)?);
+        }
+        match &self.dev_null_out {
+            Some(f) => Ok(f.as_fd()),
+            None => Err(BatchError::own("cannot open /dev/null")),
+        }
+    }
+
+    /// `/dev/null` for reading, opened on first use.
+    pub(crate) fn open_dev_null_in(&mut self) -> Result<(), BatchError> {
+        if self.dev_null_in.is_none() {
+            self.dev_null_in = Some(open_null(false)?);
+        }
+        Ok(())
+    }
+
+    /// A pending request to stop, if any.
+    pub fn pending_interrupt(&self) -> Option<Signal> {
+        self.signals.pending_interrupt()
+    }
+}
+
+fn open_null(write: bool) -> Result<File, BatchError> {
+    File::options()
+        .read(!write)
+        .write(write)
+        .open("/dev/null")
+        .map_err(|e| BatchError::own(format!("cannot open /dev/null: {e}")))
+}

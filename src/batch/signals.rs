@@ -1,0 +1,43 @@
+//! The signals coldtrace takes over while a batch runs (into a signalfd), and the mask its
+//! children start with. It only receives signals; deciding what a signal means is the loop's.
+#![forbid(unsafe_code)]
+
+use crate::batch::BatchError;
+use coldtrace_syscalls::{SigSet, Signal, SignalFd};
+
+/// The signals coldtrace takes over while it runs, and the mask children start with.
+pub struct Signals {
+    pub(crate) fd: SignalFd,
+    pub(crate) child_mask: SigSet,
+}
+
+impl Signals {
+    /// Resets SIGCHLD to its default (an inherited `SIG_IGN` would auto-reap children and lose
+    /// their usage), becomes a child subreaper (orphaned descendants are reaped, not left to
+    /// init), and blocks SIGINT, SIGQUIT, SIGTERM, SIGHUP and SIGCHLD into a signalfd: the
+    /// terminal's SIGINT still reaches a child in our process group, and coldtrace notices it
+    /// without a handler.
+    pub fn install() -> Result<Signals, BatchError> {
+        let _ = coldtrace_syscalls::raw::set_default_disposition(Signal::CHLD);
+        let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+        let set = SigSet::EMPTY
+            .with(Signal::INT)
+            .with(Signal::QUIT)
+            .with(Signal::TERM)
+            .with(Signal::HUP)
+            .with(Signal::CHLD);
+        let (fd, child_mask) = SignalFd::block(set)
+            .map_err(|e| BatchError::own(format!("cannot set up signal handling: {e}")))?;
+        Ok(Signals { fd, child_mask })
+    }
+
+    /// A pending request to stop (SIGINT, SIGQUIT, SIGTERM, SIGHUP), if any; SIGCHLD is dropped.
+    pub fn pending_interrupt(&self) -> Option<Signal> {
+        while let Ok(Some(sig)) = self.fd.take() {
+            if sig != Signal::CHLD {
+                return Some(sig);
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,308 @@
+//! One run of a batch as a list of named steps: prepare, cold action, wire the streams,
+//! measure, record. It sequences the steps; each step's work lives in its own file.
+#![forbid(unsafe_code)]
+
+use crate::batch::command::CommandBatch;
+use crate::batch::progress::Observer;
+use crate::batch::wiring::{spawn_options, RunIo};
+use crate::batch::{BatchError, Shared, Step};
+use crate::measure::clock;
+use crate::measure::context::ProgramInfo;
+use crate::measure::runner::{self, Outcome, RunLimits, RunResult};
+use crate::measure::system::SystemDelta;
+use crate::record::artifacts::{self, RunFiles};
+use crate::record::batch::FailedRun;
+use crate::record::run::{
+    self, ArtifactPaths, CacheRecord, ColdAction, OutcomeRecord, Role, RunRecord, RusageRecord,
+    Slot,
+};
+
+/// A run as measured, with the context sampled around it.
+struct Measured {
+    result: RunResult,
+    started_at: String,
+    boot_id: Option<String>,
+    uptime_s: Option<f64>,
+    cache: Option<CacheRecord>,
+    system_delta: Option<SystemDelta>,
+}
+
+/// What a run's record takes from its batch and its place in it.
+struct RecordBase<'a> {
+    label: Option<&'a str>,
+    argv: &'a [String],
+    program: &'a ProgramInfo,
+    cwd: &'a str,
+    index: u64,
+    role: Role,
+    slot: Option<Slot>,
+    counted: bool,
+}
+
+impl<'a> RecordBase<'a> {
+    /// The record of a run measured as `measured`.
+    fn record(
+        self,
+        cold_action: Option<ColdAction>,
+        measured: Measured,
+        files: &Option<RunFiles>,
+    ) -> RunRecord<'a> {
+        let result = measured.result;
+        let rusage = result.rusage;
+        RunRecord {
+            schema: crate::record::RUN_SCHEMA,
+            index: self.index,
+            role: self.role,
+            label: self.label,
+            started_at: measured.started_at,
+            boot_id: measured.boot_id,
+            uptime_s: measured.uptime_s,
+            argv: self.argv,
+            program: self.program,
+            cwd: self.cwd,
+            outcome: OutcomeRecord(result.outcome),
+            counted: self.counted,
+            failure_reason: result.outcome.failure_reason(),
+            wall_ns: result.wall_ns,
+            rusage: rusage.map(RusageRecord),
+            max_rss_at_floor: result.floor.at_floor(rusage.map(|u| u.max_rss_kib)),
+            runner: result.floor,
+            child_io: result.child_io,
+            sched: result.sched,
+            cache: measured.cache,
+            cold_action,
+            system_delta: measured.system_delta,
+            interrupted_by: run::signal_name(result.interrupted_by),
+            stopped_by: run::signal_name(result.stopped_by),
+            orphans_reaped: result.orphans_reaped,
+            artifacts: files.as_ref().map(|f| ArtifactPaths {
+                stdout: f.stdout_rel.display().to_string(),
+                stderr: f.stderr_rel.display().to_string(),
+            }),
+            slot: self.slot,
+            counters: result.counters,
+        }
+    }
+}
+
+impl CommandBatch<'_> {
+    /// Runs the next run of the plan: prepare, cold state, the measured run, its record.
+    pub fn run_next(
+        &mut self,
+        shared: &mut Shared<'_>,
+        slot: Option<Slot>,
+        observer: &mut dyn Observer,
+    ) -> Result<Step, BatchError> {
+        let index = self.next_index;
+        let role = self.role_of(index);
+        if let Some(stop) = self.prepare_step(shared, index) {
+            return Ok(stop);
+        }
+        let cold_action = self.cold_action(role)?;
+        let io = self.wire_io(shared, index)?;
+        let measured = self.measure_run(shared, &io, observer);
+        self.record_run(index, role, slot, cold_action, measured, io.files)
+    }
+
+    fn role_of(&self, index: u64) -> Role {
+        let warmup = u64::from(self.plan.warmup);
+        if index < warmup {
+            Role::Warmup
+        } else if index == warmup {
+            Role::First
+        } else {
+            Role::Warm
+        }
+    }
+
+    /// The measured run and what is sampled right around it (outside its timed window).
+    fn measure_run(
+        &mut self,
+        shared: &mut Shared<'_>,
+        io: &RunIo,
+        observer: &mut dyn Observer,
+    ) -> Measured {
+        let plan = self.plan;
+        let options = spawn_options(
+            plan,
+            io,
+            shared.dev_null_in.as_ref(),
+            shared.dev_null_out.as_ref(),
+            self.stderr_sink.as_ref(),
+            shared.signals.child_mask,
+        );
+        let limits = RunLimits {
+            timeout_ns: plan.timeout_ns,
+            kill_after_ns: plan.kill_after_ns,
+            signals: Some(&shared.signals.fd),
+            counters: &plan.counters,
+            inspect_child: !plan.minimal,
+        };
+        let minimal = plan.minimal;
+        let boot_id = if minimal {
+            None
+        } else {
+            shared.boot_id.clone()
+        };
+        // /proc/uptime is CLOCK_BOOTTIME; reading the clock (vDSO) costs no system call.
+        let uptime_s = (!minimal).then(clock::boottime_s);
+        let started_at = clock::rfc3339_utc_now();
+        let residency_before = self.residency();
+        let system_before = (!minimal).then(|| shared.sampler.sample());
+        let or = if plan.timeout_ns.is_some() {
+            " or to time out"
+        } else {
+            ""
+        };
+        let result = runner::measure(
+            &self.program,
+            &options,
+            &mut shared.stack,
+            &mut shared.floor,
+            &limits,
+            |sig| {
+                observer.notice(&format!(
+                    "the command was stopped by {sig}; waiting for it to be continued (SIGCONT){or}"
+                ))
+            },
+        );
+        let system_after = (!minimal).then(|| shared.sampler.sample());
+        let residency_after = self.residency();
+        Measured {
+            result,
+            started_at,
+            boot_id,
+            uptime_s,
+            cache: match (residency_before, residency_after) {
+                (Some(before), Some(after)) => Some(CacheRecord { before, after }),
+                _ => None,
+            },
+            system_delta: match (&system_before, &system_after) {
+                (Some(before), Some(after)) => Some(SystemDelta::between(before, after)),
+                _ => None,
+            },
+        }
+    }
+
+    /// Builds the run's record, appends it to `runs.jsonl`, and accounts for it.
+    fn record_run(
+        &mut self,
+        index: u64,
+        role: Role,
+        slot: Option<Slot>,
+        cold_action: Option<ColdAction>,
+        measured: Measured,
+        files: Option<RunFiles>,
+    ) -> Result<Step, BatchError> {
+        let outcome = measured.result.outcome;
+        let wall_ns = measured.result.wall_ns;
+        let interrupted_by = measured.result.interrupted_by;
+        let counted = self.is_counted(role, &measured.result);
+        let failure_reason = outcome.failure_reason();
+        let base = RecordBase {
+            label: self.plan.label.as_deref(),
+            argv: &self.argv,
+            program: &self.context.program,
+            cwd: &self.cwd,
+            index,
+            role,
+            slot,
+            counted,
+        };
+        let record = base.record(cold_action, measured, &files);
+        let counter_notes = if index == 0 {
+            Self::unavailable_counters(&record)
+        } else {
+            Vec::new()
+        };
+        self.line.clear();
+        // Serialising plain data into memory cannot fail.
+        let _ = serde_json::to_writer(&mut self.line, &record);
+        self.line.push(b'\n');
+        if let Some(d) = &mut self.dir {
+            d.append_record(&self.line)?;
+        }
+        self.notices.extend(counter_notes);
+        self.next_index += 1;
+        self.last_wall_ns = wall_ns;
+        self.counts.recorded += 1;
+        if role == Role::Warmup {
+            self.counts.warmup += 1;
+        }
+        if counted {
+            self.columns.push(&record);
+            self.counts.counted += 1;
+        }
+        if let Some(reason) = failure_reason {
+            self.account_failure(index, role, &outcome, reason, counted, files);
+        }
+        Ok(self.next_step(outcome, interrupted_by))
+    }
+
+    /// Whether a run of `role` that ended as `result` goes into the statistics.
+    fn is_counted(&self, role: Role, result: &RunResult) -> bool {
+        let plan = self.plan;
+        let succeeded = result.outcome.succeeded();
+        // A single run is reported like `time` reports it, success or not; a batch rejects failures.
+        let ran =
+            result.rusage.is_some() && !matches!(result.outcome, Outcome::FailedToStart { .. });
+        role != Role::Warmup && (succeeded || plan.ignore_failure || (plan.is_single_run() && ran))
+    }
+
+    /// Lists a failed run (rejected, or counted with `--ignore-failure`) with its stderr tail.
+    fn account_failure(
+        &mut self,
+        index: u64,
+        role: Role,
+        outcome: &Outcome,
+        reason: String,
+        counted: bool,
+        files: Option<RunFiles>,
+    ) {
+        let failed_start = matches!(outcome, Outcome::FailedToStart { .. });
+        if self.plan.is_single_run() || (role == Role::Warmup && !failed_start) {
+            return;
+        }
+        let tail = match (files, &mut self.stderr_sink) {
+            (Some(mut f), _) => Some(artifacts::tail(&mut f.stderr, 5)),
+            (None, Some(sink)) => Some(artifacts::tail(sink, 5)),
+            (None, None) => None,
+        }
+        .filter(|t| !t.is_empty());
+        if counted {
+            self.counts.failed_counted += 1;
+        } else {
+            self.counts.rejected += 1;
+        }
+        self.failed.push(FailedRun {
+            index,
+            reason,
+            stderr_tail: tail,
+            counted,
+        });
+    }
+
+    /// Whether the batch goes on after a run that ended as `outcome`.
+    fn next_step(
+        &mut self,
+        outcome: Outcome,
+        interrupted_by: Option<coldtrace_syscalls::Signal>,
+    ) -> Step {
+        if self.plan.is_single_run() {
+            self.single_status = Some(outcome);
+        }
+        if let Outcome::FailedToStart { errno, .. } = outcome {
+            self.start_failure = Some(errno);
+            self.stopped_reason = Some(format!(
+                "{}: cannot start: {errno}; the batch stops",
+                self.argv[0]
+            ));
+            return Step::Stop;
+        }
+        if let Some(sig) = interrupted_by {
+            self.interrupted_by = Some(sig);
+            return Step::Stop;
+        }
+        Step::Continue
+    }
+}

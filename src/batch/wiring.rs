@@ -1,0 +1,78 @@
+//! A run's standard streams: its artifact files, its stdin, /dev/null and the in-memory stderr
+//! sink, wired into spawn options. It opens and resets descriptors; it spawns nothing.
+#![forbid(unsafe_code)]
+
+use crate::batch::command::{stdin_error, CommandBatch};
+use crate::batch::{BatchError, Shared};
+use crate::plan::{OutputMode, Plan, StdinMode};
+use crate::record::artifacts::RunFiles;
+use coldtrace_syscalls::{SigSet, SpawnOptions};
+use std::fs::File;
+use std::io::Seek;
+use std::os::fd::AsFd;
+
+/// The descriptors one run owns: its artifact files and its stdin file.
+pub(super) struct RunIo {
+    /// `runs/NNN/{stdout,stderr}` when outputs go to files.
+    pub(super) files: Option<RunFiles>,
+    /// `--stdin FILE`, opened afresh for this run.
+    pub(super) stdin_file: Option<File>,
+}
+
+impl CommandBatch<'_> {
+    /// Opens what run `index` writes to and reads from, and empties the stderr sink.
+    pub(super) fn wire_io(
+        &mut self,
+        shared: &mut Shared<'_>,
+        index: u64,
+    ) -> Result<RunIo, BatchError> {
+        let plan = self.plan;
+        let files = match (&self.dir, plan.output) {
+            (Some(d), OutputMode::File) => Some(d.run_files(index)?),
+            _ => None,
+        };
+        let stdin_file = match &self.stdin_file_path {
+            Some(path) => Some(File::open(path).map_err(|e| stdin_error(path, &e))?),
+            None => None,
+        };
+        if plan.stdin == StdinMode::Null {
+            shared.open_dev_null_in()?;
+        }
+        if let Some(sink) = &mut self.stderr_sink {
+            let _ = sink.set_len(0);
+            let _ = sink.rewind();
+        }
+        if files.is_none() && plan.output == OutputMode::Null {
+            shared.dev_null()?;
+        }
+        Ok(RunIo { files, stdin_file })
+    }
+}
+
+/// The streams and process settings a run is spawned with.
+pub(super) fn spawn_options<'a>(
+    plan: &Plan,
+    io: &'a RunIo,
+    dev_null_in: Option<&'a File>,
+    dev_null_out: Option<&'a File>,
+    stderr_sink: Option<&'a File>,
+    child_mask: SigSet,
+) -> SpawnOptions<'a> {
+    let dev_null = dev_null_out.map(|f| f.as_fd());
+    let (stdout, stderr) = match (&io.files, plan.output) {
+        (Some(f), _) => (Some(f.stdout.as_fd()), Some(f.stderr.as_fd())),
+        (None, OutputMode::Null) => (dev_null, stderr_sink.map(|s| s.as_fd()).or(dev_null)),
+        (None, _) => (None, None),
+    };
+    SpawnOptions {
+        stdin: match plan.stdin {
+            StdinMode::Null => dev_null_in.map(|f| f.as_fd()),
+            _ => io.stdin_file.as_ref().map(|f| f.as_fd()),
+        },
+        stdout,
+        stderr,
+        new_process_group: plan.timeout_ns.is_some(),
+        signal_mask: Some(child_mask),
+        ..SpawnOptions::default()
+    }
+}

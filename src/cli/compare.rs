@@ -1,0 +1,115 @@
+//! `coldtrace compare`: its commands split into words and checked into one plan each, and the
+//! comparison executed and shown. It parses and dispatches; measuring is the batch's.
+#![forbid(unsafe_code)]
+
+use crate::batch::{run_compare, Signals};
+use crate::cli::options::{pico, raw_flags, split_at_separator, wants_help, RawRun};
+use crate::cli::run::check_run;
+use crate::cli::{help, json_line, usage, Command, Output, UsageError};
+use crate::plan::ComparePlan;
+use crate::view::progress::ProgressLine;
+use crate::view::style::use_colour;
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+
+/// Parses `coldtrace compare [OPTIONS] 'CMD A' 'CMD B'…`.
+pub fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
+    let (flags, after, had_separator) = split_at_separator(args);
+    if wants_help(&flags) {
+        return Ok(Command::Help(help::COMPARE_HELP));
+    }
+    let mut p = pico_args::Arguments::from_vec(flags);
+    let shuffle: Option<String> = p
+        .opt_value_from_os_str("--shuffle", |s: &OsStr| -> Result<String, String> {
+            Ok(s.to_string_lossy().into_owned())
+        })
+        .map_err(pico)?;
+    let shuffle_seed = shuffle
+        .map(|text| {
+            text.parse::<u64>().map_err(|_| {
+                usage(format!(
+                    "--shuffle: expected a whole number (the seed), got '{text}'"
+                ))
+            })
+        })
+        .transpose()?;
+    let raw = raw_flags(&mut p)?;
+    let mut commands = Vec::new();
+    for arg in p.finish().into_iter().chain(after) {
+        let text = arg.to_string_lossy().into_owned();
+        if !had_separator && text.starts_with('-') {
+            return Err(usage(format!(
+                "unknown option '{text}'; see `coldtrace compare --help`"
+            )));
+        }
+        commands.push(text);
+    }
+    if commands.len() < 2 {
+        return Err(usage(
+            "compare needs at least two commands, each one argument, e.g. coldtrace compare -n 10 'python3.11 -c \"import json\"' 'python3.12 -c \"import json\"'",
+        ));
+    }
+    let out_dir = raw.out.clone().map(PathBuf::from);
+    let (json, quiet) = (raw.json, raw.quiet);
+    let mut plans = Vec::with_capacity(commands.len());
+    for (i, text) in commands.iter().enumerate() {
+        let words =
+            crate::text::split(text).map_err(|e| usage(format!("command {}: {e}", i + 1)))?;
+        if words.is_empty() {
+            return Err(usage(format!(
+                "command {} is empty; give each command as one non-empty argument",
+                i + 1
+            )));
+        }
+        let mut one = RawRun {
+            command: words.into_iter().map(OsString::from).collect(),
+            ..raw.clone_flags()
+        };
+        one.out = out_dir
+            .as_ref()
+            .map(|d| d.join("commands").join(format!("{i:02}")).into_os_string());
+        one.label = Some(match &raw.label {
+            Some(label) => format!("{label}: {text}"),
+            None => text.clone(),
+        });
+        // A comparison is always a batch: never inherit the terminal's stdin/stdout.
+        if one.stdin.is_none() {
+            one.stdin = Some(OsString::from("null"));
+        }
+        if one.output.is_none() && out_dir.is_none() {
+            one.output = Some("null".into());
+        }
+        plans.push(check_run(one)?);
+    }
+    Ok(Command::Compare(Box::new(ComparePlan {
+        plans,
+        out_dir,
+        shuffle_seed,
+        json,
+        quiet,
+    })))
+}
+
+/// Runs the comparison and shows its table (unless quiet); `--json` goes to stdout.
+pub fn execute_compare(plan: &ComparePlan) -> Result<Output, crate::batch::BatchError> {
+    let signals = Signals::install()?;
+    let mut progress = ProgressLine::new(plan.quiet);
+    let outcome = run_compare(plan, &signals, &mut progress)?;
+    if !plan.quiet {
+        let mut said: Vec<&str> = Vec::new();
+        for notice in outcome.batches.iter().flat_map(|b| b.notices.iter()) {
+            if !said.contains(&notice.as_str()) {
+                eprintln!("coldtrace: {notice}");
+                said.push(notice);
+            }
+        }
+        eprint!(
+            "{}",
+            crate::view::compare::compare_table(&outcome, use_colour())
+        );
+    }
+    Ok(Output {
+        stdout: json_line(plan.json, &outcome.json),
+        exit_code: outcome.exit_code,
+    })
+}

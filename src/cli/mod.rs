@@ -1,0 +1,231 @@
+//! The command line: each subcommand's arguments parsed in two stages (raw flags, then a
+//! checked plan) and executed. Only `main` uses this module; nothing here is used below it.
+//!
+//! Every usage error is one line that names the flag and what is allowed, and maps to exit
+//! code 125.
+#![forbid(unsafe_code)]
+
+mod compare;
+mod context;
+pub mod help;
+mod options;
+mod report;
+mod run;
+
+pub use options::{MAX_RUNS, MAX_TIMEOUT_S};
+pub use report::ReportArgs;
+
+use crate::batch::BatchError;
+use crate::plan::{ComparePlan, Plan};
+use std::ffi::OsString;
+use std::fmt;
+
+/// What the user asked for.
+#[derive(Debug)]
+pub enum Command {
+    /// `coldtrace run …`
+    Run(Box<Plan>),
+    /// `coldtrace compare …`
+    Compare(Box<ComparePlan>),
+    /// `coldtrace report DIR…`
+    Report(ReportArgs),
+    /// `coldtrace context`
+    Context {
+        /// `--json`
+        json: bool,
+    },
+    /// `--help` text to print (top level or a subcommand's).
+    Help(&'static str),
+    /// `--version`.
+    Version,
+}
+
+/// A usage error: one line, exit code 125.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Every usage error is made here, and stays one line whatever the user typed: control
+/// characters in the message (a newline, a tab, an escape inside an echoed argument) are
+/// written as Rust escapes (`\n`, `\u{1b}`), so a value quoted back cannot break the line or
+/// drive the terminal.
+pub(crate) fn usage(message: impl Into<String>) -> UsageError {
+    UsageError(crate::text::escape_controls(&message.into()))
+}
+
+/// Parses the whole argument list (without argv\[0\]).
+pub fn parse(args: Vec<OsString>) -> Result<Command, UsageError> {
+    let Some(first) = args.first() else {
+        return Err(usage(
+            "no subcommand; try `coldtrace run -- COMMAND` or `coldtrace --help`",
+        ));
+    };
+    let first = first.to_string_lossy().into_owned();
+    let rest = args[1..].to_vec();
+    match first.as_str() {
+        "-h" | "--help" | "help" => Ok(Command::Help(help::HELP)),
+        "-V" | "--version" => Ok(Command::Version),
+        "run" => run::parse_run(rest),
+        "compare" => compare::parse_compare(rest),
+        "report" => report::parse_report(rest),
+        "context" => context::parse_context(rest),
+        other if other.starts_with('-') => Err(usage(format!(
+            "unknown option '{other}' before the subcommand; see `coldtrace --help`"
+        ))),
+        other => Err(usage(format!(
+            "unknown subcommand '{other}'; expected run, report or context (see `coldtrace --help`)"
+        ))),
+    }
+}
+
+/// What `main` prints on stdout and exits with.
+pub struct Output {
+    /// Text for stdout.
+    pub stdout: String,
+    /// Process exit code.
+    pub exit_code: u8,
+}
+
+/// Runs a parsed command.
+pub fn execute(command: Command) -> Result<Output, BatchError> {
+    match command {
+        Command::Help(text) => Ok(Output {
+            stdout: text.to_string(),
+            exit_code: 0,
+        }),
+        Command::Version => Ok(Output {
+            stdout: format!("coldtrace {}\n", env!("CARGO_PKG_VERSION")),
+            exit_code: 0,
+        }),
+        Command::Run(plan) => run::execute_run(&plan),
+        Command::Compare(plan) => compare::execute_compare(&plan),
+        Command::Report(args) => report::execute_report(&args),
+        Command::Context { json } => Ok(context::execute_context(json)),
+    }
+}
+
+/// `--json` output: the document and a newline, or nothing.
+pub(crate) fn json_line(wanted: bool, json: &str) -> String {
+    if wanted {
+        format!("{json}\n")
+    } else {
+        String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{ColdWhen, OutputMode, StdinMode};
+    use std::path::PathBuf;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    fn plan(list: &[&str]) -> Plan {
+        match parse(args(list)) {
+            Ok(Command::Run(plan)) => *plan,
+            other => panic!("expected a plan, got {other:?}"),
+        }
+    }
+
+    fn error(list: &[&str]) -> String {
+        match parse(args(list)) {
+            Err(e) => e.0,
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_follow_the_single_run_and_batch_rules() {
+        let single = plan(&["run", "--", "true"]);
+        assert_eq!(
+            (single.runs, single.output, single.stdin.clone()),
+            (1, OutputMode::Inherit, StdinMode::Inherit)
+        );
+        let batch = plan(&["run", "-n", "5", "--", "true"]);
+        assert_eq!(
+            (batch.output, batch.stdin.clone()),
+            (OutputMode::Null, StdinMode::Null)
+        );
+        let out = plan(&["run", "-n", "5", "-o", "d", "--", "true"]);
+        assert_eq!(out.output, OutputMode::File);
+        assert_eq!(
+            plan(&["run", "--timeout", "1.5", "--", "x"]).timeout_ns,
+            Some(1_500_000_000)
+        );
+    }
+
+    #[test]
+    fn command_keeps_its_own_flags() {
+        let p = plan(&[
+            "run",
+            "-n",
+            "2",
+            "--",
+            "python3",
+            "-c",
+            "import json",
+            "--",
+            "-n",
+        ]);
+        assert_eq!(p.argv, args(&["python3", "-c", "import json", "--", "-n"]));
+        assert_eq!(p.runs, 2);
+    }
+
+    #[test]
+    fn bad_values_name_the_flag() {
+        assert!(
+            error(&["run", "-n", "0", "--", "x"]).starts_with("-n/--runs: expected a whole number")
+        );
+        assert!(error(&["run", "-n", "abc", "--", "x"]).contains("got 'abc'"));
+        assert!(error(&["run", "-n", "-1", "--", "x"]).contains("got '-1'"));
+        assert!(error(&["run", "-n", "99999999999999999999", "--", "x"]).contains("-n/--runs"));
+        assert!(error(&["run", "--timeout", "-1", "--", "x"]).starts_with("--timeout:"));
+        assert!(error(&["run", "--timeout", "nan", "--", "x"]).starts_with("--timeout:"));
+        assert!(error(&["run", "--bogus", "--", "x"]).contains("unknown option '--bogus'"));
+        assert!(error(&["run", "--"]).starts_with("no command after `--`"));
+        assert!(error(&["run", "true"]).contains("put the command after `--`"));
+        assert!(error(&["run", "--output", "file", "--", "x"]).contains("needs --out"));
+        assert!(error(&["run", "--label"]).contains("needs a value"));
+        assert!(error(&["run", "--", ""]).contains("empty string"));
+        assert!(error(&["frobnicate"]).contains("unknown subcommand"));
+    }
+
+    #[test]
+    fn echoed_values_stay_on_one_line() {
+        assert_eq!(
+            error(&["run", "-n", "1\n2", "--", "x"]),
+            "-n/--runs: expected a whole number from 1 to 10000000, got '1\\n2'"
+        );
+        assert!(error(&["frob\t\u{1b}[2J"]).contains("'frob\\t\\u{1b}[2J'"));
+    }
+
+    #[test]
+    fn help_and_version() {
+        assert!(matches!(
+            parse(args(&["--help"])),
+            Ok(Command::Help(help::HELP))
+        ));
+        assert!(matches!(
+            parse(args(&["run", "--help"])),
+            Ok(Command::Help(help::RUN_HELP))
+        ));
+        assert!(matches!(parse(args(&["--version"])), Ok(Command::Version)));
+    }
+
+    #[test]
+    fn evicted_paths_are_watched() {
+        let p = plan(&[
+            "run", "--evict", "/a", "--watch", "/b", "--watch", "/a", "--", "x",
+        ]);
+        assert_eq!(p.cold.watch, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+        assert_eq!(p.cold.when, Some(ColdWhen::EveryRun));
+    }
+}

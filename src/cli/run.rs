@@ -1,0 +1,243 @@
+//! `coldtrace run`: its flags checked into a [`Plan`] (stage two), and the command executed
+//! and shown. It parses and dispatches; measuring is the batch's, drawing the view's.
+#![forbid(unsafe_code)]
+
+use crate::batch::{self, Signals};
+use crate::cli::options::{count, raw_flags, seconds, split_at_separator, wants_help, RawRun};
+use crate::cli::{help, json_line, usage, Command, Output, UsageError};
+use crate::measure::perf::{default_events, PerfEvent};
+use crate::plan::{ColdPlan, ColdWhen, OutputMode, Plan, StdinMode};
+use crate::view::progress::ProgressLine;
+use crate::view::style::use_colour;
+use crate::view::units::shorten;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Parses `coldtrace run [OPTIONS] -- COMMAND [ARG...]`.
+pub fn parse_run(args: Vec<OsString>) -> Result<Command, UsageError> {
+    let (flags, command, had_separator) = split_at_separator(args);
+    if wants_help(&flags) {
+        return Ok(Command::Help(help::RUN_HELP));
+    }
+    let raw = raw_run(flags, command, had_separator)?;
+    check_run(raw).map(|plan| Command::Run(Box::new(plan)))
+}
+
+fn raw_run(
+    flags: Vec<OsString>,
+    command: Vec<OsString>,
+    had_separator: bool,
+) -> Result<RawRun, UsageError> {
+    let mut p = pico_args::Arguments::from_vec(flags);
+    let mut raw = raw_flags(&mut p)?;
+    let leftover = p.finish();
+    if let Some(first) = leftover.first() {
+        let text = first.to_string_lossy();
+        return Err(if text.starts_with('-') {
+            usage(format!(
+                "unknown option '{text}'; see `coldtrace run --help`"
+            ))
+        } else if had_separator {
+            usage(format!("unexpected argument '{text}' before `--`; options go before `--`, the command after it"))
+        } else {
+            usage(format!(
+                "put the command after `--`: coldtrace run [OPTIONS] -- {text} ... (no `--` found)"
+            ))
+        });
+    }
+    if command.is_empty() {
+        return Err(usage(if had_separator {
+            "no command after `--`; e.g. coldtrace run -n 5 -- python3 -c 'import json'"
+        } else {
+            "no command; e.g. coldtrace run -n 5 -- python3 -c 'import json'"
+        }));
+    }
+    raw.command = command;
+    Ok(raw)
+}
+
+/// Stage two: the raw flags checked and combined into a plan.
+pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
+    let runs = count("-n/--runs", raw.runs.as_deref(), 1, 1)?;
+    let warmup = count("--warmup", raw.warmup.as_deref(), 0, 0)?;
+    let out_dir = raw.out.clone().map(PathBuf::from);
+    let single = runs == 1 && warmup == 0;
+    let output = output_mode(raw.output.as_deref(), out_dir.is_some(), single)?;
+    let stdin = stdin_mode(raw.stdin.clone(), single)?;
+    let timeout_ns = raw
+        .timeout
+        .as_deref()
+        .map(|v| seconds("--timeout", v))
+        .transpose()?;
+    let kill_after_ns = match raw.kill_after.as_deref() {
+        Some(v) => seconds("--kill-after", v)?,
+        None => 2_000_000_000,
+    };
+    if raw.prepare.as_deref() == Some("") {
+        return Err(usage("--prepare: expected a shell command, got ''"));
+    }
+    let cold = cold_plan(&raw)?;
+    let counters = perf_events(raw.events.as_deref(), raw.counters)?;
+    let program_name = raw.command[0].clone();
+    if program_name.is_empty() {
+        return Err(usage(
+            "the command is an empty string; put a program name after `--`",
+        ));
+    }
+    Ok(Plan {
+        program_path: PathBuf::from(&program_name),
+        argv: raw.command,
+        runs,
+        warmup,
+        out_dir,
+        json: raw.json,
+        output,
+        stdin,
+        timeout_ns,
+        kill_after_ns,
+        prepare: raw.prepare,
+        ignore_failure: raw.ignore_failure,
+        label: raw.label,
+        quiet: raw.quiet,
+        cold,
+        counters,
+        minimal: raw.minimal,
+    })
+}
+
+/// `--output`, or its default: inherit for one run, files with `--out`, else discarded.
+fn output_mode(value: Option<&str>, has_out: bool, single: bool) -> Result<OutputMode, UsageError> {
+    match value {
+        None if has_out => Ok(OutputMode::File),
+        None if single => Ok(OutputMode::Inherit),
+        None => Ok(OutputMode::Null),
+        Some("inherit") => Ok(OutputMode::Inherit),
+        Some("null") => Ok(OutputMode::Null),
+        Some("file") if has_out => Ok(OutputMode::File),
+        Some("file") => Err(usage(
+            "--output file needs --out DIR (the files go under the batch directory)",
+        )),
+        Some(other) => Err(usage(format!(
+            "--output: expected inherit, null or file, got '{other}'"
+        ))),
+    }
+}
+
+/// `--stdin`, or its default: inherit for one run, else `/dev/null`.
+fn stdin_mode(value: Option<OsString>, single: bool) -> Result<StdinMode, UsageError> {
+    match value {
+        None if single => Ok(StdinMode::Inherit),
+        None => Ok(StdinMode::Null),
+        Some(s) if s == "null" => Ok(StdinMode::Null),
+        Some(s) if s == "inherit" => Ok(StdinMode::Inherit),
+        Some(s) if s.is_empty() => Err(usage(
+            "--stdin: expected null, inherit or a file path, got ''",
+        )),
+        Some(path) => Ok(StdinMode::File(PathBuf::from(path))),
+    }
+}
+
+/// `--evict`, `--drop-caches`, `--cold-first-only`, `--watch` (evicted paths are watched too).
+fn cold_plan(raw: &RawRun) -> Result<ColdPlan, UsageError> {
+    for path in raw.evict.iter().chain(raw.watch.iter()) {
+        if path.is_empty() {
+            return Err(usage("--evict/--watch: expected a path, got ''"));
+        }
+    }
+    let evict: Vec<PathBuf> = raw.evict.iter().map(PathBuf::from).collect();
+    if raw.cold_first_only && evict.is_empty() && !raw.drop_caches {
+        return Err(usage(
+            "--cold-first-only needs --evict PATH or --drop-caches",
+        ));
+    }
+    let when = if evict.is_empty() && !raw.drop_caches {
+        None
+    } else if raw.cold_first_only {
+        Some(ColdWhen::FirstOnly)
+    } else {
+        Some(ColdWhen::EveryRun)
+    };
+    let mut watch: Vec<PathBuf> = evict.clone();
+    for path in raw.watch.iter().map(PathBuf::from) {
+        if !watch.contains(&path) {
+            watch.push(path);
+        }
+    }
+    Ok(ColdPlan {
+        evict,
+        drop_caches: raw.drop_caches,
+        when,
+        watch,
+    })
+}
+
+/// `--events LIST` (implies `--counters`), or the default events with `--counters`.
+fn perf_events(list: Option<&str>, counters: bool) -> Result<Vec<PerfEvent>, UsageError> {
+    let Some(list) = list else {
+        return Ok(if counters {
+            default_events()
+        } else {
+            Vec::new()
+        });
+    };
+    let mut events = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let event = PerfEvent::parse(name).ok_or_else(|| {
+            let known: Vec<&str> = PerfEvent::ALL.iter().map(|e| e.name()).collect();
+            usage(format!(
+                "--events: unknown event '{name}'; known: {}",
+                known.join(", ")
+            ))
+        })?;
+        if !events.contains(&event) {
+            events.push(event);
+        }
+    }
+    if events.is_empty() {
+        return Err(usage(
+            "--events: expected a comma-separated list of events, got ''",
+        ));
+    }
+    Ok(events)
+}
+
+/// Runs the plan and shows its table (unless quiet); `--json` goes to stdout.
+pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
+    let signals = Signals::install()?;
+    let mut progress = ProgressLine::new(plan.quiet);
+    let outcome = batch::run(plan, &signals, &mut progress)?;
+    if let (Some(message), 0) = (&outcome.start_failure, outcome.counts.counted) {
+        // Nothing ran: one line, like a PATH lookup failure, not an empty table.
+        eprintln!("coldtrace: error: {message}");
+    } else if !plan.quiet {
+        for notice in &outcome.notices {
+            eprintln!("coldtrace: {notice}");
+        }
+        let argv: Vec<String> = plan
+            .argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let what = if plan.is_single_run() {
+            "1 run".to_string()
+        } else {
+            format!("{} runs", outcome.counts.counted)
+        };
+        let label = plan
+            .label
+            .as_deref()
+            .map_or(String::new(), |l| format!(" [{l}]"));
+        let title = format!(
+            "coldtrace: {what} of {}{label}",
+            shorten(&crate::text::quote(&argv), 160)
+        );
+        eprint!(
+            "{}",
+            crate::view::table::table(&outcome, &title, use_colour())
+        );
+    }
+    Ok(Output {
+        stdout: json_line(plan.json, &outcome.json),
+        exit_code: outcome.exit_code,
+    })
+}

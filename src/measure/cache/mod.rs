@@ -1,0 +1,81 @@
+//! Page-cache residency and eviction of a watched set of files: the file set, probing, evicting.
+//! It measures and acts on the cache; it knows nothing of runs, records or batches.
+//!
+//! A "cold" run is only cold if the files it reads are not in the page cache, so coldtrace
+//! measures residency before a run and can evict the files without root. Residency comes from
+//! [cachestat(2)] (Linux ≥ 6.5), with [mincore(2)] as the fallback on older kernels — but only
+//! for files the caller may write: without write permission the kernel (≥ 5.2) reports every
+//! page resident through `mincore` and refuses `cachestat` with `EPERM`. Such files are
+//! reported as unknown, and a set with any unknown file has no residency figure at all, never
+//! a false 100%.
+//!
+//! Eviction is [posix_fadvise(2)] `POSIX_FADV_DONTNEED` after writing dirty pages back with
+//! [fdatasync(2)]; the global alternative is [`drop_caches`] (root only, see
+//! [proc_sys_vm(5)]).
+//!
+//! [cachestat(2)]: https://man7.org/linux/man-pages/man2/cachestat.2.html
+//! [mincore(2)]: https://man7.org/linux/man-pages/man2/mincore.2.html
+//! [posix_fadvise(2)]: https://man7.org/linux/man-pages/man2/posix_fadvise.2.html
+//! [fdatasync(2)]: https://man7.org/linux/man-pages/man2/fdatasync.2.html
+//! [proc_sys_vm(5)]: https://man7.org/linux/man-pages/man5/proc_sys_vm.5.html
+#![forbid(unsafe_code)]
+
+mod evict;
+mod files;
+mod open;
+mod residency;
+
+pub use evict::{drop_caches, drop_caches_permitted, is_tmpfs, EvictReport};
+pub use files::{FileSet, WatchedFile};
+pub use residency::{aggregate, cachestat_available, FileProbe, Residency, UnknownReason};
+
+use coldtrace_syscalls::Errno;
+use std::fmt;
+use std::path::PathBuf;
+
+/// What can go wrong in this module that the caller must act on.
+#[derive(Debug)]
+pub enum CacheError {
+    /// A root given to [`FileSet::collect`] does not exist.
+    MissingRoot {
+        /// The root as given.
+        path: PathBuf,
+    },
+    /// A root exists but could not be examined (e.g. a parent directory is not searchable).
+    Root {
+        /// The root as given.
+        path: PathBuf,
+        /// Why `stat` failed.
+        error: std::io::Error,
+    },
+    /// Writing `/proc/sys/vm/drop_caches` was refused: it needs root.
+    DropCachesNotPermitted,
+    /// `/proc/sys` is mounted read-only here (typical in containers), so even root cannot drop.
+    DropCachesReadOnly,
+    /// Any other failure to open or write `/proc/sys/vm/drop_caches`.
+    DropCaches(Errno),
+}
+
+impl fmt::Display for CacheError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CacheError::MissingRoot { path } => {
+                write!(f, "cache path {} does not exist", path.display())
+            }
+            CacheError::Root { path, error } => {
+                write!(f, "cannot examine cache path {}: {error}", path.display())
+            }
+            CacheError::DropCachesNotPermitted => f.write_str(
+                "--drop-caches needs root (it writes /proc/sys/vm/drop_caches); \
+                 use --evict PATH to evict specific files without root",
+            ),
+            CacheError::DropCachesReadOnly => f.write_str(
+                "--drop-caches: /proc/sys is read-only here (EROFS); \
+                 use --evict PATH to evict specific files",
+            ),
+            CacheError::DropCaches(e) => write!(f, "--drop-caches: {}: {e}", evict::DROP_CACHES),
+        }
+    }
+}
+
+impl std::error::Error for CacheError {}

@@ -1,0 +1,145 @@
+//! The runner's own memory: the floor under a vfork child's `max_rss_kib`.
+//! It resets and reads coldtrace's own high-water RSS; it never looks at the child.
+//!
+//! At `execve` the kernel folds the old address space's high-water RSS into the child's
+//! `ru_maxrss` (`exec_mmap` → `setmax_mm_hiwater_rss`); after a vfork-style spawn that address
+//! space is coldtrace's. So before every spawn coldtrace resets its own high-water mark to its
+//! current RSS (`echo 5 > /proc/self/clear_refs`, [proc_pid_clear_refs(5)]) and reads the floor
+//! (`VmHWM`/`VmRSS` from `/proc/self/status`, [proc_pid_status(5)]). A child whose max RSS is not
+//! above that floor is reported as "at or below the floor", not as its own peak.
+//!
+//! [proc_pid_clear_refs(5)]: https://man7.org/linux/man-pages/man5/proc_pid_clear_refs.5.html
+//! [proc_pid_status(5)]: https://man7.org/linux/man-pages/man5/proc_pid_status.5.html
+#![forbid(unsafe_code)]
+
+use std::fs::File;
+use std::io::Write;
+
+/// What the runner's memory was right before a spawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FloorReading {
+    /// coldtrace's resident set right before the spawn, KiB (`VmRSS`).
+    pub vm_rss_kib: Option<u64>,
+    /// coldtrace's high-water RSS right before the spawn, KiB (`VmHWM`): the floor.
+    pub vm_hwm_kib: Option<u64>,
+    /// Whether the high-water mark was reset first (false where clear_refs is not writable).
+    pub hwm_reset: bool,
+}
+
+crate::serialize_struct!(FloorReading {
+    vm_rss_kib,
+    vm_hwm_kib,
+    hwm_reset
+});
+
+impl FloorReading {
+    /// The floor a child's max RSS can inherit: `VmHWM` (which equals `VmRSS` after a reset).
+    pub fn floor_kib(&self) -> Option<u64> {
+        self.vm_hwm_kib.or(self.vm_rss_kib)
+    }
+
+    /// Whether `max_rss_kib` is at or below this floor (so it may be the runner's, not the
+    /// child's). `None` when either is unknown.
+    pub fn at_floor(&self, max_rss_kib: Option<u64>) -> Option<bool> {
+        Some(max_rss_kib? <= self.floor_kib()?)
+    }
+}
+
+/// Keeps `/proc/self/clear_refs` open so that resetting costs one `write(2)` per run.
+pub struct Floor {
+    clear_refs: Option<File>,
+    unavailable_reason: Option<String>,
+    status: crate::measure::procfs::ProcFile,
+}
+
+impl Floor {
+    /// Opens `/proc/self/clear_refs` for writing (some containers forbid it).
+    pub fn open() -> Floor {
+        let (clear_refs, unavailable_reason) =
+            match File::options().write(true).open("/proc/self/clear_refs") {
+                Ok(f) => (Some(f), None),
+                Err(e) => (
+                    None,
+                    Some(format!("/proc/self/clear_refs is not writable ({e})")),
+                ),
+            };
+        Floor {
+            clear_refs,
+            unavailable_reason,
+            status: crate::measure::procfs::ProcFile::open("/proc/self/status"),
+        }
+    }
+
+    /// Why the high-water mark cannot be reset, if it cannot (say it once, then record it).
+    pub fn unavailable_reason(&self) -> Option<&str> {
+        self.unavailable_reason.as_deref()
+    }
+
+    /// Resets the high-water mark to the current RSS (where possible) and reads the floor.
+    pub fn reset_and_read(&mut self) -> FloorReading {
+        let hwm_reset = match &mut self.clear_refs {
+            Some(f) => f.write_all(b"5").is_ok(),
+            None => false,
+        };
+        let Some(status) = self.status.read() else {
+            return FloorReading {
+                hwm_reset,
+                ..FloorReading::default()
+            };
+        };
+        FloorReading {
+            vm_rss_kib: status_field_kib(status, b"VmRSS:"),
+            vm_hwm_kib: status_field_kib(status, b"VmHWM:"),
+            hwm_reset,
+        }
+    }
+}
+
+/// Finds `Key:   1234 kB` in `/proc/PID/status` text.
+pub fn status_field_kib(status: &[u8], key: &[u8]) -> Option<u64> {
+    let line = status
+        .split(|&b| b == b'\n')
+        .find(|line| line.starts_with(key))?;
+    let text = std::str::from_utf8(&line[key.len()..]).ok()?;
+    text.trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_status_fields() {
+        let text = b"Name:\tx\nVmHWM:\t    1234 kB\nVmRSS:\t  1000 kB\n";
+        assert_eq!(status_field_kib(text, b"VmHWM:"), Some(1234));
+        assert_eq!(status_field_kib(text, b"VmRSS:"), Some(1000));
+        assert_eq!(status_field_kib(text, b"VmSwap:"), None);
+    }
+
+    #[test]
+    fn reset_brings_the_high_water_mark_down() {
+        let mut floor = Floor::open();
+        let big: Vec<u8> = vec![1; 64 << 20];
+        let grown = floor.reset_and_read();
+        drop(big);
+        let after = floor.reset_and_read();
+        if floor.unavailable_reason().is_none() {
+            assert!(after.hwm_reset);
+            assert!(after.vm_hwm_kib.unwrap() + 32 * 1024 < grown.vm_hwm_kib.unwrap());
+        } else {
+            assert!(!after.hwm_reset);
+        }
+    }
+
+    #[test]
+    fn at_floor_compares_with_the_high_water_mark() {
+        let r = FloorReading {
+            vm_rss_kib: Some(900),
+            vm_hwm_kib: Some(1000),
+            hwm_reset: true,
+        };
+        assert_eq!(r.at_floor(Some(1000)), Some(true));
+        assert_eq!(r.at_floor(Some(1001)), Some(false));
+        assert_eq!(r.at_floor(None), None);
+    }
+}

@@ -1,0 +1,14 @@
+//! One run and what surrounds it: the timed window (spawn → exit seen → inspect the zombie →
+//! reap), the runner's floor, system samples, perf counters, page-cache residency and eviction,
+//! /proc reads, the machine's context, clocks. It measures; it never records or renders.
+#![forbid(unsafe_code)]
+
+pub mod cache;
+pub mod clock;
+pub mod context;
+pub mod floor;
+pub mod perf;
+pub mod procfs;
+pub mod runner;
+pub mod system;
+pub mod zombie;

@@ -1,0 +1,227 @@
+//! One measured run: the timed window is spawn → exit observed, nothing else inside it.
+//! It measures one run and returns the numbers; it never decides whether the run counts.
+//!
+//! Order: read the floor (outside the window) → clock → spawn → wait (deadline, signals) →
+//! clock → look at the zombie (per-child /proc figures) → reap with wait4 (rusage) → reap
+//! adopted orphans.
+#![forbid(unsafe_code)]
+
+use crate::measure::floor::{Floor, FloorReading};
+use crate::measure::perf::{CounterReading, PerfEvent, PerfSession};
+use crate::measure::zombie::{ChildIo, ChildSched};
+use coldtrace_syscalls::spawn::ChildStage;
+use coldtrace_syscalls::{
+    wait::reap_orphans, ChildStack, Errno, Program, ResourceUsage, Signal, SignalFd, SpawnOptions,
+    WaitEvent, WaitStatus,
+};
+
+/// How the run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The child exited with a status word (exited or killed by a signal).
+    Finished(WaitStatus),
+    /// The child was killed after `--timeout`; the status word is what wait4 reported.
+    TimedOut {
+        /// The final wait status (normally killed by SIGTERM or SIGKILL).
+        status: WaitStatus,
+        /// The last signal coldtrace sent.
+        sent: Signal,
+    },
+    /// The child ran but `wait4` could not reap it (someone else did: no status, no usage).
+    Unreaped {
+        /// wait4's error (ECHILD).
+        errno: Errno,
+    },
+    /// The program never started.
+    FailedToStart {
+        /// The failed step.
+        stage: ChildStage,
+        /// The kernel's error.
+        errno: Errno,
+    },
+}
+
+impl Outcome {
+    /// Whether the run succeeded: exited with code 0.
+    pub fn succeeded(&self) -> bool {
+        matches!(self, Outcome::Finished(s) if s.code() == Some(0))
+    }
+
+    /// Why a run is rejected (`None` when it succeeded).
+    pub fn failure_reason(&self) -> Option<String> {
+        match self {
+            _ if self.succeeded() => None,
+            Outcome::Finished(status) => Some(status.to_string()),
+            Outcome::TimedOut { sent, .. } => Some(format!("timed out (sent {sent})")),
+            Outcome::FailedToStart { errno, .. } => Some(format!("failed to start: {errno}")),
+            Outcome::Unreaped { errno } => Some(format!("could not be reaped: {errno}")),
+        }
+    }
+}
+
+/// Per-run limits and signal policy.
+pub struct RunLimits<'a> {
+    /// Per-run time limit.
+    pub timeout_ns: Option<u64>,
+    /// Grace period after SIGTERM before SIGKILL.
+    pub kill_after_ns: u64,
+    /// The signals coldtrace watches while waiting (SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD).
+    pub signals: Option<&'a SignalFd>,
+    /// Perf events to count (empty: none).
+    pub counters: &'a [PerfEvent],
+    /// Read the zombie's `/proc/PID/io` and `schedstat` before reaping (off with `--minimal`).
+    pub inspect_child: bool,
+}
+
+/// What one run produced.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// CLOCK_MONOTONIC from just before the spawn to the moment the exit was seen.
+    pub wall_ns: Option<u64>,
+    /// wait4's usage for this child and its waited-for descendants.
+    pub rusage: Option<ResourceUsage>,
+    /// coldtrace's own memory right before the spawn.
+    pub floor: FloorReading,
+    /// `/proc/PID/io` of the zombie (the child alone).
+    pub child_io: Option<ChildIo>,
+    /// `/proc/PID/schedstat` of the zombie (the child alone).
+    pub sched: Option<ChildSched>,
+    /// A signal that asked coldtrace to stop (SIGINT, SIGQUIT, SIGTERM, SIGHUP) during the run.
+    pub interrupted_by: Option<Signal>,
+    /// The first signal that stopped the child while coldtrace waited, if any.
+    pub stopped_by: Option<Signal>,
+    /// Orphans (adopted as subreaper or PID 1) reaped after the run.
+    pub orphans_reaped: u64,
+    /// Kernel perf counters, from the child's exec to its exit (`None` unless asked for).
+    pub counters: Option<Vec<CounterReading>>,
+}
+
+/// Runs `program` once and measures it.
+pub fn measure(
+    program: &Program,
+    options: &SpawnOptions<'_>,
+    stack: &mut ChildStack,
+    floor: &mut Floor,
+    limits: &RunLimits<'_>,
+    mut on_stop: impl FnMut(Signal),
+) -> RunResult {
+    // Opened on coldtrace itself with inherit + enable_on_exec: they only start counting in the
+    // child, at its exec, and the kernel folds the child's counts back in when it exits.
+    let session =
+        (!limits.counters.is_empty()).then(|| PerfSession::open_before_spawn(limits.counters));
+    let image = program.image();
+    let floor_reading = floor.reset_and_read();
+    let start_ns = crate::measure::clock::monotonic_ns();
+    let spawned = program.spawn_image(&image, options, stack);
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(failure) => {
+            return RunResult {
+                outcome: Outcome::FailedToStart {
+                    stage: failure.stage,
+                    errno: failure.errno,
+                },
+                wall_ns: None,
+                rusage: None,
+                floor: floor_reading,
+                child_io: None,
+                sched: None,
+                interrupted_by: None,
+                stopped_by: None,
+                orphans_reaped: 0,
+                counters: session.map(PerfSession::read_after_exit),
+            }
+        }
+    };
+    let mut deadline = limits.timeout_ns.map(|t| start_ns.saturating_add(t));
+    let mut sent: Option<Signal> = None;
+    let mut interrupted_by = None;
+    let mut stopped_by = None;
+    let mut end_ns = None;
+    loop {
+        match child.wait(limits.signals, deadline) {
+            Ok(WaitEvent::Exited) => {
+                end_ns = Some(crate::measure::clock::monotonic_ns());
+                break;
+            }
+            Ok(WaitEvent::Signal(sig)) if sig == Signal::CHLD => {
+                if let Ok(Some(stop)) = child.stopped_by() {
+                    if stopped_by.is_none() {
+                        stopped_by = Some(stop);
+                        on_stop(stop);
+                    }
+                }
+            }
+            Ok(WaitEvent::Signal(sig)) => {
+                interrupted_by.get_or_insert(sig);
+                // The terminal's SIGINT/SIGQUIT already reached a child in our process group;
+                // forward what would not reach it otherwise.
+                if sig == Signal::TERM || sig == Signal::HUP || options.new_process_group {
+                    let _ = child.signal_group(sig);
+                }
+            }
+            Ok(WaitEvent::TimedOut) => {
+                let next = if sent.is_none() {
+                    Signal::TERM
+                } else {
+                    Signal::KILL
+                };
+                let _ = child.signal_group(next);
+                if next == Signal::TERM {
+                    // A stopped child cannot act on SIGTERM until it is continued.
+                    let _ = child.signal_group(Signal::CONT);
+                    deadline = Some(
+                        crate::measure::clock::monotonic_ns().saturating_add(limits.kill_after_ns),
+                    );
+                } else {
+                    deadline = None;
+                }
+                sent = Some(next);
+            }
+            Err(_) => break,
+        }
+    }
+    let wall_ns = end_ns.map(|end| end.saturating_sub(start_ns));
+    // A terminal's SIGINT reaches the child and coldtrace together; when the child dies of it
+    // first, the exit and the signal arrive in one wake-up (the exit wins). Attribute a signal
+    // still queued to this run.
+    if let Some(signals) = limits.signals {
+        while let Ok(Some(sig)) = signals.take() {
+            if sig != Signal::CHLD {
+                interrupted_by.get_or_insert(sig);
+            }
+        }
+    }
+    let pid = child.pid();
+    let (child_io, sched) = if limits.inspect_child {
+        (ChildIo::read(pid), ChildSched::read(pid))
+    } else {
+        (None, None)
+    };
+    let (outcome, rusage) = match child.reap() {
+        Ok((status, usage)) => {
+            let outcome = match sent {
+                Some(sent) => Outcome::TimedOut { status, sent },
+                None => Outcome::Finished(status),
+            };
+            (outcome, Some(usage))
+        }
+        Err(errno) => (Outcome::Unreaped { errno }, None),
+    };
+    let orphans_reaped = reap_orphans() as u64;
+    let counters = session.map(PerfSession::read_after_exit);
+    RunResult {
+        outcome,
+        wall_ns,
+        rusage,
+        floor: floor_reading,
+        child_io,
+        sched,
+        interrupted_by,
+        stopped_by,
+        orphans_reaped,
+        counters,
+    }
+}

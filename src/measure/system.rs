@@ -1,0 +1,336 @@
+//! System-wide counters around a run: [`SystemSnapshot`] before and after, [`SystemDelta`] between.
+//! Everything here is system-wide (every process on the machine); nothing is the child's own.
+//!
+//! Read from [proc_vmstat(5)] and the PSI files [proc_pressure(5)]; the figures serve to tell a
+//! quiet run from a disturbed one (swapping, I/O pressure), not to measure the child. The child's
+//! own counters are in [`super::zombie`].
+//!
+//! [proc_vmstat(5)]: https://man7.org/linux/man-pages/man5/proc_vmstat.5.html
+//! [proc_pressure(5)]: https://man7.org/linux/man-pages/man5/proc_pressure.5.html
+#![forbid(unsafe_code)]
+
+use std::cell::RefCell;
+
+/// Reads a whole (small, /proc) file into `buf`, reusing its allocation. `None` on any error.
+fn read_into<'b>(path: &str, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
+    crate::measure::procfs::read_once(path, buf)
+}
+
+thread_local! {
+    /// One buffer per thread for the snapshots taken around every run: no allocation after the
+    /// first snapshot.
+    static BUFFER: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(16 * 1024));
+}
+
+/// Values of the `/proc/vmstat` counters coldtrace watches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct VmStat {
+    pgmajfault: Option<u64>,
+    pgpgin: Option<u64>,
+    pgpgout: Option<u64>,
+    pswpin: Option<u64>,
+    pswpout: Option<u64>,
+    workingset_refault_file: Option<u64>,
+}
+
+fn parse_vmstat(text: &[u8]) -> VmStat {
+    let mut v = VmStat::default();
+    for line in text.split(|&b| b == b'\n') {
+        let mut words = line.split(|&b| b == b' ');
+        let (Some(name), Some(value)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let slot = match name {
+            b"pgmajfault" => &mut v.pgmajfault,
+            b"pgpgin" => &mut v.pgpgin,
+            b"pgpgout" => &mut v.pgpgout,
+            b"pswpin" => &mut v.pswpin,
+            b"pswpout" => &mut v.pswpout,
+            b"workingset_refault_file" => &mut v.workingset_refault_file,
+            _ => continue,
+        };
+        *slot = parse_u64(value);
+    }
+    v
+}
+
+use crate::measure::procfs::parse_u64;
+
+/// The `total=` (µs) of the `some` and `full` lines of a PSI file.
+fn parse_psi(text: &[u8]) -> (Option<u64>, Option<u64>) {
+    let (mut some, mut full) = (None, None);
+    for line in text.split(|&b| b == b'\n') {
+        let slot = if line.starts_with(b"some ") {
+            &mut some
+        } else if line.starts_with(b"full ") {
+            &mut full
+        } else {
+            continue;
+        };
+        *slot = line
+            .split(|&b| b == b' ')
+            .find_map(|w| w.strip_prefix(b"total="))
+            .and_then(parse_u64);
+    }
+    (some, full)
+}
+
+/// System-wide counters at one instant. Every field is `None` when its file or line is
+/// missing (no PSI before Linux 4.20 or with `psi=0`, a counter renamed by the kernel).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SystemSnapshot {
+    /// Major page faults, all processes ([proc_vmstat(5)]).
+    ///
+    /// [proc_vmstat(5)]: https://man7.org/linux/man-pages/man5/proc_vmstat.5.html
+    pub pgmajfault: Option<u64>,
+    /// KiB paged in from block devices.
+    pub pgpgin: Option<u64>,
+    /// KiB paged out to block devices.
+    pub pgpgout: Option<u64>,
+    /// Pages swapped in.
+    pub pswpin: Option<u64>,
+    /// Pages swapped out.
+    pub pswpout: Option<u64>,
+    /// File pages read again soon after eviction (cache thrashing).
+    pub workingset_refault_file: Option<u64>,
+    /// `/proc/pressure/cpu` `some total=`, µs.
+    pub psi_cpu_some_us: Option<u64>,
+    /// `/proc/pressure/cpu` `full total=`, µs. Always `None`: the kernel defines CPU "full" as
+    /// undefined at the system level and prints zeros (or no line before Linux 5.13).
+    pub psi_cpu_full_us: Option<u64>,
+    /// `/proc/pressure/io` `some total=`, µs.
+    pub psi_io_some_us: Option<u64>,
+    /// `/proc/pressure/io` `full total=`, µs.
+    pub psi_io_full_us: Option<u64>,
+    /// `/proc/pressure/memory` `some total=`, µs.
+    pub psi_memory_some_us: Option<u64>,
+    /// `/proc/pressure/memory` `full total=`, µs.
+    pub psi_memory_full_us: Option<u64>,
+}
+crate::serialize_struct!(SystemSnapshot {
+    pgmajfault,
+    pgpgin,
+    pgpgout,
+    pswpin,
+    pswpout,
+    workingset_refault_file,
+    psi_cpu_some_us,
+    psi_cpu_full_us,
+    psi_io_some_us,
+    psi_io_full_us,
+    psi_memory_some_us,
+    psi_memory_full_us,
+});
+
+/// `/proc/vmstat` and `/proc/pressure/*` kept open, for the snapshots around every run
+/// (see [`crate::measure::procfs`]: one `pread` pass per file instead of open/read/close).
+pub struct SystemSampler {
+    vmstat: crate::measure::procfs::ProcFile,
+    cpu: crate::measure::procfs::ProcFile,
+    io: crate::measure::procfs::ProcFile,
+    memory: crate::measure::procfs::ProcFile,
+}
+
+impl Default for SystemSampler {
+    fn default() -> Self {
+        use crate::measure::procfs::ProcFile;
+        SystemSampler {
+            vmstat: ProcFile::open("/proc/vmstat"),
+            cpu: ProcFile::open("/proc/pressure/cpu"),
+            io: ProcFile::open("/proc/pressure/io"),
+            memory: ProcFile::open("/proc/pressure/memory"),
+        }
+    }
+}
+
+impl SystemSampler {
+    /// A snapshot, as [`SystemSnapshot::read`] takes it.
+    pub fn sample(&mut self) -> SystemSnapshot {
+        let vm = self.vmstat.read().map(parse_vmstat).unwrap_or_default();
+        let (psi_cpu_some_us, _cpu_full) = self.cpu.read().map(parse_psi).unwrap_or_default();
+        let (psi_io_some_us, psi_io_full_us) = self.io.read().map(parse_psi).unwrap_or_default();
+        let (psi_memory_some_us, psi_memory_full_us) =
+            self.memory.read().map(parse_psi).unwrap_or_default();
+        SystemSnapshot::from_parts(
+            vm,
+            psi_cpu_some_us,
+            psi_io_some_us,
+            psi_io_full_us,
+            psi_memory_some_us,
+            psi_memory_full_us,
+        )
+    }
+}
+
+impl SystemSnapshot {
+    /// Reads `/proc/vmstat` and `/proc/pressure/{cpu,io,memory}`, one read pass per file into a
+    /// reused per-thread buffer. Never fails; what cannot be read is `None`.
+    pub fn read() -> SystemSnapshot {
+        BUFFER.with(|buf| match buf.try_borrow_mut() {
+            Ok(mut buf) => SystemSnapshot::read_with(&mut buf),
+            Err(_) => SystemSnapshot::read_with(&mut Vec::new()),
+        })
+    }
+
+    /// As [`SystemSnapshot::read`], with a caller-owned buffer.
+    pub fn read_with(buf: &mut Vec<u8>) -> SystemSnapshot {
+        let vm = read_into("/proc/vmstat", buf)
+            .map(parse_vmstat)
+            .unwrap_or_default();
+        let (psi_cpu_some_us, _cpu_full) = read_into("/proc/pressure/cpu", buf)
+            .map(parse_psi)
+            .unwrap_or_default();
+        let (psi_io_some_us, psi_io_full_us) = read_into("/proc/pressure/io", buf)
+            .map(parse_psi)
+            .unwrap_or_default();
+        let (psi_memory_some_us, psi_memory_full_us) = read_into("/proc/pressure/memory", buf)
+            .map(parse_psi)
+            .unwrap_or_default();
+        SystemSnapshot::from_parts(
+            vm,
+            psi_cpu_some_us,
+            psi_io_some_us,
+            psi_io_full_us,
+            psi_memory_some_us,
+            psi_memory_full_us,
+        )
+    }
+
+    fn from_parts(
+        vm: VmStat,
+        psi_cpu_some_us: Option<u64>,
+        psi_io_some_us: Option<u64>,
+        psi_io_full_us: Option<u64>,
+        psi_memory_some_us: Option<u64>,
+        psi_memory_full_us: Option<u64>,
+    ) -> SystemSnapshot {
+        SystemSnapshot {
+            pgmajfault: vm.pgmajfault,
+            pgpgin: vm.pgpgin,
+            pgpgout: vm.pgpgout,
+            pswpin: vm.pswpin,
+            pswpout: vm.pswpout,
+            workingset_refault_file: vm.workingset_refault_file,
+            psi_cpu_some_us,
+            // Undefined at the system level (kernel/sched/psi.c prints 0): not a measurement.
+            psi_cpu_full_us: None,
+            psi_io_some_us,
+            psi_io_full_us,
+            psi_memory_some_us,
+            psi_memory_full_us,
+        }
+    }
+}
+
+/// The change of the system-wide counters over a run: **system-wide**, every process on the
+/// machine contributes, not only the child. Each field is the saturating difference, `None`
+/// when either snapshot lacks it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SystemDelta {
+    /// Major page faults, system-wide.
+    pub pgmajfault: Option<u64>,
+    /// KiB paged in, system-wide.
+    pub pgpgin: Option<u64>,
+    /// KiB paged out, system-wide.
+    pub pgpgout: Option<u64>,
+    /// Pages swapped in, system-wide.
+    pub pswpin: Option<u64>,
+    /// Pages swapped out, system-wide.
+    pub pswpout: Option<u64>,
+    /// File refaults, system-wide.
+    pub workingset_refault_file: Option<u64>,
+    /// Time some task waited for CPU, µs.
+    pub psi_cpu_some_us: Option<u64>,
+    /// Always `None` (undefined at the system level).
+    pub psi_cpu_full_us: Option<u64>,
+    /// Time some task waited for I/O, µs.
+    pub psi_io_some_us: Option<u64>,
+    /// Time all non-idle tasks waited for I/O, µs.
+    pub psi_io_full_us: Option<u64>,
+    /// Time some task waited for memory (reclaim, refaults), µs.
+    pub psi_memory_some_us: Option<u64>,
+    /// Time all non-idle tasks waited for memory, µs.
+    pub psi_memory_full_us: Option<u64>,
+}
+crate::serialize_struct!(SystemDelta {
+    pgmajfault,
+    pgpgin,
+    pgpgout,
+    pswpin,
+    pswpout,
+    workingset_refault_file,
+    psi_cpu_some_us,
+    psi_cpu_full_us,
+    psi_io_some_us,
+    psi_io_full_us,
+    psi_memory_some_us,
+    psi_memory_full_us,
+});
+
+impl SystemDelta {
+    /// `after − before`, field by field.
+    pub fn between(before: &SystemSnapshot, after: &SystemSnapshot) -> SystemDelta {
+        let d = |b: Option<u64>, a: Option<u64>| Some(a?.saturating_sub(b?));
+        SystemDelta {
+            pgmajfault: d(before.pgmajfault, after.pgmajfault),
+            pgpgin: d(before.pgpgin, after.pgpgin),
+            pgpgout: d(before.pgpgout, after.pgpgout),
+            pswpin: d(before.pswpin, after.pswpin),
+            pswpout: d(before.pswpout, after.pswpout),
+            workingset_refault_file: d(
+                before.workingset_refault_file,
+                after.workingset_refault_file,
+            ),
+            psi_cpu_some_us: d(before.psi_cpu_some_us, after.psi_cpu_some_us),
+            psi_cpu_full_us: d(before.psi_cpu_full_us, after.psi_cpu_full_us),
+            psi_io_some_us: d(before.psi_io_some_us, after.psi_io_some_us),
+            psi_io_full_us: d(before.psi_io_full_us, after.psi_io_full_us),
+            psi_memory_some_us: d(before.psi_memory_some_us, after.psi_memory_some_us),
+            psi_memory_full_us: d(before.psi_memory_full_us, after.psi_memory_full_us),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn psi_lines() {
+        let text = b"some avg10=1.00 avg60=0.50 avg300=0.10 total=12939573\n\
+                     full avg10=0.00 avg60=0.00 avg300=0.00 total=42\n";
+        assert_eq!(parse_psi(text), (Some(12939573), Some(42)));
+        assert_eq!(
+            parse_psi(b"some avg10=0.00 avg60=0.00 avg300=0.00 total=7\n"),
+            (Some(7), None)
+        );
+        assert_eq!(parse_psi(b""), (None, None));
+    }
+
+    #[test]
+    fn vmstat_lines() {
+        let v = parse_vmstat(b"nr_free_pages 5\npgpgin 10\npgmajfault 3\npswpin x\n");
+        assert_eq!(v.pgpgin, Some(10));
+        assert_eq!(v.pgmajfault, Some(3));
+        assert_eq!(v.pswpin, None);
+        assert_eq!(v.workingset_refault_file, None);
+    }
+
+    #[test]
+    fn delta_saturates_and_propagates_none() {
+        let before = SystemSnapshot {
+            pgmajfault: Some(10),
+            pgpgin: Some(5),
+            ..Default::default()
+        };
+        let after = SystemSnapshot {
+            pgmajfault: Some(15),
+            pgpgin: Some(3),
+            ..Default::default()
+        };
+        let d = SystemDelta::between(&before, &after);
+        assert_eq!(d.pgmajfault, Some(5));
+        assert_eq!(d.pgpgin, Some(0));
+        assert_eq!(d.pswpin, None);
+    }
+}

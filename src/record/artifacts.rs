@@ -1,0 +1,227 @@
+//! The batch directory on disk: refusing to overwrite, creating files without following
+//! symlinks, streaming `runs.jsonl`, writing `batch.json` atomically. Files only; no statistics.
+//!
+//! Every file is created with `O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC`, mode 0644 under the
+//! umask: a file or symlink planted at an artifact path is an error, never written through.
+#![forbid(unsafe_code)]
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// An I/O error with the path it concerns and what to do about it.
+#[derive(Debug)]
+pub struct ArtifactError {
+    /// One line for the user.
+    pub message: String,
+}
+
+impl fmt::Display for ArtifactError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Describes an I/O error in words a user can act on.
+pub fn explain(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(28) => "no space left on device (ENOSPC); free space or choose another --out".into(),
+        Some(122) => "disk quota exceeded (EDQUOT)".into(),
+        Some(40) => "it is a symlink, which coldtrace never writes through (ELOOP)".into(),
+        Some(17) => "it already exists (EEXIST)".into(),
+        Some(13) => "permission denied (EACCES)".into(),
+        Some(30) => "read-only file system (EROFS)".into(),
+        Some(20) => "a component of the path is not a directory (ENOTDIR)".into(),
+        _ => e.to_string(),
+    }
+}
+
+fn error(what: &str, path: &Path, e: &io::Error) -> ArtifactError {
+    ArtifactError {
+        message: format!("{what} {}: {}", path.display(), explain(e)),
+    }
+}
+
+/// Creates a new file for writing (and reading back, e.g. a failed run's stderr tail): never
+/// follows a symlink, never reuses an existing file.
+pub fn create_new(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+}
+
+/// Makes sure `root` is a new or empty directory (creating it and its parents).
+///
+/// An existing non-empty directory is refused: a previous batch is never overwritten.
+pub fn create_empty_dir(root: &Path) -> Result<(), ArtifactError> {
+    match fs::symlink_metadata(root) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return Err(ArtifactError {
+                message: format!(
+                    "--out {}: is a symlink; give the real directory path",
+                    root.display()
+                ),
+            })
+        }
+        Ok(meta) if !meta.is_dir() => {
+            return Err(ArtifactError {
+                message: format!(
+                    "--out {}: exists and is not a directory; choose a new path",
+                    root.display()
+                ),
+            })
+        }
+        Ok(_) => {
+            let mut entries = fs::read_dir(root).map_err(|e| error("--out", root, &e))?;
+            if entries.next().is_some() {
+                return Err(ArtifactError {
+                        message: format!(
+                            "--out {}: exists and is not empty; coldtrace never overwrites a batch, choose a new directory",
+                            root.display()
+                        ),
+                    });
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(root)
+                .map_err(|e| error("cannot create --out", root, &e))?;
+        }
+        Err(e) => return Err(error("--out", root, &e)),
+    }
+    Ok(())
+}
+
+/// Writes `dir/name` atomically: a new temporary file, fsync, rename over `name`, fsync of the
+/// directory. A reader sees the old file or the whole new one, never a part.
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ArtifactError> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let dest = dir.join(name);
+    let result = (|| -> io::Result<()> {
+        let mut file = create_new(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&tmp, &dest)?;
+        File::open(dir)?.sync_all()
+    })();
+    result.map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        error("cannot write", &dest, &e)
+    })
+}
+
+/// An open batch directory.
+pub struct BatchDir {
+    root: PathBuf,
+    runs_jsonl: File,
+}
+
+impl BatchDir {
+    /// Creates (or takes over an empty) batch directory and its `runs.jsonl`.
+    ///
+    /// An existing non-empty directory is refused: a previous batch is never overwritten.
+    pub fn create(root: &Path) -> Result<BatchDir, ArtifactError> {
+        create_empty_dir(root)?;
+        let path = root.join("runs.jsonl");
+        let runs_jsonl = create_new(&path).map_err(|e| error("cannot create", &path, &e))?;
+        Ok(BatchDir {
+            root: root.to_path_buf(),
+            runs_jsonl,
+        })
+    }
+
+    /// The directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Creates `runs/NNN/` and its `stdout` and `stderr` files. Returns the two files and their
+    /// paths relative to the batch directory.
+    pub fn run_files(&self, index: u64) -> Result<RunFiles, ArtifactError> {
+        let rel = PathBuf::from("runs").join(format!("{index:03}"));
+        let runs = self.root.join("runs");
+        if index == 0 || !runs.is_dir() {
+            match fs::DirBuilder::new().mode(0o755).create(&runs) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && runs.is_dir() => {}
+                Err(e) => return Err(error("cannot create", &runs, &e)),
+            }
+        }
+        let dir = self.root.join(&rel);
+        fs::DirBuilder::new()
+            .mode(0o755)
+            .create(&dir)
+            .map_err(|e| error("cannot create", &dir, &e))?;
+        let open = |name: &str| {
+            let path = dir.join(name);
+            create_new(&path).map_err(|e| error("cannot create", &path, &e))
+        };
+        Ok(RunFiles {
+            stdout: open("stdout")?,
+            stderr: open("stderr")?,
+            stdout_rel: rel.join("stdout"),
+            stderr_rel: rel.join("stderr"),
+        })
+    }
+
+    /// Appends one record line to `runs.jsonl` with a single `write(2)` of the whole line, so a
+    /// crash of coldtrace leaves only complete lines (or, at worst, one cut last line).
+    pub fn append_record(&mut self, line: &[u8]) -> Result<(), ArtifactError> {
+        let path = self.root.join("runs.jsonl");
+        self.runs_jsonl
+            .write_all(line)
+            .map_err(|e| error("cannot append to", &path, &e))
+    }
+
+    /// Flushes `runs.jsonl` to stable storage (`fdatasync`).
+    pub fn sync_records(&self) -> Result<(), ArtifactError> {
+        let path = self.root.join("runs.jsonl");
+        self.runs_jsonl
+            .sync_data()
+            .map_err(|e| error("cannot sync", &path, &e))
+    }
+
+    /// Writes `name` in the batch directory atomically (see [`write_atomic`]).
+    pub fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<(), ArtifactError> {
+        write_atomic(&self.root, name, bytes)
+    }
+}
+
+/// One run's artifact files.
+pub struct RunFiles {
+    /// The child's stdout.
+    pub stdout: File,
+    /// The child's stderr.
+    pub stderr: File,
+    /// `runs/NNN/stdout`, relative to the batch directory.
+    pub stdout_rel: PathBuf,
+    /// `runs/NNN/stderr`, relative to the batch directory.
+    pub stderr_rel: PathBuf,
+}
+
+/// The last `max_lines` lines of at most the last 4 KiB of a file (for a failed run's stderr).
+pub fn tail(file: &mut File, max_lines: usize) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(len) = file.seek(SeekFrom::End(0)) else {
+        return String::new();
+    };
+    let start = len.saturating_sub(4096);
+    if file.seek(SeekFrom::Start(start)).is_err() {
+        return String::new();
+    }
+    let mut buf = Vec::with_capacity(4096);
+    if file.take(4096).read_to_end(&mut buf).is_err() {
+        return String::new();
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    lines[lines.len().saturating_sub(max_lines)..].join("\n")
+}

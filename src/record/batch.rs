@@ -1,0 +1,145 @@
+//! The batch document as `batch.json` writes it (schema [`crate::record::BATCH_SCHEMA`]): context,
+//! configuration, counts, failed runs and the summary. Wire types only; no batch logic.
+#![forbid(unsafe_code)]
+
+use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
+use crate::plan::{ColdWhen, Plan, StdinMode};
+use crate::record::summary::SummaryMap;
+use crate::serialize_struct;
+
+/// The configuration part of `batch.json`.
+pub struct ConfigRecord<'a> {
+    pub argv: &'a [String],
+    pub runs: u32,
+    pub warmup: u32,
+    pub output: &'static str,
+    pub stdin: String,
+    pub timeout_ns: Option<u64>,
+    pub kill_after_ns: u64,
+    pub prepare: Option<&'a str>,
+    pub ignore_failure: bool,
+    pub evict: Vec<String>,
+    pub drop_caches: bool,
+    pub cold_when: Option<&'static str>,
+    pub watch: Vec<String>,
+}
+serialize_struct!(ConfigRecord<'_> {
+    argv, runs, warmup, output, stdin, timeout_ns, kill_after_ns, prepare, ignore_failure, evict,
+    drop_caches, cold_when, watch,
+});
+
+/// The context part of `batch.json`: recorded once.
+pub struct BatchContext {
+    /// Kernel, boot, CPU, memory, load.
+    pub system: SystemContext,
+    /// What can be measured here.
+    pub capabilities: Capabilities,
+    /// `VIRTUAL_ENV` / `CONDA_PREFIX`.
+    pub environment: EnvMarkers,
+    /// The resolved program.
+    pub program: ProgramInfo,
+    /// coldtrace's version.
+    pub coldtrace_version: &'static str,
+    /// Why coldtrace's high-water RSS could not be reset, if it could not.
+    pub floor_reset_unavailable: Option<String>,
+}
+serialize_struct!(BatchContext {
+    system,
+    capabilities,
+    environment,
+    program,
+    coldtrace_version,
+    floor_reset_unavailable
+});
+
+/// A rejected (or, with `--ignore-failure`, counted but failed) run.
+#[derive(Clone, Debug)]
+pub struct FailedRun {
+    /// Index in the batch.
+    pub index: u64,
+    /// Why it failed.
+    pub reason: String,
+    /// The last lines of its stderr, when they could be kept.
+    pub stderr_tail: Option<String>,
+    /// Whether it was counted anyway (`--ignore-failure`).
+    pub counted: bool,
+}
+serialize_struct!(FailedRun {
+    index,
+    reason,
+    stderr_tail,
+    counted
+});
+
+/// Run counts.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counts {
+    /// Records written (warm-ups included).
+    pub recorded: u64,
+    /// Warm-ups.
+    pub warmup: u64,
+    /// Runs in the statistics.
+    pub counted: u64,
+    /// Runs left out because they failed.
+    pub rejected: u64,
+    /// Failed runs counted anyway (`--ignore-failure`).
+    pub failed_counted: u64,
+}
+serialize_struct!(Counts {
+    recorded,
+    warmup,
+    counted,
+    rejected,
+    failed_counted
+});
+
+/// The whole batch document (`batch.json`).
+pub struct BatchDocument<'a> {
+    pub schema: &'static str,
+    pub label: Option<&'a str>,
+    pub started_at: &'a str,
+    pub finished_at: String,
+    pub complete: bool,
+    pub interrupted_by: Option<String>,
+    pub stopped_reason: Option<&'a str>,
+    pub context: &'a BatchContext,
+    pub config: ConfigRecord<'a>,
+    pub counts: Counts,
+    pub failed_runs: &'a [FailedRun],
+    pub stddev: &'static str,
+    pub summary: SummaryMap<'a>,
+}
+serialize_struct!(BatchDocument<'_> {
+    schema, label, started_at, finished_at, complete, interrupted_by, stopped_reason, context,
+    config, counts, failed_runs, stddev, summary,
+});
+
+impl<'a> ConfigRecord<'a> {
+    /// The configuration of `plan`, as recorded.
+    pub fn of(plan: &'a Plan, argv: &'a [String]) -> ConfigRecord<'a> {
+        let paths =
+            |list: &[std::path::PathBuf]| list.iter().map(|p| p.display().to_string()).collect();
+        ConfigRecord {
+            argv,
+            runs: plan.runs,
+            warmup: plan.warmup,
+            output: plan.output.name(),
+            stdin: match &plan.stdin {
+                StdinMode::Null => "null".into(),
+                StdinMode::Inherit => "inherit".into(),
+                StdinMode::File(p) => p.display().to_string(),
+            },
+            timeout_ns: plan.timeout_ns,
+            kill_after_ns: plan.kill_after_ns,
+            prepare: plan.prepare.as_deref(),
+            ignore_failure: plan.ignore_failure,
+            evict: paths(&plan.cold.evict),
+            drop_caches: plan.cold.drop_caches,
+            cold_when: plan.cold.when.map(|w| match w {
+                ColdWhen::EveryRun => "every_counted_run",
+                ColdWhen::FirstOnly => "first_counted_run",
+            }),
+            watch: paths(&plan.cold.watch),
+        }
+    }
+}

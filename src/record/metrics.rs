@@ -1,0 +1,168 @@
+//! Which numbers of a run are summarised, under which name, label and unit ([`METRICS`]).
+//! It only names and reads metrics; holding and summarising their values is elsewhere.
+#![forbid(unsafe_code)]
+
+use crate::record::run::RunRecord;
+
+/// The unit of a metric, for rendering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Nanoseconds.
+    Ns,
+    /// Microseconds.
+    Us,
+    /// KiB.
+    Kib,
+    /// Bytes.
+    Bytes,
+    /// A plain count.
+    Count,
+    /// A fraction 0..=1.
+    Ratio,
+}
+
+impl Unit {
+    /// The unit's short name as stored in `batch.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Ns => "ns",
+            Unit::Us => "us",
+            Unit::Kib => "KiB",
+            Unit::Bytes => "bytes",
+            Unit::Count => "count",
+            Unit::Ratio => "ratio",
+        }
+    }
+}
+
+/// One summarised number of a run.
+pub struct Metric {
+    /// Key in `summary` (the record's field name).
+    pub name: &'static str,
+    /// Label in the human table.
+    pub label: &'static str,
+    /// Its unit.
+    pub unit: Unit,
+    /// Reads it from a record.
+    pub get: fn(&RunRecord<'_>) -> Option<f64>,
+}
+
+macro_rules! rusage_metric {
+    ($name:ident, $label:expr, $unit:expr) => {
+        Metric {
+            name: stringify!($name),
+            label: $label,
+            unit: $unit,
+            get: |r| r.rusage.map(|u| u.0.$name as f64),
+        }
+    };
+}
+
+macro_rules! counter_metric {
+    ($event:literal, $label:expr, $unit:expr) => {
+        Metric {
+            name: $event,
+            label: $label,
+            unit: $unit,
+            get: |r| {
+                r.counters
+                    .as_ref()?
+                    .iter()
+                    .find(|c| c.event == $event)?
+                    .value
+            },
+        }
+    };
+}
+
+/// Every summarised metric, in table order.
+pub const METRICS: &[Metric] = &[
+    Metric {
+        name: "wall_ns",
+        label: "wall",
+        unit: Unit::Ns,
+        get: |r| r.wall_ns.map(|v| v as f64),
+    },
+    rusage_metric!(user_us, "user", Unit::Us),
+    rusage_metric!(sys_us, "sys", Unit::Us),
+    rusage_metric!(max_rss_kib, "max RSS", Unit::Kib),
+    rusage_metric!(minor_faults, "minor faults", Unit::Count),
+    rusage_metric!(major_faults, "major faults", Unit::Count),
+    rusage_metric!(block_in, "block in (512 B)", Unit::Count),
+    rusage_metric!(block_out, "block out (512 B)", Unit::Count),
+    rusage_metric!(voluntary_switches, "voluntary cs", Unit::Count),
+    rusage_metric!(involuntary_switches, "involuntary cs", Unit::Count),
+    Metric {
+        name: "read_bytes",
+        label: "read_bytes (child)",
+        unit: Unit::Bytes,
+        get: |r| {
+            r.child_io
+                .as_ref()
+                .and_then(|io| io.read_bytes)
+                .map(|v| v as f64)
+        },
+    },
+    Metric {
+        name: "rchar",
+        label: "rchar (child)",
+        unit: Unit::Bytes,
+        get: |r| {
+            r.child_io
+                .as_ref()
+                .and_then(|io| io.rchar)
+                .map(|v| v as f64)
+        },
+    },
+    Metric {
+        name: "runqueue_wait_ns",
+        label: "run-queue wait",
+        unit: Unit::Ns,
+        get: |r| {
+            r.sched
+                .as_ref()
+                .and_then(|s| s.runqueue_wait_ns)
+                .map(|v| v as f64)
+        },
+    },
+    Metric {
+        name: "resident_ratio_before",
+        label: "cached before",
+        unit: Unit::Ratio,
+        get: |r| r.cache.as_ref().and_then(|c| c.before.resident_ratio),
+    },
+    Metric {
+        name: "pgmajfault",
+        label: "pgmajfault (sys)",
+        unit: Unit::Count,
+        get: |r| {
+            r.system_delta
+                .as_ref()
+                .and_then(|d| d.pgmajfault)
+                .map(|v| v as f64)
+        },
+    },
+    Metric {
+        name: "psi_io_some_us",
+        label: "I/O pressure (sys)",
+        unit: Unit::Us,
+        get: |r| {
+            r.system_delta
+                .as_ref()
+                .and_then(|d| d.psi_io_some_us)
+                .map(|v| v as f64)
+        },
+    },
+    counter_metric!("task-clock", "task-clock", Unit::Ns),
+    counter_metric!("page-faults", "page-faults", Unit::Count),
+    counter_metric!("context-switches", "context-switches", Unit::Count),
+    counter_metric!("cpu-migrations", "cpu-migrations", Unit::Count),
+    counter_metric!("instructions", "instructions", Unit::Count),
+    counter_metric!("cycles", "cycles", Unit::Count),
+    counter_metric!("cache-references", "cache-references", Unit::Count),
+    counter_metric!("cache-misses", "cache-misses", Unit::Count),
+    counter_metric!("branch-misses", "branch-misses", Unit::Count),
+];
+
+/// Index of `max_rss_kib` in [`METRICS`] (it has an at-the-floor count).
+pub const MAX_RSS: usize = 3;

@@ -1,0 +1,258 @@
+//! One run's record as `runs.jsonl` writes it (schema [`crate::record::RUN_SCHEMA`]), and its parts.
+//! Serialize-only wire types: they hold measurements and never take them or render them.
+//!
+//! `report` reads them back as JSON values by field name. Every field name carries its unit; an
+//! absent measurement is `null`.
+#![forbid(unsafe_code)]
+
+use crate::measure::cache::Residency;
+use crate::measure::context::ProgramInfo;
+use crate::measure::floor::FloorReading;
+use crate::measure::runner::Outcome;
+use crate::measure::system::SystemDelta;
+use crate::measure::zombie::{ChildIo, ChildSched};
+use crate::serialize_struct;
+use coldtrace_syscalls::{ResourceUsage, Signal, WaitStatusKind};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+
+/// What a run was for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A warm-up: recorded, never counted.
+    Warmup,
+    /// The first counted run.
+    First,
+    /// A counted run after the first.
+    Warm,
+}
+
+impl Role {
+    /// The name used in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Warmup => "warmup",
+            Role::First => "first",
+            Role::Warm => "warm",
+        }
+    }
+}
+
+impl Serialize for Role {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// `ResourceUsage` with the record's field names.
+#[derive(Clone, Copy, Debug)]
+pub struct RusageRecord(pub ResourceUsage);
+
+impl Serialize for RusageRecord {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let u = &self.0;
+        let mut m = s.serialize_map(Some(9))?;
+        m.serialize_entry("user_us", &u.user_us)?;
+        m.serialize_entry("sys_us", &u.sys_us)?;
+        m.serialize_entry("max_rss_kib", &u.max_rss_kib)?;
+        m.serialize_entry("minor_faults", &u.minor_faults)?;
+        m.serialize_entry("major_faults", &u.major_faults)?;
+        m.serialize_entry("block_in", &u.block_in)?;
+        m.serialize_entry("block_out", &u.block_out)?;
+        m.serialize_entry("voluntary_switches", &u.voluntary_switches)?;
+        m.serialize_entry("involuntary_switches", &u.involuntary_switches)?;
+        m.end()
+    }
+}
+
+/// The outcome as its own object, tagged by `kind`.
+#[derive(Clone, Copy, Debug)]
+pub struct OutcomeRecord(pub Outcome);
+
+fn serialize_status<M: SerializeMap>(m: &mut M, kind: WaitStatusKind) -> Result<(), M::Error> {
+    match kind {
+        WaitStatusKind::Exited { code } => m.serialize_entry("code", &code),
+        WaitStatusKind::Signaled {
+            signal,
+            core_dumped,
+        } => {
+            m.serialize_entry("signal", &signal.raw())?;
+            m.serialize_entry("signal_name", &signal.to_string())?;
+            m.serialize_entry("core_dumped", &core_dumped)
+        }
+        WaitStatusKind::Stopped { signal } => m.serialize_entry("stop_signal", &signal.raw()),
+        WaitStatusKind::Continued => Ok(()),
+        WaitStatusKind::Unknown { raw } => m.serialize_entry("raw_status", &raw),
+    }
+}
+
+fn status_kind_name(kind: WaitStatusKind) -> &'static str {
+    match kind {
+        WaitStatusKind::Exited { .. } => "exited",
+        WaitStatusKind::Signaled { .. } => "signaled",
+        WaitStatusKind::Stopped { .. } => "stopped",
+        WaitStatusKind::Continued => "continued",
+        WaitStatusKind::Unknown { .. } => "unknown",
+    }
+}
+
+impl Serialize for OutcomeRecord {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        match self.0 {
+            Outcome::Finished(status) => {
+                m.serialize_entry("kind", status_kind_name(status.kind()))?;
+                serialize_status(&mut m, status.kind())?;
+            }
+            Outcome::TimedOut { status, sent } => {
+                m.serialize_entry("kind", "timed_out")?;
+                m.serialize_entry("sent_signal", &sent.to_string())?;
+                m.serialize_entry("status_kind", status_kind_name(status.kind()))?;
+                serialize_status(&mut m, status.kind())?;
+            }
+            Outcome::Unreaped { errno } => {
+                m.serialize_entry("kind", "unreaped")?;
+                m.serialize_entry("errno", &errno.raw())?;
+                m.serialize_entry("message", &errno.to_string())?;
+            }
+            Outcome::FailedToStart { stage, errno } => {
+                m.serialize_entry("kind", "failed_to_start")?;
+                m.serialize_entry("errno", &errno.raw())?;
+                m.serialize_entry("error", &errno.name())?;
+                m.serialize_entry("message", &errno.to_string())?;
+                m.serialize_entry("stage", &format!("{stage:?}"))?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// Residency of the watched files before and after a run.
+#[derive(Clone, Debug)]
+pub struct CacheRecord {
+    /// Right before the spawn (after any eviction).
+    pub before: Residency,
+    /// Right after the reap.
+    pub after: Residency,
+}
+serialize_struct!(CacheRecord { before, after });
+
+/// What was done to make the run cold.
+#[derive(Clone, Debug, Default)]
+pub struct ColdAction {
+    /// Files whose cached pages were dropped with `posix_fadvise(DONTNEED)`.
+    pub evicted_files: Option<u64>,
+    /// Their total size.
+    pub evicted_bytes: Option<u64>,
+    /// Files that could not be evicted.
+    pub evict_failed_files: Option<u64>,
+    /// Whether `drop_caches` was written.
+    pub dropped_caches: bool,
+    /// Time spent establishing the state (outside the timed window).
+    pub took_ns: u64,
+}
+serialize_struct!(ColdAction {
+    evicted_files,
+    evicted_bytes,
+    evict_failed_files,
+    dropped_caches,
+    took_ns
+});
+
+/// Artifact paths, relative to the batch directory.
+#[derive(Clone, Debug)]
+pub struct ArtifactPaths {
+    /// `runs/NNN/stdout`.
+    pub stdout: String,
+    /// `runs/NNN/stderr`.
+    pub stderr: String,
+}
+serialize_struct!(ArtifactPaths { stdout, stderr });
+
+/// Where a run sits in an interleaved comparison (absent for a one-command batch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// Which command (0-based, in the order given).
+    pub command: u64,
+    /// The round (0-based): every command runs once per round.
+    pub round: u64,
+    /// Position within the round (0-based).
+    pub position: u64,
+}
+serialize_struct!(Slot {
+    command,
+    round,
+    position
+});
+
+/// One run, as written to `runs.jsonl`.
+pub struct RunRecord<'a> {
+    /// [`crate::record::RUN_SCHEMA`].
+    pub schema: &'static str,
+    /// Position in the batch, warm-ups included, from 0.
+    pub index: u64,
+    /// warmup, first or warm.
+    pub role: Role,
+    /// `--label`.
+    pub label: Option<&'a str>,
+    /// Start time, UTC, RFC 3339.
+    pub started_at: String,
+    /// `/proc/sys/kernel/random/boot_id` at start: a reboot between runs is visible.
+    pub boot_id: Option<String>,
+    /// `/proc/uptime` at start, seconds.
+    pub uptime_s: Option<f64>,
+    /// The command as given.
+    pub argv: &'a [String],
+    /// The program as resolved through PATH (and its `#!` interpreter).
+    pub program: &'a ProgramInfo,
+    /// Working directory of the run.
+    pub cwd: &'a str,
+    /// How it ended.
+    pub outcome: OutcomeRecord,
+    /// Whether it is in the statistics.
+    pub counted: bool,
+    /// Why it failed (`null` when it succeeded).
+    pub failure_reason: Option<String>,
+    /// CLOCK_MONOTONIC, spawn → exit seen, ns.
+    pub wall_ns: Option<u64>,
+    /// wait4's usage (the child and its waited-for descendants).
+    pub rusage: Option<RusageRecord>,
+    /// `rusage.max_rss_kib` is at or below `runner.vm_hwm_kib`: it may be coldtrace's memory.
+    pub max_rss_at_floor: Option<bool>,
+    /// coldtrace's own memory right before the spawn (the floor).
+    pub runner: FloorReading,
+    /// `/proc/PID/io` of the exited child (the child alone, not descendants).
+    pub child_io: Option<ChildIo>,
+    /// `/proc/PID/schedstat` of the exited child (the child alone).
+    pub sched: Option<ChildSched>,
+    /// Residency of watched files.
+    pub cache: Option<CacheRecord>,
+    /// Eviction / cache dropping before this run.
+    pub cold_action: Option<ColdAction>,
+    /// System-wide counter deltas over the run (not the child's own).
+    pub system_delta: Option<SystemDelta>,
+    /// A signal that interrupted the batch during this run.
+    pub interrupted_by: Option<String>,
+    /// The signal that stopped the child while coldtrace waited.
+    pub stopped_by: Option<String>,
+    /// Orphaned descendants reaped after the run (subreaper / PID 1 only).
+    pub orphans_reaped: u64,
+    /// Where its stdout and stderr were kept.
+    pub artifacts: Option<ArtifactPaths>,
+    /// Command, round and position in an interleaved comparison (the field is absent for a
+    /// one-command batch).
+    pub slot: Option<Slot>,
+    /// Kernel perf counters (the field is absent without `--counters`).
+    pub counters: Option<Vec<crate::measure::perf::CounterReading>>,
+}
+
+serialize_struct!(RunRecord<'_> {
+    schema, index, role, label, started_at, boot_id, uptime_s, argv, program, cwd, outcome,
+    counted, failure_reason, wall_ns, rusage, max_rss_at_floor, runner, child_io, sched, cache,
+    cold_action, system_delta, interrupted_by, stopped_by, orphans_reaped, artifacts,
+} optional { slot, counters });
+
+/// Signal name for records.
+pub fn signal_name(signal: Option<Signal>) -> Option<String> {
+    signal.map(|s| s.to_string())
+}

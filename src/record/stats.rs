@@ -1,0 +1,236 @@
+//! Descriptive statistics: pure functions over the counted runs' values.
+//! Numbers in, numbers out; no records, no units, no rendering.
+//!
+//! The standard deviation is the *sample* standard deviation (divisor n − 1), as hyperfine
+//! reports it — not the standard error of the mean that `perf stat -r` prints after ±.
+#![forbid(unsafe_code)]
+
+/// n, min, max, mean, median and sample standard deviation of a list of values.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    /// Number of values.
+    pub n: u64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Median (mean of the two middle values for an even count).
+    pub median: f64,
+    /// Sample standard deviation (n − 1); `None` for fewer than two values.
+    pub stddev: Option<f64>,
+}
+
+crate::serialize_struct!(Summary {
+    n,
+    min,
+    max,
+    mean,
+    median,
+    stddev
+});
+
+impl Summary {
+    /// Summarises `values`; `None` when empty. NaNs are ignored.
+    pub fn of(values: &[f64]) -> Option<Summary> {
+        let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
+        if sorted.is_empty() {
+            return None;
+        }
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let mean = sorted.iter().sum::<f64>() / n as f64;
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            // Halve first: the sum of two large finite values can overflow to infinity.
+            // (Halving is exact for normal numbers, so the result is the same otherwise.)
+            sorted[n / 2 - 1] / 2.0 + sorted[n / 2] / 2.0
+        };
+        let stddev = (n >= 2).then(|| {
+            let ss: f64 = sorted.iter().map(|v| (v - mean) * (v - mean)).sum();
+            (ss / (n - 1) as f64).sqrt()
+        });
+        Some(Summary {
+            n: n as u64,
+            min: sorted[0],
+            max: sorted[n - 1],
+            mean,
+            median,
+            stddev,
+        })
+    }
+}
+
+/// `first / warm_median`, when both exist, the median is not zero and the quotient is finite
+/// (a huge value over a tiny one overflows to infinity, which is no ratio to show).
+pub fn ratio(first: Option<f64>, warm_median: Option<f64>) -> Option<f64> {
+    match (first, warm_median) {
+        (Some(f), Some(w)) if w != 0.0 && f.is_finite() && w.is_finite() => {
+            Some(f / w).filter(|r| r.is_finite())
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn small_known_cases() {
+        let s = Summary::of(&[3.0, 1.0, 2.0, 10.0]).unwrap();
+        assert_eq!(
+            (s.n, s.min, s.max, s.mean, s.median),
+            (4, 1.0, 10.0, 4.0, 2.5)
+        );
+        let sd = s.stddev.unwrap();
+        assert!((sd - (50.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert_eq!(Summary::of(&[]), None);
+        assert_eq!(Summary::of(&[5.0]).unwrap().stddev, None);
+        assert_eq!(ratio(Some(3.0), Some(2.0)), Some(1.5));
+        assert_eq!(ratio(Some(3.0), Some(0.0)), None);
+        assert_eq!(ratio(Some(1e300), Some(1e-300)), None);
+        assert_eq!(Summary::of(&[f64::MAX, f64::MAX]).unwrap().median, f64::MAX);
+    }
+
+    proptest! {
+        #[test]
+        fn order_invariants(values in proptest::collection::vec(-1e12f64..1e12, 1..200)) {
+            let s = Summary::of(&values).unwrap();
+            prop_assert_eq!(s.n as usize, values.len());
+            prop_assert!(s.min <= s.median && s.median <= s.max);
+            prop_assert!(s.min <= s.mean + 1e-3 && s.mean <= s.max + 1e-3);
+            if let Some(sd) = s.stddev { prop_assert!(sd >= 0.0); }
+            let mut reversed = values.clone();
+            reversed.reverse();
+            prop_assert_eq!(Summary::of(&reversed).unwrap().median, s.median);
+        }
+
+        #[test]
+        fn constant_series_has_zero_spread(v in -1e9f64..1e9, n in 2usize..50) {
+            let s = Summary::of(&vec![v; n]).unwrap();
+            prop_assert_eq!(s.median, v);
+            prop_assert!(s.stddev.unwrap().abs() < 1e-6 * v.abs().max(1.0));
+        }
+    }
+}
+
+/// SplitMix64: a small, seedable generator (for resampling and shuffling; not cryptographic).
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator from `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform index below `n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
+    }
+
+    /// Shuffles `items` in place (Fisher–Yates).
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i + 1);
+            items.swap(i, j);
+        }
+    }
+}
+
+fn median_of(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// A percentile-bootstrap confidence interval for `median(other) / median(base)`: each of the
+/// `resamples` rounds draws both samples with replacement (independently), and the interval is
+/// the (1−level)/2 and (1+level)/2 quantiles of the resampled ratios. `None` when either side has
+/// fewer than two values or a resampled base median is 0.
+pub fn bootstrap_ratio_ci(
+    base: &[f64],
+    other: &[f64],
+    resamples: usize,
+    level: f64,
+    seed: u64,
+) -> Option<(f64, f64)> {
+    if base.len() < 2 || other.len() < 2 || resamples == 0 {
+        return None;
+    }
+    let mut rng = SplitMix64::new(seed);
+    let mut a = vec![0.0; base.len()];
+    let mut b = vec![0.0; other.len()];
+    let mut ratios = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        for slot in a.iter_mut() {
+            *slot = base[rng.below(base.len())];
+        }
+        for slot in b.iter_mut() {
+            *slot = other[rng.below(other.len())];
+        }
+        let denominator = median_of(&mut a);
+        if denominator == 0.0 {
+            return None;
+        }
+        ratios.push(median_of(&mut b) / denominator);
+    }
+    ratios.sort_by(f64::total_cmp);
+    let quantile =
+        |q: f64| ratios[((q * (resamples - 1) as f64).round() as usize).min(resamples - 1)];
+    Some((quantile((1.0 - level) / 2.0), quantile((1.0 + level) / 2.0)))
+}
+
+#[cfg(test)]
+mod bootstrap_tests {
+    use super::*;
+
+    #[test]
+    fn a_doubled_sample_has_an_interval_around_two() {
+        let base: Vec<f64> = (0..20).map(|i| 50.0 + (i % 5) as f64).collect();
+        let other: Vec<f64> = base.iter().map(|v| v * 2.0).collect();
+        let (lo, hi) = bootstrap_ratio_ci(&base, &other, 2000, 0.95, 1).unwrap();
+        assert!(lo > 1.8 && hi < 2.2 && lo <= 2.0 && 2.0 <= hi, "{lo}..{hi}");
+    }
+
+    #[test]
+    fn the_same_sample_has_an_interval_containing_one() {
+        let base: Vec<f64> = (0..20).map(|i| 50.0 + (i * 7 % 11) as f64).collect();
+        let (lo, hi) = bootstrap_ratio_ci(&base, &base, 2000, 0.95, 7).unwrap();
+        assert!(lo <= 1.0 && 1.0 <= hi, "{lo}..{hi}");
+    }
+
+    #[test]
+    fn too_few_values_give_no_interval() {
+        assert_eq!(bootstrap_ratio_ci(&[1.0], &[1.0, 2.0], 100, 0.95, 1), None);
+    }
+
+    #[test]
+    fn shuffle_is_a_seeded_permutation() {
+        let mut a: Vec<u32> = (0..10).collect();
+        let mut b = a.clone();
+        SplitMix64::new(42).shuffle(&mut a);
+        SplitMix64::new(42).shuffle(&mut b);
+        assert_eq!(a, b);
+        let mut sorted = a.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..10).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,133 @@
+//! Words of a command: shell-style splitting (no shell is ever run), quoting back for display,
+//! escaping control characters. A leaf: it depends on nothing in the crate.
+//!
+//! Supported: blanks separate words; `'…'` is literal; `"…"` is literal except for `\"`, `\\`,
+//! `\$` and `` \` ``; a backslash outside quotes escapes the next character. Not supported, and
+//! kept literal: variables, globbing, `~`, operators — the command is executed directly.
+#![forbid(unsafe_code)]
+
+/// Splits `text` into words; an unbalanced quote or a trailing backslash is an error.
+pub fn split(text: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err(format!("unbalanced single quote in {text:?}")),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
+                            Some(c) => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                            None => return Err(format!("unbalanced double quote in {text:?}")),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err(format!("unbalanced double quote in {text:?}")),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some(c) => {
+                    in_word = true;
+                    word.push(c);
+                }
+                None => return Err(format!("trailing backslash in {text:?}")),
+            },
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+/// `text` with control characters written as Rust escapes (`\n`, `\u{1b}`), so that a value
+/// quoted in a one-line message or a table cell (an argument, a label read from a damaged
+/// file) cannot break the line or drive the terminal.
+pub fn escape_controls(text: &str) -> String {
+    let mut line = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            line.extend(c.escape_default());
+        } else {
+            line.push(c);
+        }
+    }
+    line
+}
+
+/// Quotes words for display so that [`split`] (and a shell) gives them back.
+pub fn quote(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn splits_like_a_shell() {
+        assert_eq!(
+            split(r#"python3.11 -c "import json""#).unwrap(),
+            ["python3.11", "-c", "import json"]
+        );
+        assert_eq!(split(r"a\ b 'c d' e").unwrap(), ["a b", "c d", "e"]);
+        assert_eq!(split(r#""a\"b" '' x"#).unwrap(), ["a\"b", "", "x"]);
+        assert_eq!(split("  ").unwrap(), Vec::<String>::new());
+        assert!(split("echo 'oops")
+            .unwrap_err()
+            .contains("unbalanced single quote"));
+        assert!(split("echo \"oops")
+            .unwrap_err()
+            .contains("unbalanced double quote"));
+        assert!(split("echo \\").unwrap_err().contains("trailing backslash"));
+        assert_eq!(escape_controls("a\nb\u{1b}[31m"), "a\\nb\\u{1b}[31m");
+    }
+
+    proptest! {
+        #[test]
+        fn quote_then_split_gives_the_words_back(words in proptest::collection::vec(".*", 1..6)) {
+            prop_assert_eq!(split(&quote(&words)).unwrap(), words);
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! What a person sees: the tables of a batch, a comparison, a report and the context, the
+//! progress line, human units. Renderers take outcomes and records; they never run anything.
+#![forbid(unsafe_code)]
+
+pub mod compare;
+pub mod context;
+pub mod progress;
+pub mod report;
+pub mod style;
+pub mod table;
+pub mod units;

@@ -1,0 +1,216 @@
+//! The table of one batch (or a single run) on stderr: first run against the warm runs, metric
+//! by metric, then what was rejected and the context. It renders an outcome; it computes nothing.
+#![forbid(unsafe_code)]
+
+use crate::batch::BatchOutcome;
+use crate::record::metrics::{Metric, MAX_RSS, METRICS};
+use crate::record::summary::MetricSummary;
+use crate::view::style::Style;
+use crate::view::units::{human, human_uptime};
+use std::fmt::Write;
+
+/// Eight-level bars for a series, bucketed to at most `width` columns (bucket maximum).
+pub fn sparkline(values: &[f64], width: usize) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    if values.is_empty() || width == 0 {
+        return String::new();
+    }
+    let per = values.len().div_ceil(width);
+    let buckets: Vec<f64> = values
+        .chunks(per)
+        .map(|c| c.iter().copied().fold(f64::MIN, f64::max))
+        .collect();
+    let lo = buckets.iter().copied().fold(f64::MAX, f64::min);
+    let hi = buckets.iter().copied().fold(f64::MIN, f64::max);
+    buckets
+        .iter()
+        .map(|&v| {
+            let level = if hi > lo {
+                ((v - lo) / (hi - lo) * 7.0).round() as usize
+            } else {
+                0
+            };
+            BARS[level.min(7)]
+        })
+        .collect()
+}
+
+fn row_visible(summary: &MetricSummary) -> bool {
+    let any = |s: &Option<crate::record::stats::Summary>| s.is_some_and(|s| s.max > 0.0);
+    summary.all.is_some()
+        && (matches!(
+            summary.name,
+            "wall_ns" | "user_us" | "sys_us" | "max_rss_kib" | "major_faults" | "block_in"
+        ) || any(&summary.all))
+}
+
+/// The table for a batch (or a single run), with its context lines.
+pub fn table(outcome: &BatchOutcome, title: &str, colour: bool) -> String {
+    let style = Style { on: colour };
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", style.bold(title));
+    metric_rows(&mut out, outcome, &style);
+    strip_and_floor(&mut out, outcome);
+    rejected_lines(&mut out, outcome, &style);
+    context_lines(&mut out, outcome, &style);
+    out
+}
+
+/// The header and one row per visible metric.
+fn metric_rows(out: &mut String, outcome: &BatchOutcome, style: &Style) {
+    let has_warm = outcome.summaries.iter().any(|s| s.warm.is_some());
+    if has_warm {
+        let _ = writeln!(
+            out,
+            "  {:<20} {:>11} {:>12} {:>25} {:>8}",
+            "metric", "first", "warm median", "warm min … max", "first/warm"
+        );
+    } else {
+        let _ = writeln!(out, "  {:<20} {:>11}", "metric", "value");
+    }
+    for (summary, metric) in outcome.summaries.iter().zip(METRICS) {
+        if !row_visible(summary) {
+            continue;
+        }
+        let line = metric_row(summary, metric, has_warm, style);
+        let _ = writeln!(out, "{line}");
+    }
+}
+
+fn metric_row(summary: &MetricSummary, metric: &Metric, has_warm: bool, style: &Style) -> String {
+    let first = summary
+        .first
+        .map_or("—".into(), |s| human(metric.unit, s.median));
+    let floor_note = |count: u64| if count > 0 { " ≤ floor" } else { "" };
+    let at = summary.runs_at_floor;
+    let first = format!("{first}{}", at.map_or("", |a| floor_note(a.first)));
+    if !has_warm {
+        return format!("  {:<20} {:>11}", metric.label, first);
+    }
+    let (median, range) = match summary.warm {
+        Some(w) => (
+            format!(
+                "{}{}",
+                human(metric.unit, w.median),
+                at.map_or("", |a| floor_note(a.warm))
+            ),
+            format!(
+                "{} … {}",
+                human(metric.unit, w.min),
+                human(metric.unit, w.max)
+            ),
+        ),
+        None => ("—".into(), "—".into()),
+    };
+    let ratio = summary
+        .first_to_warm_median
+        .map_or("—".into(), |r| format!("{r:.2}×"));
+    let ratio = if summary.first_to_warm_median.is_some_and(|r| r >= 1.5) {
+        style.warn(&ratio)
+    } else {
+        ratio
+    };
+    format!(
+        "  {:<20} {:>11} {:>12} {:>25} {:>8}",
+        metric.label, first, median, range, ratio
+    )
+}
+
+/// The strip of wall times, and the runs whose max RSS is at the runner's floor.
+fn strip_and_floor(out: &mut String, outcome: &BatchOutcome) {
+    if outcome.walls_ns.len() > 1 {
+        let _ = writeln!(
+            out,
+            "  wall per run         {}",
+            sparkline(&outcome.walls_ns, 60)
+        );
+    }
+    if let Some(at) = outcome.summaries.get(MAX_RSS).and_then(|s| s.runs_at_floor) {
+        if at.all > 0 {
+            let _ = writeln!(
+                out,
+                "  ≤ floor: {} of {} runs' max RSS is not above coldtrace's own peak RSS, so it may be the runner's, not the command's",
+                at.all, outcome.counts.counted
+            );
+        }
+    }
+}
+
+/// How a single run ended, or which runs of a batch were rejected (with the last stderr lines).
+fn rejected_lines(out: &mut String, outcome: &BatchOutcome, style: &Style) {
+    let failed = &outcome.failed;
+    if let Some(single) = &outcome.single_outcome {
+        let _ = writeln!(out, "  outcome: {single}");
+        return;
+    }
+    if failed.is_empty() {
+        let _ = writeln!(out, "  rejected: none");
+        return;
+    }
+    let rejected: Vec<String> = failed
+        .iter()
+        .map(|f| format!("#{} {}", f.index, f.reason))
+        .collect();
+    let verb = if failed.iter().all(|f| f.counted) {
+        "failed (counted, --ignore-failure)"
+    } else {
+        "rejected"
+    };
+    let _ = writeln!(
+        out,
+        "  {}: {} of {} — {}",
+        style.warn(verb),
+        failed.len(),
+        outcome.counts.recorded,
+        rejected.join("; ")
+    );
+    if let Some(tail) = failed.iter().rev().find_map(|f| f.stderr_tail.as_deref()) {
+        let _ = writeln!(out, "  last lines of the failed run's stderr:");
+        for line in tail.lines() {
+            let _ = writeln!(out, "    | {line}");
+        }
+    }
+}
+
+/// The machine, interruption or early stop, and where the records are.
+fn context_lines(out: &mut String, outcome: &BatchOutcome, style: &Style) {
+    let sys = &outcome.context.system;
+    let boot = sys
+        .boot_id
+        .as_deref()
+        .map_or("?".to_string(), |b| b.chars().take(8).collect());
+    let uptime = sys.uptime_s.map_or("?".to_string(), human_uptime);
+    let _ = writeln!(
+        out,
+        "  context: boot {boot}, up {uptime}, kernel {}, {} CPUs",
+        sys.kernel_release.as_deref().unwrap_or("?"),
+        sys.cpu_count.map_or("?".to_string(), |n| n.to_string())
+    );
+    if let Some(sig) = outcome.interrupted_by {
+        let _ = writeln!(out, "  {}", style.interrupted(sig));
+    }
+    if let Some(reason) = &outcome.stopped_reason {
+        let _ = writeln!(out, "  {}", style.warn(&format!("stopped: {reason}")));
+    }
+    if let Some(dir) = &outcome.out_dir {
+        let _ = writeln!(
+            out,
+            "  records: {}/runs.jsonl, summary: {}/batch.json",
+            dir.display(),
+            dir.display()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparkline_marks_the_slow_first_run() {
+        let s = sparkline(&[10.0, 1.0, 1.0, 1.0], 60);
+        assert_eq!(s, "█▁▁▁");
+        assert_eq!(sparkline(&[1.0; 200], 50).chars().count(), 50);
+        assert_eq!(sparkline(&[], 10), "");
+    }
+}
