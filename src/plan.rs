@@ -66,6 +66,9 @@ pub struct ColdPlan {
 /// A validated measurement plan.
 #[derive(Clone, Debug)]
 pub struct Plan {
+    /// What to say once before the runs about how the request was read (an option given
+    /// twice, and which value is used).
+    pub notices: Vec<String>,
     /// The command as given: argv\[0\] and its arguments.
     pub argv: Vec<OsString>,
     /// The program file, resolved through PATH in the parent (absolute or as given with a `/`).
@@ -118,6 +121,8 @@ impl Plan {
 /// Several commands measured in one batch, interleaved round-robin.
 #[derive(Clone, Debug)]
 pub struct ComparePlan {
+    /// What to say once before the runs about how the request was read.
+    pub notices: Vec<String>,
     /// One plan per command, in the order given (the first is the baseline). Each plan's
     /// `out_dir` is its own directory under the comparison's.
     pub plans: Vec<Plan>,

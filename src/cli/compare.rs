@@ -3,28 +3,28 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::{run_compare, Signals};
-use crate::cli::options::{pico, raw_flags, split_at_separator, wants_help, RawRun};
+use crate::cli::args;
+use crate::cli::options::{raw_flags, RawRun};
 use crate::cli::run::check_run;
+use crate::cli::table::Sub;
 use crate::cli::{help, json_line, usage, Command, Output, UsageError};
 use crate::plan::ComparePlan;
 use crate::view::progress::ProgressLine;
 use crate::view::style::use_colour;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// Parses `coldtrace compare [OPTIONS] 'CMD A' 'CMD B'…`.
 pub fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
-    let (flags, after, had_separator) = split_at_separator(args);
-    if wants_help(&flags) {
-        return Ok(Command::Help(help::COMPARE_HELP));
+    let read = args::read(Sub::Compare, args)?;
+    if let Some(kind) = read.help {
+        return Ok(Command::Help(help::help(Sub::Compare, kind)));
     }
-    let mut p = pico_args::Arguments::from_vec(flags);
-    let shuffle: Option<String> = p
-        .opt_value_from_os_str("--shuffle", |s: &OsStr| -> Result<String, String> {
-            Ok(s.to_string_lossy().into_owned())
-        })
-        .map_err(pico)?;
-    let shuffle_seed = shuffle
+    if read.version {
+        return Ok(Command::Version);
+    }
+    let shuffle_seed = read
+        .text("--shuffle")
         .map(|text| {
             text.parse::<u64>().map_err(|_| {
                 usage(format!(
@@ -33,23 +33,21 @@ pub fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
             })
         })
         .transpose()?;
-    let raw = raw_flags(&mut p)?;
-    let mut commands = Vec::new();
-    for arg in p.finish().into_iter().chain(after) {
-        let text = arg.to_string_lossy().into_owned();
-        if !had_separator && text.starts_with('-') {
-            return Err(usage(format!(
-                "unknown option '{text}'; see `coldtrace compare --help`"
-            )));
-        }
-        commands.push(text);
-    }
+    let raw = raw_flags(&read);
+    let commands: Vec<String> = read
+        .operands
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     if commands.len() < 2 {
         return Err(usage(
             "compare needs at least two commands, each one argument, e.g. coldtrace compare -n 10 'python3.11 -c \"import json\"' 'python3.12 -c \"import json\"'",
         ));
     }
-    let out_dir = raw.out.clone().map(PathBuf::from);
+    if let Some((spelled, dir)) = &raw.out {
+        args::check_out_dir(spelled, dir)?;
+    }
+    let out_dir = raw.out.clone().map(|(_, dir)| PathBuf::from(dir));
     let (json, quiet) = (raw.json, raw.quiet);
     let mut plans = Vec::with_capacity(commands.len());
     for (i, text) in commands.iter().enumerate() {
@@ -65,9 +63,11 @@ pub fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
             command: words.into_iter().map(OsString::from).collect(),
             ..raw.clone_flags()
         };
-        one.out = out_dir
-            .as_ref()
-            .map(|d| d.join("commands").join(format!("{i:02}")).into_os_string());
+        one.out = out_dir.as_ref().map(|d| {
+            let dir = d.join("commands").join(format!("{i:02}"));
+            ("--out".to_string(), dir.into_os_string())
+        });
+        one.notices = Vec::new();
         one.label = Some(match &raw.label {
             Some(label) => format!("{label}: {text}"),
             None => text.clone(),
@@ -82,6 +82,7 @@ pub fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
         plans.push(check_run(one)?);
     }
     Ok(Command::Compare(Box::new(ComparePlan {
+        notices: raw.notices,
         plans,
         out_dir,
         shuffle_seed,

@@ -2,25 +2,30 @@
 //! It dispatches; reading the machine is measure's, drawing it the view's.
 #![forbid(unsafe_code)]
 
-use crate::cli::options::wants_help;
+use crate::cli::args;
+use crate::cli::table::Sub;
 use crate::cli::{help, usage, Command, Output, UsageError};
 use crate::record::context::ContextDocument;
 use std::ffi::OsString;
 
 /// Parses `coldtrace context [--json]`.
 pub fn parse_context(args: Vec<OsString>) -> Result<Command, UsageError> {
-    if wants_help(&args) {
-        return Ok(Command::Help(help::CONTEXT_HELP));
+    let read = args::read(Sub::Context, args)?;
+    if let Some(kind) = read.help {
+        return Ok(Command::Help(help::help(Sub::Context, kind)));
     }
-    let mut p = pico_args::Arguments::from_vec(args);
-    let json = p.contains("--json");
-    if let Some(extra) = p.finish().first() {
+    if read.version {
+        return Ok(Command::Version);
+    }
+    if let Some(extra) = read.operands.first() {
         return Err(usage(format!(
             "context takes only --json, got '{}'",
             extra.to_string_lossy()
         )));
     }
-    Ok(Command::Context { json })
+    Ok(Command::Context {
+        json: read.has("--json"),
+    })
 }
 
 /// Reads the context and renders it.

@@ -1,118 +1,198 @@
-//! The help texts of coldtrace and its subcommands.
-//! Text only; what the options do is decided in the subcommands' parsers.
+//! The help texts, generated from the option table: `-h` one line per option, `--help` with
+//! each option's details. Text only; what an option means is declared in `table.rs`.
 #![forbid(unsafe_code)]
 
+use crate::cli::args::HelpKind;
+use crate::cli::table::{self, Category, OptSpec, Sub};
+use std::fmt::Write;
+
+/// Human output fits this many columns.
+const WIDTH: usize = 80;
+/// Where the one-line help starts in `-h`.
+const HELP_COLUMN: usize = 26;
+/// The indent of an option's details in `--help`.
+const DETAIL_INDENT: usize = 10;
+
 /// The top-level help.
-pub const HELP: &str = "\
-coldtrace — run a command and record exactly how it ran
+pub fn top_help() -> String {
+    let mut out =
+        String::from("coldtrace — run a command and record exactly how it ran\n\nUsage:\n");
+    for s in table::subcommands() {
+        let _ = writeln!(out, "  coldtrace {}", s.usage);
+    }
+    out.push_str("  coldtrace help SUBCOMMAND | --help | --version\n\nSubcommands:\n");
+    for s in table::subcommands() {
+        let _ = writeln!(out, "  {:<10}{}", s.name, s.summary);
+    }
+    out.push('\n');
+    out.push_str(&wrap(
+        "Every run is measured through the kernel's own accounting (wait4's rusage for that \
+         run alone), timed on CLOCK_MONOTONIC from just before the spawn to the moment its exit \
+         is seen. `coldtrace SUBCOMMAND --help` lists a subcommand's options.",
+        0,
+    ));
+    out.push_str(
+        "\nExit codes (GNU time's conventions):\n  \
+         single run   the command's exit code; 128+N if it died of signal N\n  \
+         batch        0 every counted run succeeded; 1 a run rejected, --prepare failed\n  \
+         127 command not found   126 found but not executable   125 coldtrace's error\n  \
+         130 interrupted by SIGINT (128+N for signal N)\n",
+    );
+    out
+}
 
-Usage:
-  coldtrace run [OPTIONS] -- COMMAND [ARG...]   measure COMMAND (see `coldtrace run --help`)
-  coldtrace compare [OPTIONS] 'CMD A' 'CMD B'…  measure commands interleaved (A B A B …)
-  coldtrace report [--json|--markdown] DIR...   compare batch directories
-  coldtrace context [--json]                    print this machine's context block
-  coldtrace --help | --version
+/// The help of `sub`: `-h` one line per option, `--help` each option's details too.
+pub fn help(sub: Sub, kind: HelpKind) -> String {
+    let spec = table::subcommand(sub);
+    let mut out = format!(
+        "coldtrace {} — {}\n\nUsage: coldtrace {}\n\n",
+        spec.name, spec.summary, spec.usage
+    );
+    out.push_str(&wrap(spec.about, 0));
+    for category in Category::ALL {
+        let options: Vec<&OptSpec> = table::options_of(sub)
+            .filter(|o| o.category == category)
+            .collect();
+        if options.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{}:", category.title());
+        for o in options {
+            match kind {
+                HelpKind::Short => out.push_str(&short_entry(o)),
+                HelpKind::Long => out.push_str(&long_entry(o)),
+            }
+        }
+    }
+    if !spec.epilogue.is_empty() {
+        out.push('\n');
+        out.push_str(&wrap(spec.epilogue, 0));
+    }
+    if kind == HelpKind::Short {
+        out.push_str("\n(--help shows each option's details)\n");
+    }
+    out
+}
 
-Every run is measured through the kernel's own accounting (wait4's rusage for that run alone),
-timed on CLOCK_MONOTONIC from just before the spawn to the moment its exit is seen.
+/// The option's names, aligned as in most tools: a long-only option is indented past `-x, `.
+fn names(o: &OptSpec) -> String {
+    let pad = if o.shorts.is_empty() { "    " } else { "" };
+    format!("  {pad}{}", o.synopsis())
+}
 
-Exit codes (GNU time's conventions):
-  single run   the command's exit code; 128+N if it died of signal N
-  batch        0 every counted run succeeded; 1 a run was rejected (or --prepare failed)
-  127 command not found   126 found but not executable   125 coldtrace's own error
-  130 interrupted by SIGINT (128+N for signal N)
-";
+/// `  -n, --runs N            counted runs (default 1)`, the help on the next line when the
+/// names are too long for the column.
+fn short_entry(o: &OptSpec) -> String {
+    let names = names(o);
+    let help = wrap(o.help, HELP_COLUMN);
+    let help = help.trim_start();
+    if names.chars().count() + 2 <= HELP_COLUMN {
+        format!("{names:<HELP_COLUMN$}{help}")
+    } else {
+        format!("{names}\n{:HELP_COLUMN$}{help}", "")
+    }
+}
 
-/// `coldtrace run --help`.
-pub const RUN_HELP: &str = "\
-coldtrace run — measure a command, once or as a batch
+/// The names, then the description indented below them.
+fn long_entry(o: &OptSpec) -> String {
+    format!("{}\n{}", names(o), wrap(o.description, DETAIL_INDENT))
+}
 
-Usage: coldtrace run [OPTIONS] -- COMMAND [ARG...]
+/// `text` wrapped at [`WIDTH`] columns, every line indented by `indent`, ending in a newline.
+pub(crate) fn wrap(text: &str, indent: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let fits = indent + line.chars().count() + 1 + word.chars().count() <= WIDTH;
+        if !line.is_empty() && !fits {
+            let _ = writeln!(out, "{:indent$}{line}", "");
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        let _ = writeln!(out, "{:indent$}{line}", "");
+    }
+    out
+}
 
-No shell is involved: COMMAND is looked up in PATH and executed directly.
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-Options:
-  -n, --runs N            counted runs (default 1)
-      --warmup N          runs before the counted ones, recorded but never counted.
-                          Warm-ups destroy the cold first run: the first counted run
-                          is then warm too.
-  -o, --out DIR           batch directory (must not exist or be empty): runs.jsonl,
-                          runs/NNN/{stdout,stderr}, batch.json
-      --json              print the record (one run) or the batch summary as JSON on stdout
-                          (a single run inherits stdout: add --output null to keep them apart)
-      --output MODE       child's stdout/stderr: inherit | null | file
-                          (default: inherit for one run without --out, file with --out,
-                          null for a batch without --out)
-      --stdin MODE        null | inherit | FILE (default: inherit for one run, else null)
-      --timeout SECONDS   per-run limit: SIGTERM, then SIGKILL after --kill-after
-      --kill-after SECONDS  grace period after SIGTERM (default 2)
-      --prepare CMD       run `/bin/sh -c CMD` before every run, not measured;
-                          if it fails the batch stops
-      --ignore-failure    count failed runs too (they are marked failed)
-      --label TEXT        stored in every record and shown by `report`
-  -q, --quiet             no table, progress or notices on stderr
-      --minimal           only wall time, rusage and the floor: skip the /proc reads around
-                          each run (system-wide deltas, the child's io/schedstat, boot ID
-                          and uptime per run), which cost ~100 µs per run
+    fn every_text() -> Vec<(String, String)> {
+        let mut texts = vec![("top".to_string(), top_help())];
+        for s in table::subcommands() {
+            for kind in [HelpKind::Short, HelpKind::Long] {
+                texts.push((format!("{} {kind:?}", s.name), help(s.sub, kind)));
+            }
+        }
+        texts
+    }
 
-Cold state (before every counted run, or the first only):
-      --evict PATH        drop the page cache of every file under PATH (repeatable;
-                          no root needed; PATH is watched too)
-      --drop-caches       sync and drop the whole page cache, dentries and inodes (root)
-      --cold-first-only   evict / drop before the first counted run only
-      --watch PATH        measure page-cache residency of files under PATH before and
-                          after every run (repeatable)
+    #[test]
+    fn every_line_fits_80_columns() {
+        for (name, text) in every_text() {
+            for line in text.lines() {
+                assert!(line.chars().count() <= WIDTH, "{name}: {line:?}");
+            }
+        }
+    }
 
-Kernel counters (perf_event_open, counted from the command's exec to its exit, its threads
-and descendants included; nothing coldtrace does before the exec is counted):
-      --counters          task-clock, page-faults, context-switches, cpu-migrations, and the
-                          hardware events instructions, cycles, cache-references,
-                          cache-misses, branch-misses where the CPU exposes them
-      --events LIST       choose them, comma-separated (implies --counters)
+    #[test]
+    fn every_help_lists_every_option_its_subcommand_takes() {
+        for s in table::subcommands() {
+            for kind in [HelpKind::Short, HelpKind::Long] {
+                let text = help(s.sub, kind);
+                for o in table::options_of(s.sub) {
+                    assert!(
+                        text.contains(&o.synopsis()),
+                        "{} {kind:?}: {}",
+                        s.name,
+                        o.long
+                    );
+                    let wanted = if kind == HelpKind::Short {
+                        o.help
+                    } else {
+                        o.description
+                    };
+                    let first_words: String = wanted
+                        .split_whitespace()
+                        .take(3)
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    assert!(text.contains(&first_words), "{}: {}", s.name, o.long);
+                }
+            }
+        }
+        let compare = help(Sub::Compare, HelpKind::Short);
+        assert!(compare.contains("--shuffle SEED") && compare.contains("--evict PATH"));
+        assert!(!help(Sub::Run, HelpKind::Short).contains("--shuffle"));
+    }
 
-Exit codes: a single run exits with the command's code (128+N for signal N);
-a batch exits 0 when every counted run succeeded, 1 when any was rejected;
-127 not found, 126 not executable, 125 coldtrace's own error, 130 interrupted.
-";
+    #[test]
+    fn the_top_help_names_every_subcommand() {
+        let text = top_help();
+        for s in table::subcommands() {
+            assert!(
+                text.contains(&format!("coldtrace {}", s.usage)),
+                "{}",
+                s.name
+            );
+        }
+    }
 
-/// `coldtrace compare --help`.
-pub const COMPARE_HELP: &str = "\
-coldtrace compare — several commands in one batch, interleaved
-
-Usage: coldtrace compare [OPTIONS] [--] 'COMMAND A' 'COMMAND B' ...
-
-Each COMMAND is one argument, split into words as a shell would (quotes and backslashes;
-no shell is run, so no variables or globs). Runs are interleaved round-robin — A B A B … —
-so that drift of the machine lands on every command alike; --shuffle SEED randomises the
-order within each round (seeded, reproducible). Each command keeps its own first run and
-its own records, artifacts and summary under DIR/commands/NN/; DIR/batch.json adds, for
-every metric, each command's warm median divided by the first command's, with a 95%
-bootstrap confidence interval (percentile method, 2000 resamples of each command's warm
-runs), and a verdict in words only when the interval excludes 1.
-
-Options: every option of `coldtrace run` (-n, --warmup, -o, --json, --output, --stdin,
---timeout, --kill-after, --prepare, --ignore-failure, --label, -q, --evict, --drop-caches,
---cold-first-only, --watch) applies to each command's runs as it does to a single
-command's; plus
-      --shuffle SEED      random order within each round, from SEED (a whole number)
-";
-
-/// `coldtrace report --help`.
-pub const REPORT_HELP: &str = "\
-coldtrace report — one row per batch directory
-
-Usage: coldtrace report [--json | --markdown] DIR...
-
-Reads complete, interrupted or truncated batches (a cut last line of runs.jsonl is
-skipped with a notice). Flags the first batch on each boot and kernel changes.
-";
-
-/// `coldtrace context --help`.
-pub const CONTEXT_HELP: &str = "\
-coldtrace context — the machine's context block
-
-Usage: coldtrace context [--json]
-
-Kernel, boot ID, uptime, CPU, memory, load, and which measurements are available here
-(cachestat, PSI, drop_caches permission, task I/O accounting, clear_refs).
-";
+    #[test]
+    fn wrap_breaks_between_words_and_indents() {
+        assert_eq!(wrap("a b", 2), "  a b\n");
+        let long = "word ".repeat(40);
+        let wrapped = wrap(&long, 4);
+        assert!(wrapped.lines().count() > 1);
+        assert!(wrapped
+            .lines()
+            .all(|l| l.starts_with("    word") && l.len() <= WIDTH));
+    }
+}

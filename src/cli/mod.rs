@@ -5,12 +5,14 @@
 //! code 125.
 #![forbid(unsafe_code)]
 
+pub mod args;
 mod compare;
 mod context;
 pub mod help;
 mod options;
 mod report;
 mod run;
+pub mod table;
 
 pub use options::{MAX_RUNS, MAX_TIMEOUT_S};
 pub use report::ReportArgs;
@@ -35,7 +37,7 @@ pub enum Command {
         json: bool,
     },
     /// `--help` text to print (top level or a subcommand's).
-    Help(&'static str),
+    Help(String),
     /// `--version`.
     Version,
 }
@@ -68,19 +70,28 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, UsageError> {
     let first = first.to_string_lossy().into_owned();
     let rest = args[1..].to_vec();
     match first.as_str() {
-        "-h" | "--help" | "help" => Ok(Command::Help(help::HELP)),
+        "-h" | "--help" => Ok(Command::Help(help::top_help())),
+        "help" => help_for(&rest),
         "-V" | "--version" => Ok(Command::Version),
         "run" => run::parse_run(rest),
         "compare" => compare::parse_compare(rest),
         "report" => report::parse_report(rest),
         "context" => context::parse_context(rest),
-        other if other.starts_with('-') => Err(usage(format!(
-            "unknown option '{other}' before the subcommand; see `coldtrace --help`"
-        ))),
-        other => Err(usage(format!(
-            "unknown subcommand '{other}'; expected run, report or context (see `coldtrace --help`)"
-        ))),
+        other if other.starts_with('-') => Err(args::option_before_subcommand(other)),
+        other => Err(args::unknown_subcommand(other)),
     }
+}
+
+/// `coldtrace help [SUBCOMMAND]`.
+fn help_for(rest: &[OsString]) -> Result<Command, UsageError> {
+    let Some(name) = rest.first() else {
+        return Ok(Command::Help(help::top_help()));
+    };
+    let name = name.to_string_lossy();
+    table::subcommands()
+        .find(|s| s.name == name)
+        .map(|s| Command::Help(help::help(s.sub, args::HelpKind::Long)))
+        .ok_or_else(|| args::unknown_subcommand(&name))
 }
 
 /// What `main` prints on stdout and exits with.
@@ -102,10 +113,25 @@ pub fn execute(command: Command) -> Result<Output, BatchError> {
             stdout: format!("coldtrace {}\n", env!("CARGO_PKG_VERSION")),
             exit_code: 0,
         }),
-        Command::Run(plan) => run::execute_run(&plan),
-        Command::Compare(plan) => compare::execute_compare(&plan),
+        Command::Run(plan) => {
+            say_notices(&plan.notices, plan.quiet);
+            run::execute_run(&plan)
+        }
+        Command::Compare(plan) => {
+            say_notices(&plan.notices, plan.quiet);
+            compare::execute_compare(&plan)
+        }
         Command::Report(args) => report::execute_report(&args),
         Command::Context { json } => Ok(context::execute_context(json)),
+    }
+}
+
+/// What to say once, before anything runs, about how the flags were read.
+fn say_notices(notices: &[String], quiet: bool) {
+    if !quiet {
+        for notice in notices {
+            eprintln!("coldtrace: {notice}");
+        }
     }
 }
 
@@ -201,23 +227,37 @@ mod tests {
     #[test]
     fn echoed_values_stay_on_one_line() {
         assert_eq!(
-            error(&["run", "-n", "1\n2", "--", "x"]),
+            error(&["run", "--runs", "1\n2", "--", "x"]),
             "-n/--runs: expected a whole number from 1 to 10000000, got '1\\n2'"
+        );
+        assert_eq!(
+            error(&["run", "-n", "abc", "--", "x"]),
+            "-n/--runs: expected a whole number from 1 to 10000000, got 'abc' (hyperfine's -n is --command-name; coldtrace's -n is --runs)"
         );
         assert!(error(&["frob\t\u{1b}[2J"]).contains("'frob\\t\\u{1b}[2J'"));
     }
 
     #[test]
     fn help_and_version() {
-        assert!(matches!(
-            parse(args(&["--help"])),
-            Ok(Command::Help(help::HELP))
-        ));
-        assert!(matches!(
-            parse(args(&["run", "--help"])),
-            Ok(Command::Help(help::RUN_HELP))
-        ));
+        let help_of = |list: &[&str]| match parse(args(list)) {
+            Ok(Command::Help(text)) => text,
+            other => panic!("expected help, got {other:?}"),
+        };
+        assert_eq!(help_of(&["--help"]), help::top_help());
+        assert_eq!(
+            help_of(&["run", "--help"]),
+            help::help(table::Sub::Run, args::HelpKind::Long)
+        );
+        assert_eq!(
+            help_of(&["run", "-h"]),
+            help::help(table::Sub::Run, args::HelpKind::Short)
+        );
+        assert_eq!(
+            help_of(&["help", "compare"]),
+            help::help(table::Sub::Compare, args::HelpKind::Long)
+        );
         assert!(matches!(parse(args(&["--version"])), Ok(Command::Version)));
+        assert!(matches!(parse(args(&["run", "-V"])), Ok(Command::Version)));
     }
 
     #[test]

@@ -1,34 +1,23 @@
-//! The flags `run` and `compare` share, read as given (stage one), and the parsers of their
-//! values (counts, seconds). It reads arguments; turning them into a plan is `run.rs`'s job.
+//! The flags `run` and `compare` share, as given (stage one), and the parsers of their values
+//! (counts, seconds). It collects what `args.rs` read; turning it into a plan is `run.rs`'s.
 #![forbid(unsafe_code)]
 
+use crate::cli::args::Read;
 use crate::cli::{usage, UsageError};
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 
 /// The largest `-n` / `--warmup` accepted: far beyond any real batch, far below overflow.
 pub const MAX_RUNS: u32 = 10_000_000;
 /// The largest `--timeout` accepted, in seconds (about 11.5 days).
 pub const MAX_TIMEOUT_S: f64 = 1_000_000.0;
 
-/// Whether `-h` or `--help` is among the flags.
-pub(crate) fn wants_help(args: &[OsString]) -> bool {
-    args.iter().any(|a| a == "-h" || a == "--help")
-}
-
-/// The flags before `--` and the words after it, and whether there was a `--`.
-pub(crate) fn split_at_separator(args: Vec<OsString>) -> (Vec<OsString>, Vec<OsString>, bool) {
-    match args.iter().position(|a| a == "--") {
-        Some(i) => (args[..i].to_vec(), args[i + 1..].to_vec(), true),
-        None => (args, Vec::new(), false),
-    }
-}
-
 /// Stage one of `run`: the raw flags, as given.
 #[derive(Default, Clone)]
 pub(crate) struct RawRun {
-    pub(crate) runs: Option<String>,
+    /// `-n/--runs`, and how it was spelled (for the hint about hyperfine's `-n`).
+    pub(crate) runs: Option<(String, String)>,
     pub(crate) warmup: Option<String>,
-    pub(crate) out: Option<OsString>,
+    pub(crate) out: Option<(String, OsString)>,
     pub(crate) json: bool,
     pub(crate) output: Option<String>,
     pub(crate) stdin: Option<OsString>,
@@ -45,6 +34,8 @@ pub(crate) struct RawRun {
     pub(crate) counters: bool,
     pub(crate) events: Option<String>,
     pub(crate) minimal: bool,
+    /// What to say once about how the flags were read.
+    pub(crate) notices: Vec<String>,
     pub(crate) command: Vec<OsString>,
 }
 
@@ -58,65 +49,39 @@ impl RawRun {
     }
 }
 
-fn missing_value(e: &pico_args::Error) -> Option<String> {
-    match e {
-        pico_args::Error::OptionWithoutAValue(flag) => Some(format!(
-            "option {flag} needs a value; see `coldtrace run --help`"
-        )),
-        _ => None,
-    }
-}
-
-/// A pico-args error as a usage error.
-pub(crate) fn pico(e: pico_args::Error) -> UsageError {
-    usage(missing_value(&e).unwrap_or_else(|| format!("{e}; see `coldtrace run --help`")))
-}
-
-/// Stage one: the flags `run` and `compare` share, as given.
-pub(crate) fn raw_flags(p: &mut pico_args::Arguments) -> Result<RawRun, UsageError> {
-    let string = |p: &mut pico_args::Arguments,
-                  keys: pico_args::Keys|
-     -> Result<Option<String>, UsageError> {
-        p.opt_value_from_os_str(keys, |s: &OsStr| -> Result<String, String> {
-            Ok(s.to_string_lossy().into_owned())
-        })
-        .map_err(pico)
+/// Stage one: the flags `run` and `compare` share, as read against the table.
+pub(crate) fn raw_flags(read: &Read) -> RawRun {
+    let first = |long: &str| read.last(long).and_then(|o| o.values.first().cloned());
+    let all = |long: &str| -> Vec<OsString> {
+        read.all(long)
+            .filter_map(|o| o.values.first().cloned())
+            .collect()
     };
-    let os = |p: &mut pico_args::Arguments,
-              keys: pico_args::Keys|
-     -> Result<Option<OsString>, UsageError> {
-        p.opt_value_from_os_str(keys, |s: &OsStr| -> Result<OsString, String> {
-            Ok(s.to_os_string())
-        })
-        .map_err(pico)
-    };
-    let mut raw = RawRun {
-        runs: string(p, ["-n", "--runs"].into())?,
-        warmup: string(p, "--warmup".into())?,
-        out: os(p, ["-o", "--out"].into())?,
-        json: p.contains("--json"),
-        output: string(p, "--output".into())?,
-        stdin: os(p, "--stdin".into())?,
-        timeout: string(p, "--timeout".into())?,
-        kill_after: string(p, "--kill-after".into())?,
-        prepare: string(p, "--prepare".into())?,
-        ignore_failure: p.contains("--ignore-failure"),
-        label: string(p, "--label".into())?,
-        quiet: p.contains(["-q", "--quiet"]),
-        drop_caches: p.contains("--drop-caches"),
-        cold_first_only: p.contains("--cold-first-only") || p.contains("--evict-first-only"),
-        counters: p.contains("--counters"),
-        minimal: p.contains("--minimal"),
-        events: string(p, "--events".into())?,
-        ..RawRun::default()
-    };
-    while let Some(path) = os(p, "--evict".into())? {
-        raw.evict.push(path);
+    RawRun {
+        runs: read.last("--runs").map(|o| (o.spelled.clone(), o.text())),
+        warmup: read.text("--warmup"),
+        out: read
+            .last("--out")
+            .map(|o| (o.spelled.clone(), o.values[0].clone())),
+        json: read.has("--json"),
+        output: read.text("--output"),
+        stdin: first("--stdin"),
+        timeout: read.text("--timeout"),
+        kill_after: read.text("--kill-after"),
+        prepare: read.text("--prepare"),
+        ignore_failure: read.has("--ignore-failure"),
+        label: read.text("--label"),
+        quiet: read.has("--quiet"),
+        evict: all("--evict"),
+        drop_caches: read.has("--drop-caches"),
+        cold_first_only: read.has("--cold-first-only"),
+        watch: all("--watch"),
+        counters: read.has("--counters"),
+        events: read.text("--events"),
+        minimal: read.has("--minimal"),
+        notices: read.notices.clone(),
+        command: Vec::new(),
     }
-    while let Some(path) = os(p, "--watch".into())? {
-        raw.watch.push(path);
-    }
-    Ok(raw)
 }
 
 /// Parses a count flag: a whole number in `min..=MAX_RUNS`.

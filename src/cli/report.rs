@@ -3,10 +3,10 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::BatchError;
-use crate::cli::options::wants_help;
+use crate::cli::args;
+use crate::cli::table::Sub;
 use crate::cli::{help, usage, Command, Output, UsageError};
 use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 /// Arguments of `coldtrace report`.
@@ -22,25 +22,19 @@ pub struct ReportArgs {
 
 /// Parses `coldtrace report [--json|--markdown] DIR...`.
 pub fn parse_report(args: Vec<OsString>) -> Result<Command, UsageError> {
-    if wants_help(&args) {
-        return Ok(Command::Help(help::REPORT_HELP));
+    let read = args::read(Sub::Report, args)?;
+    if let Some(kind) = read.help {
+        return Ok(Command::Help(help::help(Sub::Report, kind)));
     }
-    let mut p = pico_args::Arguments::from_vec(args);
-    let json = p.contains("--json");
-    let markdown = p.contains("--markdown");
+    if read.version {
+        return Ok(Command::Version);
+    }
+    let json = read.has("--json");
+    let markdown = read.has("--markdown");
     if json && markdown {
         return Err(usage("report: choose one of --json and --markdown"));
     }
-    let mut dirs = Vec::new();
-    for arg in p.finish() {
-        if arg.as_bytes().starts_with(b"-") {
-            return Err(usage(format!(
-                "unknown option '{}' for report; see `coldtrace report --help`",
-                arg.to_string_lossy()
-            )));
-        }
-        dirs.push(PathBuf::from(arg));
-    }
+    let dirs: Vec<PathBuf> = read.operands.iter().map(PathBuf::from).collect();
     if dirs.is_empty() {
         return Err(usage(
             "report: give at least one batch directory, e.g. coldtrace report cold/ warm/",

@@ -3,7 +3,9 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::{self, Signals};
-use crate::cli::options::{count, raw_flags, seconds, split_at_separator, wants_help, RawRun};
+use crate::cli::args;
+use crate::cli::options::{count, raw_flags, seconds, RawRun};
+use crate::cli::table::Sub;
 use crate::cli::{help, json_line, usage, Command, Output, UsageError};
 use crate::measure::perf::{default_events, PerfEvent};
 use crate::plan::{ColdPlan, ColdWhen, OutputMode, Plan, StdinMode};
@@ -15,52 +17,39 @@ use std::path::PathBuf;
 
 /// Parses `coldtrace run [OPTIONS] -- COMMAND [ARG...]`.
 pub fn parse_run(args: Vec<OsString>) -> Result<Command, UsageError> {
-    let (flags, command, had_separator) = split_at_separator(args);
-    if wants_help(&flags) {
-        return Ok(Command::Help(help::RUN_HELP));
+    let read = args::read(Sub::Run, args)?;
+    if let Some(kind) = read.help {
+        return Ok(Command::Help(help::help(Sub::Run, kind)));
     }
-    let raw = raw_run(flags, command, had_separator)?;
-    check_run(raw).map(|plan| Command::Run(Box::new(plan)))
-}
-
-fn raw_run(
-    flags: Vec<OsString>,
-    command: Vec<OsString>,
-    had_separator: bool,
-) -> Result<RawRun, UsageError> {
-    let mut p = pico_args::Arguments::from_vec(flags);
-    let mut raw = raw_flags(&mut p)?;
-    let leftover = p.finish();
-    if let Some(first) = leftover.first() {
-        let text = first.to_string_lossy();
-        return Err(if text.starts_with('-') {
-            usage(format!(
-                "unknown option '{text}'; see `coldtrace run --help`"
-            ))
-        } else if had_separator {
-            usage(format!("unexpected argument '{text}' before `--`; options go before `--`, the command after it"))
-        } else {
-            usage(format!(
-                "put the command after `--`: coldtrace run [OPTIONS] -- {text} ... (no `--` found)"
-            ))
-        });
+    if read.version {
+        return Ok(Command::Version);
     }
-    if command.is_empty() {
-        return Err(usage(if had_separator {
+    if read.operands.is_empty() {
+        return Err(usage(if read.separator {
             "no command after `--`; e.g. coldtrace run -n 5 -- python3 -c 'import json'"
         } else {
             "no command; e.g. coldtrace run -n 5 -- python3 -c 'import json'"
         }));
     }
-    raw.command = command;
-    Ok(raw)
+    let raw = RawRun {
+        command: read.operands.clone(),
+        ..raw_flags(&read)
+    };
+    check_run(raw).map(|plan| Command::Run(Box::new(plan)))
 }
 
 /// Stage two: the raw flags checked and combined into a plan.
 pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
-    let runs = count("-n/--runs", raw.runs.as_deref(), 1, 1)?;
+    let runs = match &raw.runs {
+        Some((spelled, text)) => count("-n/--runs", Some(text), 1, 1)
+            .map_err(|e| usage(format!("{}{}", e.0, args::runs_hint(spelled))))?,
+        None => 1,
+    };
     let warmup = count("--warmup", raw.warmup.as_deref(), 0, 0)?;
-    let out_dir = raw.out.clone().map(PathBuf::from);
+    if let Some((spelled, dir)) = &raw.out {
+        args::check_out_dir(spelled, dir)?;
+    }
+    let out_dir = raw.out.clone().map(|(_, dir)| PathBuf::from(dir));
     let single = runs == 1 && warmup == 0;
     let output = output_mode(raw.output.as_deref(), out_dir.is_some(), single)?;
     let stdin = stdin_mode(raw.stdin.clone(), single)?;
@@ -85,6 +74,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         ));
     }
     Ok(Plan {
+        notices: raw.notices,
         program_path: PathBuf::from(&program_name),
         argv: raw.command,
         runs,
@@ -118,7 +108,8 @@ fn output_mode(value: Option<&str>, has_out: bool, single: bool) -> Result<Outpu
             "--output file needs --out DIR (the files go under the batch directory)",
         )),
         Some(other) => Err(usage(format!(
-            "--output: expected inherit, null or file, got '{other}'"
+            "--output: expected inherit, null or file, got '{other}'{}",
+            args::output_hint(other)
         ))),
     }
 }
@@ -205,7 +196,14 @@ fn perf_events(list: Option<&str>, counters: bool) -> Result<Vec<PerfEvent>, Usa
 pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
     let signals = Signals::install()?;
     let mut progress = ProgressLine::new(plan.quiet);
-    let outcome = batch::run(plan, &signals, &mut progress)?;
+    let outcome = batch::run(plan, &signals, &mut progress).map_err(|mut e| {
+        if e.exit_code == 127 {
+            if let Some(hint) = args::not_found_hint(&plan.argv) {
+                e.message = format!("{}; {hint}", e.message);
+            }
+        }
+        e
+    })?;
     if let (Some(message), 0) = (&outcome.start_failure, outcome.counts.counted) {
         // Nothing ran: one line, like a PATH lookup failure, not an empty table.
         eprintln!("coldtrace: error: {message}");

@@ -1,0 +1,732 @@
+//! The option table: one declaration per option and per subcommand, the only place where a flag
+//! is named. The parser (`args.rs`), every `-h`/`--help` text (`help.rs`), the man page and the
+//! shell completions are generated from it, so they cannot drift. Declarations only: no parsing.
+//!
+//! An option is declared once, with its long name, short names, value names, the subcommands
+//! that take it, a one-line help, a longer description and a category. Two entries may share a
+//! long name only when no subcommand takes both (`--json` means a different thing to `report`
+//! than to `run`); a test checks that. [`options`] and [`subcommands`] walk the whole table for
+//! generators outside the parser.
+#![forbid(unsafe_code)]
+
+/// A subcommand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Sub {
+    /// `coldtrace run`
+    Run,
+    /// `coldtrace compare`
+    Compare,
+    /// `coldtrace report`
+    Report,
+    /// `coldtrace context`
+    Context,
+}
+
+/// How a subcommand's arguments are laid out, which decides what a word that is not an option
+/// means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Options, then `--`, then the command and its arguments (`run`): a word before `--` is
+    /// an error, because it is where `time`-style habits put the command.
+    Separator,
+    /// Options and operands in any order; `--` ends the options (`compare`, `report`).
+    Free,
+    /// Options, then the command: the first operand ends the options, as in GNU time.
+    CommandAfterOptions,
+}
+
+/// What an option does when it is given more than once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Repeat {
+    /// One value: the last one given is used, and coldtrace says so once.
+    LastWins,
+    /// Every occurrence counts (`--evict A --evict B`).
+    Many,
+}
+
+/// Where an option is listed in the help and the man page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Category {
+    /// What is run and how often.
+    Runs,
+    /// What goes where: records, artifacts, the command's streams, messages.
+    Output,
+    /// Limits and commands around each run.
+    AroundRuns,
+    /// Cold state: eviction, dropping caches, residency.
+    ColdState,
+    /// Kernel perf counters.
+    Counters,
+    /// The order of commands in a comparison.
+    Comparison,
+    /// What `report` or `context` prints.
+    Format,
+    /// `--help`, `--version`.
+    General,
+}
+
+impl Category {
+    /// Every category, in the order of the help text.
+    pub const ALL: [Category; 8] = [
+        Category::Runs,
+        Category::Comparison,
+        Category::Output,
+        Category::AroundRuns,
+        Category::ColdState,
+        Category::Counters,
+        Category::Format,
+        Category::General,
+    ];
+
+    /// The heading in the help text and the man page.
+    pub const fn title(self) -> &'static str {
+        match self {
+            Category::Runs => "Runs",
+            Category::Output => "Records and output",
+            Category::AroundRuns => "Around each run",
+            Category::ColdState => "Cold state (before every counted run, or the first only)",
+            Category::Counters => "Kernel counters (perf_event_open, from exec to exit)",
+            Category::Comparison => "Comparison",
+            Category::Format => "Format",
+            Category::General => "General",
+        }
+    }
+}
+
+/// One option.
+#[derive(Debug)]
+pub struct OptSpec {
+    /// The long name, dashes included (`"--runs"`): the key the parser hands pico-args.
+    pub long: &'static str,
+    /// Short names (`['n']` for `-n`).
+    pub shorts: &'static [char],
+    /// Other long names accepted for it, not shown in the help (`"--evict-first-only"`).
+    pub aliases: &'static [&'static str],
+    /// The names of its values, in order; empty for a switch.
+    pub values: &'static [&'static str],
+    /// What happens when it is given twice.
+    pub repeat: Repeat,
+    /// The subcommands that take it.
+    pub subcommands: &'static [Sub],
+    /// Where it is listed.
+    pub category: Category,
+    /// One line (the `-h` text and the completions' description).
+    pub help: &'static str,
+    /// More (the `--help` text and the man page): defaults, interactions, caveats.
+    pub description: &'static str,
+}
+
+impl OptSpec {
+    /// Whether `sub` takes this option.
+    pub fn taken_by(&self, sub: Sub) -> bool {
+        self.subcommands.contains(&sub)
+    }
+
+    /// Whether the option takes no value.
+    pub fn is_switch(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// `-n, --runs N`, as the help and the man page show it.
+    pub fn synopsis(&self) -> String {
+        let mut names: Vec<String> = self.shorts.iter().map(|c| format!("-{c}")).collect();
+        names.push(self.long.to_string());
+        let mut text = names.join(", ");
+        for value in self.values {
+            text.push(' ');
+            text.push_str(value);
+        }
+        text
+    }
+
+    /// How the option is named in messages: `-n/--runs`, or `--warmup`.
+    pub fn display_name(&self) -> String {
+        match self.shorts.first() {
+            Some(c) => format!("-{c}/{}", self.long),
+            None => self.long.to_string(),
+        }
+    }
+}
+
+/// One subcommand: what the help and the man page say about it, and how its words are laid out.
+#[derive(Debug)]
+pub struct SubSpec {
+    /// Which one.
+    pub sub: Sub,
+    /// Its name on the command line.
+    pub name: &'static str,
+    /// The usage line after `coldtrace `.
+    pub usage: &'static str,
+    /// One line: what it does.
+    pub summary: &'static str,
+    /// The paragraphs after the usage line.
+    pub about: &'static str,
+    /// The paragraphs after the options (exit codes).
+    pub epilogue: &'static str,
+    /// What an operand means.
+    pub layout: Layout,
+}
+
+const RUN_COMPARE: &[Sub] = &[Sub::Run, Sub::Compare];
+const ALL_SUBS: &[Sub] = &[Sub::Run, Sub::Compare, Sub::Report, Sub::Context];
+
+/// Declares an option with the fields that are usually the same filled in.
+macro_rules! opt {
+    ($long:literal, [$($short:literal),*], [$($value:literal),*], $repeat:ident, $subs:expr,
+     $category:ident, $help:literal, $description:literal $(, aliases: [$($alias:literal),*])?) => {
+        OptSpec {
+            long: concat!("--", $long),
+            shorts: &[$($short),*],
+            aliases: &[$($(concat!("--", $alias)),*)?],
+            values: &[$($value),*],
+            repeat: Repeat::$repeat,
+            subcommands: $subs,
+            category: Category::$category,
+            help: $help,
+            description: $description,
+        }
+    };
+}
+
+/// Every option, in the order of the help text within each category.
+static OPTIONS: &[OptSpec] =
+    &[
+        opt!("runs", ['n'], ["N"], LastWins, RUN_COMPARE, Runs,
+        "counted runs (default 1)",
+        "Counted runs of each command. The default is 1 for `run`: one run behaves like `time`, \
+         inheriting the terminal's stdin and stdout."),
+        opt!("warmup", [], ["N"], LastWins, RUN_COMPARE, Runs,
+        "runs before the counted ones, recorded but never counted",
+        "Warm-up runs before the counted ones: recorded in runs.jsonl with role \"warmup\", never \
+         in the statistics. Warm-ups destroy the cold first run: the first counted run is then \
+         warm too."),
+        opt!(
+            "ignore-failure",
+            [],
+            [],
+            LastWins,
+            RUN_COMPARE,
+            Runs,
+            "count failed runs too (they are marked failed)",
+            "Count runs that exited non-zero or died of a signal; each keeps its failure_reason. \
+         Without it a failed run is rejected: recorded, listed with the last lines of its \
+         stderr, left out of the statistics, and the batch exits 1."
+        ),
+        opt!("shuffle", [], ["SEED"], LastWins, &[Sub::Compare], Comparison,
+        "random order within each round, from SEED (a whole number)",
+        "Randomise the order of the commands within each round, reproducibly from SEED; without \
+         it every round runs A B C … in the order given."),
+        opt!("out", ['o'], ["DIR"], LastWins, RUN_COMPARE, Output,
+        "batch directory: runs.jsonl, runs/NNN/{stdout,stderr}, batch.json",
+        "The batch directory (it must not exist or be empty): runs.jsonl (one record per run), \
+         runs/NNN/{stdout,stderr}, batch.json. A comparison keeps each command's batch under \
+         DIR/commands/NN/. This is not GNU time's -o FILE: that one is `coldtrace time -o FILE`."),
+        opt!(
+            "json",
+            [],
+            [],
+            LastWins,
+            RUN_COMPARE,
+            Output,
+            "print the record (one run) or the batch summary as JSON on stdout",
+            "Print the record of a single run, or the batch document, as JSON on stdout after the \
+         command has finished. A single run inherits stdout: add --output null or -o DIR to \
+         keep the command's own output out of it."
+        ),
+        opt!(
+            "output",
+            [],
+            ["MODE"],
+            LastWins,
+            RUN_COMPARE,
+            Output,
+            "the command's stdout/stderr: inherit | null | file",
+            "Where the command's stdout and stderr go: inherit, null or file (under --out DIR). \
+         Default: inherit for one run without --out, file with --out, null for a batch without \
+         --out (said once)."
+        ),
+        opt!(
+            "stdin",
+            [],
+            ["MODE"],
+            LastWins,
+            RUN_COMPARE,
+            Output,
+            "null | inherit | FILE (default: inherit for one run, else null)",
+            "Where the command's stdin comes from: null (/dev/null), inherit, or a FILE opened \
+         afresh for every run. Default: inherit for one run, /dev/null for a batch."
+        ),
+        opt!(
+            "label",
+            [],
+            ["TEXT"],
+            LastWins,
+            RUN_COMPARE,
+            Output,
+            "a label stored in every record and shown by `report`",
+            "A free-text label, stored in every record and in batch.json, shown by `report`."
+        ),
+        opt!(
+            "quiet",
+            ['q'],
+            [],
+            LastWins,
+            RUN_COMPARE,
+            Output,
+            "no table, progress or notices on stderr",
+            "Print nothing on stderr but errors: no table, no progress line, no notices."
+        ),
+        opt!("minimal", [], [], LastWins, RUN_COMPARE, Output,
+        "only wall time, rusage and the floor: skip the /proc reads around runs",
+        "Record only the wall time, rusage and the floor: skip the /proc reads around each run \
+         (system-wide deltas, the child's io/schedstat, boot ID and uptime per run), which cost \
+         about 100-200 µs per run."),
+        opt!(
+            "timeout",
+            [],
+            ["SECONDS"],
+            LastWins,
+            RUN_COMPARE,
+            AroundRuns,
+            "per-run limit: SIGTERM, then SIGKILL after --kill-after",
+            "A limit per run, in seconds (decimals allowed): the command runs in its own process \
+         group, which gets SIGTERM when the limit is reached, then SIGKILL after --kill-after. \
+         The run is recorded as timed_out and rejected."
+        ),
+        opt!(
+            "kill-after",
+            [],
+            ["SECONDS"],
+            LastWins,
+            RUN_COMPARE,
+            AroundRuns,
+            "grace period after SIGTERM (default 2)",
+            "The grace period between the timeout's SIGTERM and SIGKILL, in seconds (default 2)."
+        ),
+        opt!(
+            "prepare",
+            [],
+            ["CMD"],
+            LastWins,
+            RUN_COMPARE,
+            AroundRuns,
+            "run `/bin/sh -c CMD` before every run, not measured",
+            "Run `/bin/sh -c CMD` before every run (warm-ups included), outside the measured run; \
+         its stdout is discarded, its stderr shown. If it fails the batch stops and exits 1."
+        ),
+        opt!(
+            "evict",
+            [],
+            ["PATH"],
+            Many,
+            RUN_COMPARE,
+            ColdState,
+            "drop the page cache of every file under PATH (repeatable, no root)",
+            "Drop the page cache of every regular file under PATH with \
+         posix_fadvise(POSIX_FADV_DONTNEED), dirty pages written back first; no root needed. \
+         Repeatable. Evicted paths are watched too (see --watch)."
+        ),
+        opt!("drop-caches", [], [], LastWins, RUN_COMPARE, ColdState,
+        "sync and drop the whole page cache, dentries and inodes (root)",
+        "`sync; echo 3 > /proc/sys/vm/drop_caches`: the whole page cache, dentries and inodes. \
+         Needs root; refused before anything runs otherwise."),
+        opt!("cold-first-only", [], [], LastWins, RUN_COMPARE, ColdState,
+        "evict / drop before the first counted run only",
+        "Evict (--evict) or drop caches (--drop-caches) before the first counted run only: one \
+         cold run, then a warm series.",
+        aliases: ["evict-first-only"]),
+        opt!(
+            "watch",
+            [],
+            ["PATH"],
+            Many,
+            RUN_COMPARE,
+            ColdState,
+            "measure page-cache residency under PATH before and after every run",
+            "Measure how much of the files under PATH is in the page cache right before and right \
+         after every run (cachestat(2), or mmap + mincore(2) before Linux 6.5). Repeatable. \
+         Where the kernel cannot tell, the value is null with a reason, never a false 100 %."
+        ),
+        opt!(
+            "counters",
+            [],
+            [],
+            LastWins,
+            RUN_COMPARE,
+            Counters,
+            "count the default perf events for every run",
+            "Count task-clock, page-faults, context-switches, cpu-migrations and, where the CPU \
+         exposes them, instructions, cycles, cache-references, cache-misses and branch-misses, \
+         for the command and its descendants, from its exec to its exit; nothing coldtrace does \
+         is counted. An event that cannot be opened is null with its reason, never 0."
+        ),
+        opt!(
+            "events",
+            [],
+            ["LIST"],
+            LastWins,
+            RUN_COMPARE,
+            Counters,
+            "choose the perf events, comma-separated (implies --counters)",
+            "Choose the perf events, comma-separated, by perf's names (implies --counters)."
+        ),
+        opt!(
+            "json",
+            [],
+            [],
+            LastWins,
+            &[Sub::Report],
+            Format,
+            "the rows as JSON",
+            "Print the rows as one JSON array on stdout."
+        ),
+        opt!(
+            "markdown",
+            [],
+            [],
+            LastWins,
+            &[Sub::Report],
+            Format,
+            "the rows as a Markdown table",
+            "Print the rows as a Markdown table on stdout."
+        ),
+        opt!(
+            "json",
+            [],
+            [],
+            LastWins,
+            &[Sub::Context],
+            Format,
+            "the context block as JSON",
+            "Print the context block as one JSON document on stdout."
+        ),
+        opt!(
+            "help",
+            ['h'],
+            [],
+            LastWins,
+            ALL_SUBS,
+            General,
+            "this help (-h: one line per option; --help: with the details)",
+            "Print the help: -h one line per option, --help each option's details too."
+        ),
+        opt!(
+            "version",
+            ['V'],
+            [],
+            LastWins,
+            ALL_SUBS,
+            General,
+            "print coldtrace's version",
+            "Print coldtrace's version and exit."
+        ),
+    ];
+
+/// Where a flag that coldtrace does not take comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// hyperfine 2.0.
+    Hyperfine,
+    /// GNU time 1.9.
+    GnuTime,
+}
+
+/// A flag of hyperfine or GNU time that coldtrace does not take, and what to use instead: the
+/// parser says it for an unknown option, and the README's migration table lists the same.
+#[derive(Debug)]
+pub struct Foreign {
+    /// The flag as the other tool spells it (`--export-json`, `-f`).
+    pub flag: &'static str,
+    /// Whose flag it is.
+    pub origin: Origin,
+    /// coldtrace's equivalent, or why there is none.
+    pub instead: &'static str,
+}
+
+const EXPORTS: &str = "coldtrace keeps every run in runs.jsonl and the summary in batch.json \
+                       (-o DIR); `coldtrace report --json|--markdown DIR` exports them";
+
+/// Flags of hyperfine 2.0 and GNU time 1.9 that coldtrace does not take.
+static FOREIGN: &[Foreign] = &[
+    Foreign {
+        flag: "--export-json",
+        origin: Origin::Hyperfine,
+        instead: EXPORTS,
+    },
+    Foreign {
+        flag: "--export-csv",
+        origin: Origin::Hyperfine,
+        instead: EXPORTS,
+    },
+    Foreign {
+        flag: "--export-markdown",
+        origin: Origin::Hyperfine,
+        instead: EXPORTS,
+    },
+    Foreign {
+        flag: "--export-asciidoc",
+        origin: Origin::Hyperfine,
+        instead: EXPORTS,
+    },
+    Foreign {
+        flag: "--export-orgmode",
+        origin: Origin::Hyperfine,
+        instead: EXPORTS,
+    },
+    Foreign {
+        flag: "--show-output",
+        origin: Origin::Hyperfine,
+        instead: "--output inherit, or -o DIR to keep every run's stdout and stderr in files",
+    },
+    Foreign {
+        flag: "--input",
+        origin: Origin::Hyperfine,
+        instead: "--stdin null|inherit|FILE",
+    },
+    Foreign {
+        flag: "--style",
+        origin: Origin::Hyperfine,
+        instead: "-q for no output on stderr; colour follows NO_COLOR and the terminal",
+    },
+    Foreign {
+        flag: "--metrics",
+        origin: Origin::Hyperfine,
+        instead: "coldtrace records every rusage field of every run; --counters or --events \
+                  LIST add perf counters",
+    },
+    Foreign {
+        flag: "--time-unit",
+        origin: Origin::Hyperfine,
+        instead: "units are chosen per value; the JSON is always in the unit its field names \
+                  (wall_ns, user_us)",
+    },
+    Foreign {
+        flag: "-u",
+        origin: Origin::Hyperfine,
+        instead: "units are chosen per value; the JSON is always in the unit its field names",
+    },
+    Foreign {
+        flag: "--sort",
+        origin: Origin::Hyperfine,
+        instead: "compare lists commands in the order given, each against the first",
+    },
+    Foreign {
+        flag: "--reference",
+        origin: Origin::Hyperfine,
+        instead: "the first command of `coldtrace compare` is the reference",
+    },
+    Foreign {
+        flag: "--env",
+        origin: Origin::Hyperfine,
+        instead: "set the variable for coldtrace itself (VAR=x coldtrace run ...): the command \
+                  gets coldtrace's environment exactly",
+    },
+    Foreign {
+        flag: "-f",
+        origin: Origin::GnuTime,
+        instead: "GNU time's -f FORMAT is `coldtrace time -f FORMAT`",
+    },
+    Foreign {
+        flag: "--format",
+        origin: Origin::GnuTime,
+        instead: "GNU time's --format FORMAT is `coldtrace time -f FORMAT`",
+    },
+    Foreign {
+        flag: "-a",
+        origin: Origin::GnuTime,
+        instead: "GNU time's -a (append to -o FILE) is `coldtrace time -a -o FILE`",
+    },
+    Foreign {
+        flag: "--append",
+        origin: Origin::GnuTime,
+        instead: "GNU time's --append is `coldtrace time -a -o FILE`",
+    },
+    Foreign {
+        flag: "-v",
+        origin: Origin::GnuTime,
+        instead: "GNU time's -v report is `coldtrace time -v`; `run` always records every field",
+    },
+    Foreign {
+        flag: "--verbose",
+        origin: Origin::GnuTime,
+        instead: "GNU time's --verbose report is `coldtrace time -v`",
+    },
+    Foreign {
+        flag: "--portability",
+        origin: Origin::GnuTime,
+        instead: "GNU time's POSIX report is `coldtrace time -p`",
+    },
+];
+
+/// Every foreign flag (for the README's migration table and its test).
+pub fn foreign() -> impl Iterator<Item = &'static Foreign> {
+    FOREIGN.iter()
+}
+
+/// The foreign flag spelled `flag`, if any.
+pub fn find_foreign(flag: &str) -> Option<&'static Foreign> {
+    FOREIGN.iter().find(|f| f.flag == flag)
+}
+
+/// The text every usage error of a subcommand ends with.
+pub(crate) fn see_help(sub: Sub) -> String {
+    format!("see `coldtrace {} --help`", subcommand(sub).name)
+}
+
+static SUBCOMMANDS: &[SubSpec] = &[
+    SubSpec {
+        sub: Sub::Run,
+        name: "run",
+        usage: "run [OPTIONS] -- COMMAND [ARG...]",
+        summary: "measure COMMAND, once or as a batch",
+        about: "No shell is involved: COMMAND is looked up in PATH and executed directly \
+                (\"not found\", 127, and \"not executable\", 126, are told apart before \
+                anything runs). Every run is measured through the kernel's own accounting \
+                (wait4's rusage for that run alone), timed on CLOCK_MONOTONIC from just before \
+                the spawn to the moment its exit is seen.",
+        epilogue: "Exit codes: a single run exits with the command's code (128+N if it died of \
+                   signal N); a batch exits 0 when every counted run succeeded, 1 when a run \
+                   was rejected or --prepare failed; 127 not found, 126 not executable, 125 \
+                   coldtrace's own error, 128+N interrupted by signal N (130 for SIGINT).",
+        layout: Layout::Separator,
+    },
+    SubSpec {
+        sub: Sub::Compare,
+        name: "compare",
+        usage: "compare [OPTIONS] [--] 'COMMAND A' 'COMMAND B'...",
+        summary: "measure several commands interleaved (A B A B ...)",
+        about: "Each COMMAND is one argument, split into words as a shell would (quotes and \
+                backslashes; no shell is run, so no variables or globs). Runs are interleaved \
+                round-robin - A B A B ... - so that drift of the machine lands on every command \
+                alike. Each command keeps its own first run, records, artifacts and summary \
+                under DIR/commands/NN/; DIR/batch.json adds, for every metric, each command's \
+                warm median divided by the first command's, with a 95% percentile-bootstrap \
+                interval (2000 resamples of each command's warm runs), and a verdict in words \
+                only when the interval excludes 1. Every option of `run` applies to each \
+                command's runs as it does to a single command's.",
+        epilogue: "Exit codes: 0 when every counted run of every command succeeded, 1 when a \
+                   run was rejected, 125 coldtrace's own error, 128+N interrupted by signal N.",
+        layout: Layout::Free,
+    },
+    SubSpec {
+        sub: Sub::Report,
+        name: "report",
+        usage: "report [--json | --markdown] DIR...",
+        summary: "compare batch directories (across boots too)",
+        about: "One row per batch directory (one per command for a comparison directory). Reads \
+                complete, interrupted or truncated batches: a cut last line of runs.jsonl is \
+                skipped with a notice. Flags the first batch on each boot and kernel changes.",
+        epilogue: "",
+        layout: Layout::Free,
+    },
+    SubSpec {
+        sub: Sub::Context,
+        name: "context",
+        usage: "context [--json]",
+        summary: "this machine's context block and capabilities",
+        about: "Kernel, boot ID, uptime, CPU, memory, load, and which measurements are \
+                available here (cachestat, PSI, drop_caches permission, task I/O accounting, \
+                clear_refs, perf_event_paranoid).",
+        epilogue: "",
+        layout: Layout::Free,
+    },
+];
+
+/// Every option of every subcommand, in table order (for the man page and completions).
+pub fn options() -> impl Iterator<Item = &'static OptSpec> {
+    OPTIONS.iter()
+}
+
+/// The options `sub` takes, in table order.
+pub fn options_of(sub: Sub) -> impl Iterator<Item = &'static OptSpec> {
+    OPTIONS.iter().filter(move |o| o.taken_by(sub))
+}
+
+/// Every subcommand, in the order of the top-level help.
+pub fn subcommands() -> impl Iterator<Item = &'static SubSpec> {
+    SUBCOMMANDS.iter()
+}
+
+/// The declaration of `sub`.
+pub fn subcommand(sub: Sub) -> &'static SubSpec {
+    SUBCOMMANDS
+        .iter()
+        .find(|s| s.sub == sub)
+        .unwrap_or(&SUBCOMMANDS[0])
+}
+
+/// The option `long` (dashes included) of `sub`, by its long name or an alias.
+pub fn find_long(sub: Sub, long: &str) -> Option<&'static OptSpec> {
+    options_of(sub).find(|o| o.long == long || o.aliases.contains(&long))
+}
+
+/// The option `-c` of `sub`.
+pub fn find_short(sub: Sub, c: char) -> Option<&'static OptSpec> {
+    options_of(sub).find(|o| o.shorts.contains(&c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_subcommand_takes_two_options_of_the_same_name() {
+        for sub in subcommands() {
+            let mut names: Vec<String> = Vec::new();
+            for o in options_of(sub.sub) {
+                let own = o.shorts.iter().map(|c| format!("-{c}")).chain(
+                    std::iter::once(&o.long)
+                        .chain(o.aliases)
+                        .map(|l| l.to_string()),
+                );
+                for name in own {
+                    assert!(!names.contains(&name), "{} takes {name} twice", sub.name);
+                    names.push(name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_option_is_taken_by_a_subcommand_and_says_something() {
+        for o in options() {
+            assert!(!o.subcommands.is_empty(), "{} is taken by nothing", o.long);
+            assert!(
+                !o.help.is_empty() && !o.description.is_empty(),
+                "{}",
+                o.long
+            );
+            assert!(
+                !o.help.contains('\n'),
+                "{}: the one-line help has a newline",
+                o.long
+            );
+            assert!(
+                o.long.len() > 3 && o.long.starts_with("--") && !o.long.contains('='),
+                "{}",
+                o.long
+            );
+        }
+    }
+
+    #[test]
+    fn lookups_find_longs_aliases_and_shorts_of_the_right_subcommand() {
+        assert_eq!(
+            find_long(Sub::Run, "--runs").map(|o| o.long),
+            Some("--runs")
+        );
+        assert_eq!(
+            find_long(Sub::Run, "--evict-first-only").map(|o| o.long),
+            Some("--cold-first-only")
+        );
+        assert_eq!(find_short(Sub::Run, 'n').map(|o| o.long), Some("--runs"));
+        assert!(find_long(Sub::Run, "--shuffle").is_none());
+        assert!(find_long(Sub::Compare, "--shuffle").is_some());
+        let report_json = find_long(Sub::Report, "--json").unwrap();
+        assert!(report_json.taken_by(Sub::Report) && !report_json.taken_by(Sub::Run));
+        assert_eq!(
+            find_short(Sub::Run, 'n').unwrap().synopsis(),
+            "-n, --runs N"
+        );
+    }
+}

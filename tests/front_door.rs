@@ -1,0 +1,146 @@
+//! The front door from the outside: how a hyperfine or GNU time user's first commands are read
+//! (`--opt=value`, repeated options, typos, quoted commands, `-o FILE` habits), on the binary.
+#![forbid(unsafe_code)]
+
+mod common;
+
+use common::{ct, read_records, TempDir};
+
+#[test]
+fn gnu_style_equals_values_are_accepted_everywhere() {
+    let dir = TempDir::new("equals");
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "--runs=3",
+            "--out=b",
+            "--label=eq",
+            "--timeout=5",
+            "--",
+            "true",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let records = read_records(&dir.join("b"));
+    assert_eq!(records.len(), 3, "{}", out.describe());
+    assert!(
+        records.iter().all(|r| r["label"] == "eq"),
+        "{}",
+        out.describe()
+    );
+    let out = ct(
+        dir.path(),
+        ["compare", "--shuffle=1", "-n2", "-q", "true", "true"],
+    )
+    .run();
+    out.expect_code(0);
+}
+
+#[test]
+fn a_repeated_option_uses_the_last_value_and_says_so_once() {
+    let dir = TempDir::new("repeat");
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "2", "-n", "3", "-o", "b", "--", "true"],
+    )
+    .run();
+    out.expect_code(0);
+    assert_eq!(read_records(&dir.join("b")).len(), 3, "{}", out.describe());
+    let said: Vec<&str> = out
+        .stderr_lines()
+        .into_iter()
+        .filter(|l| l.contains("given twice"))
+        .collect();
+    assert_eq!(
+        said,
+        ["coldtrace: -n/--runs given twice ('2', '3'): the last one, '3', is used"],
+        "{}",
+        out.describe()
+    );
+    let out = ct(
+        dir.path(),
+        [
+            "run", "--label", "a", "--label", "b", "--json", "--output", "null", "--", "true",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    assert_eq!(out.json()["label"], "b", "{}", out.describe());
+    // -q: nothing on stderr, the last value still wins.
+    let out = ct(
+        dir.path(),
+        ["run", "-q", "-n", "1", "-n", "2", "--", "true"],
+    )
+    .run();
+    out.expect_code(0);
+    assert_eq!(out.stderr, "", "{}", out.describe());
+}
+
+#[test]
+fn a_quoted_command_that_is_not_found_says_how_to_run_it() {
+    let dir = TempDir::new("quoted");
+    let out = ct(dir.path(), ["run", "--", "sleep 0.1"]).run();
+    out.expect_code(127);
+    let ctx = out.describe();
+    assert!(out.stderr.contains("sleep 0.1: command not found"), "{ctx}");
+    assert!(out.stderr.contains("coldtrace run -- sleep 0.1"), "{ctx}");
+    assert!(out.stderr.contains("sh -c 'sleep 0.1'"), "{ctx}");
+    assert_eq!(out.stderr.lines().count(), 1, "{ctx}");
+    // A one-word command that is not found gets no such hint.
+    let out = ct(dir.path(), ["run", "--", "no-such-program-xyz"]).run();
+    out.expect_code(127);
+    assert!(!out.stderr.contains("sh -c"), "{}", out.describe());
+}
+
+#[test]
+fn typos_get_the_nearest_name() {
+    let dir = TempDir::new("typos");
+    let out = ct(dir.path(), ["comapre", "a", "b"]).run();
+    out.expect_code(125);
+    assert!(
+        out.stderr.contains("did you mean compare?")
+            && out
+                .stderr
+                .contains("the subcommands are run, compare, report, context"),
+        "{}",
+        out.describe()
+    );
+    let out = ct(dir.path(), ["run", "--warmpu", "2", "--", "true"]).run();
+    out.expect_code(125);
+    assert!(
+        out.stderr.contains("did you mean --warmup?"),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn dash_n_with_a_name_explains_hyperfines_dash_n() {
+    let dir = TempDir::new("dash-n");
+    let out = ct(dir.path(), ["compare", "-n", "fast", "true", "true"]).run();
+    out.expect_code(125);
+    assert!(
+        out.stderr
+            .contains("hyperfine's -n is --command-name; coldtrace's -n is --runs"),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn dash_o_null_creates_nothing_and_says_what_dash_o_is() {
+    let dir = TempDir::new("o-null");
+    let out = ct(dir.path(), ["run", "-o", "null", "--", "echo", "hi"]).run();
+    out.expect_code(125);
+    let ctx = out.describe();
+    assert!(
+        !dir.join("null").exists(),
+        "a directory 'null' was created{ctx}"
+    );
+    assert!(out.stderr.contains("not GNU time's -o FILE"), "{ctx}");
+    assert!(out.stderr.contains("--output null"), "{ctx}");
+    assert!(out.stderr.contains("coldtrace time -o FILE"), "{ctx}");
+    assert_eq!(out.stdout, "", "the command ran{ctx}");
+}
