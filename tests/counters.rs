@@ -5,7 +5,7 @@
 use coldtrace::measure::cache::FileSet;
 use coldtrace::measure::system::{SystemDelta, SystemSnapshot};
 use coldtrace::measure::zombie::{ChildIo, ChildSched};
-use coldtrace_syscalls::raw::{wait4, Wait4Options};
+use coldtrace_syscalls::wait::{wait4, Wait4Options};
 use coldtrace_syscalls::ResourceUsage;
 use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
 use std::path::{Path, PathBuf};

@@ -76,7 +76,7 @@ fn run(
     let prog = program(argv);
     let session = PerfSession::open_before_spawn(events);
     spin(parent_busy);
-    let mut child = prog.spawn(&SpawnOptions::default(), stack).expect("spawn");
+    let child = prog.spawn(&SpawnOptions::default(), stack).expect("spawn");
     let (readings, status, usage) = if read_before_reap {
         match child.wait(None, None).expect("wait") {
             WaitEvent::Exited => {}

@@ -12,6 +12,7 @@ use crate::record::artifacts::{self, BatchDir};
 use crate::record::batch::{BatchContext, Counts, FailedRun};
 use crate::record::columns::Columns;
 use crate::record::run::RunRecord;
+use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::{Errno, Program, Signal};
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
@@ -34,7 +35,7 @@ pub struct CommandBatch<'p> {
     pub(super) failed: Vec<FailedRun>,
     pub(super) interrupted_by: Option<Signal>,
     pub(super) stopped_reason: Option<String>,
-    pub(super) start_failure: Option<Errno>,
+    pub(super) start_failure: Option<(ChildStage, Errno)>,
     pub(super) single_status: Option<Outcome>,
     /// The current record's JSON line, reused: no allocation per run.
     pub(super) line: Vec<u8>,

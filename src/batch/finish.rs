@@ -4,7 +4,7 @@
 
 use crate::batch::command::CommandBatch;
 use crate::batch::outcome::{describe, single_exit_code};
-use crate::batch::program::exit_code_for_start_failure;
+use crate::batch::program::exit_code_for_failed_start;
 use crate::batch::{BatchError, BatchOutcome};
 use crate::record::batch::{BatchDocument, ConfigRecord};
 use crate::record::run;
@@ -62,7 +62,7 @@ impl CommandBatch<'_> {
             single_outcome: self.single_status.map(|o| describe(&o)),
             start_failure: self
                 .start_failure
-                .map(|errno| format!("{}: cannot start: {errno}", self.argv[0])),
+                .map(|(_, errno)| format!("{}: cannot start: {errno}", self.argv[0])),
         })
     }
 
@@ -70,8 +70,8 @@ impl CommandBatch<'_> {
     fn exit_code(&self) -> u8 {
         if let Some(sig) = self.interrupted_by {
             128u8.saturating_add(sig.raw() as u8)
-        } else if let Some(errno) = self.start_failure {
-            exit_code_for_start_failure(errno)
+        } else if let Some((stage, errno)) = self.start_failure {
+            exit_code_for_failed_start(stage, errno)
         } else if let Some(outcome) = self.single_status.filter(|_| self.plan.is_single_run()) {
             single_exit_code(&outcome)
         } else if self.counts.rejected > 0 || self.stopped_reason.is_some() {

@@ -2,7 +2,7 @@
 //! maps to words and exit codes. Data and pure mappings; nothing here runs or prints.
 #![forbid(unsafe_code)]
 
-use crate::batch::program::exit_code_for_start_failure;
+use crate::batch::program::exit_code_for_failed_start;
 use crate::measure::runner::Outcome;
 use crate::record::batch::{BatchContext, Counts, FailedRun};
 use crate::record::summary::MetricSummary;
@@ -55,6 +55,7 @@ pub(crate) fn describe(outcome: &Outcome) -> String {
         Outcome::Finished(status) => status.to_string(),
         Outcome::TimedOut { status, sent } => format!("timed out (sent {sent}), {status}"),
         Outcome::FailedToStart { errno, .. } => format!("failed to start: {errno}"),
+        Outcome::WaitFailed { errno, .. } => format!("waiting failed ({errno}); killed"),
         Outcome::Unreaped { errno } => format!("could not be reaped: {errno}"),
     }
 }
@@ -71,7 +72,7 @@ pub(crate) fn single_exit_code(outcome: &Outcome) -> u8 {
                 1
             }
         }
-        Outcome::FailedToStart { errno, .. } => exit_code_for_start_failure(*errno),
-        Outcome::Unreaped { .. } => 125,
+        Outcome::FailedToStart { stage, errno } => exit_code_for_failed_start(*stage, *errno),
+        Outcome::WaitFailed { .. } | Outcome::Unreaped { .. } => 125,
     }
 }

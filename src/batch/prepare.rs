@@ -33,6 +33,7 @@ fn run_prepare(prepare: &Program, shared: &mut Shared<'_>) -> Result<(), (String
     let options = SpawnOptions {
         stdout: shared.dev_null_out.as_ref().map(|f| f.as_fd()),
         signal_mask: Some(shared.signals.child_mask),
+        handled_signals: shared.signals.handled,
         ..SpawnOptions::default()
     };
     let limits = RunLimits {
@@ -41,6 +42,7 @@ fn run_prepare(prepare: &Program, shared: &mut Shared<'_>) -> Result<(), (String
         signals: Some(&shared.signals.fd),
         counters: &[],
         inspect_child: false,
+        orphans: Some(&shared.signals.subreaper),
     };
     let result = runner::measure(
         prepare,

@@ -4,6 +4,7 @@
 
 use crate::batch::BatchError;
 use crate::plan::Plan;
+use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::{find_program, Errno, Program};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -14,6 +15,17 @@ pub fn exit_code_for_start_failure(errno: Errno) -> u8 {
         127
     } else {
         126
+    }
+}
+
+/// Exit code for a run that did not start: 125 when coldtrace itself could not create the
+/// child (`clone` failed, e.g. EMFILE for the pidfd, EAGAIN at the process limit), else as
+/// [`exit_code_for_start_failure`].
+pub(crate) fn exit_code_for_failed_start(stage: ChildStage, errno: Errno) -> u8 {
+    if stage == ChildStage::Clone {
+        125
+    } else {
+        exit_code_for_start_failure(errno)
     }
 }
 

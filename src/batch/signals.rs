@@ -3,12 +3,17 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::BatchError;
-use coldtrace_syscalls::{SigSet, Signal, SignalFd};
+use coldtrace_syscalls::{SigSet, Signal, SignalFd, Subreaper};
 
 /// The signals coldtrace takes over while it runs, and the mask children start with.
 pub struct Signals {
     pub(crate) fd: SignalFd,
     pub(crate) child_mask: SigSet,
+    /// The signals with a handler at start-up (Rust's std installs SIGSEGV and SIGBUS ones);
+    /// coldtrace is single-threaded and installs none later, so children reset just these.
+    pub(crate) handled: Option<SigSet>,
+    /// The right to reap adopted orphans after each run.
+    pub(crate) subreaper: Subreaper,
 }
 
 impl Signals {
@@ -18,8 +23,9 @@ impl Signals {
     /// terminal's SIGINT still reaches a child in our process group, and coldtrace notices it
     /// without a handler.
     pub fn install() -> Result<Signals, BatchError> {
-        let _ = coldtrace_syscalls::raw::set_default_disposition(Signal::CHLD);
-        let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+        let _ = coldtrace_syscalls::signal::set_default_disposition(Signal::CHLD);
+        let subreaper = Subreaper::claim();
+        let handled = coldtrace_syscalls::signal::handled_signals().ok();
         let set = SigSet::EMPTY
             .with(Signal::INT)
             .with(Signal::QUIT)
@@ -28,7 +34,12 @@ impl Signals {
             .with(Signal::CHLD);
         let (fd, child_mask) = SignalFd::block(set)
             .map_err(|e| BatchError::own(format!("cannot set up signal handling: {e}")))?;
-        Ok(Signals { fd, child_mask })
+        Ok(Signals {
+            fd,
+            child_mask,
+            handled,
+            subreaper,
+        })
     }
 
     /// A pending request to stop (SIGINT, SIGQUIT, SIGTERM, SIGHUP), if any; SIGCHLD is dropped.

@@ -129,7 +129,7 @@ impl CommandBatch<'_> {
             shared.dev_null_in.as_ref(),
             shared.dev_null_out.as_ref(),
             self.stderr_sink.as_ref(),
-            shared.signals.child_mask,
+            shared.signals,
         );
         let limits = RunLimits {
             timeout_ns: plan.timeout_ns,
@@ -137,6 +137,7 @@ impl CommandBatch<'_> {
             signals: Some(&shared.signals.fd),
             counters: &plan.counters,
             inspect_child: !plan.minimal,
+            orphans: Some(&shared.signals.subreaper),
         };
         let minimal = plan.minimal;
         let boot_id = if minimal {
@@ -291,8 +292,8 @@ impl CommandBatch<'_> {
         if self.plan.is_single_run() {
             self.single_status = Some(outcome);
         }
-        if let Outcome::FailedToStart { errno, .. } = outcome {
-            self.start_failure = Some(errno);
+        if let Outcome::FailedToStart { stage, errno } = outcome {
+            self.start_failure = Some((stage, errno));
             self.stopped_reason = Some(format!(
                 "{}: cannot start: {errno}; the batch stops",
                 self.argv[0]

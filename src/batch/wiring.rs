@@ -3,10 +3,11 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::command::{stdin_error, CommandBatch};
+use crate::batch::Signals;
 use crate::batch::{BatchError, Shared};
 use crate::plan::{OutputMode, Plan, StdinMode};
 use crate::record::artifacts::RunFiles;
-use coldtrace_syscalls::{SigSet, SpawnOptions};
+use coldtrace_syscalls::SpawnOptions;
 use std::fs::File;
 use std::io::Seek;
 use std::os::fd::AsFd;
@@ -56,7 +57,7 @@ pub(super) fn spawn_options<'a>(
     dev_null_in: Option<&'a File>,
     dev_null_out: Option<&'a File>,
     stderr_sink: Option<&'a File>,
-    child_mask: SigSet,
+    signals: &Signals,
 ) -> SpawnOptions<'a> {
     let dev_null = dev_null_out.map(|f| f.as_fd());
     let (stdout, stderr) = match (&io.files, plan.output) {
@@ -72,7 +73,8 @@ pub(super) fn spawn_options<'a>(
         stdout,
         stderr,
         new_process_group: plan.timeout_ns.is_some(),
-        signal_mask: Some(child_mask),
+        signal_mask: Some(signals.child_mask),
+        handled_signals: signals.handled,
         ..SpawnOptions::default()
     }
 }

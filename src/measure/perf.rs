@@ -43,8 +43,8 @@
 //! [`perf_event_open(2)`]: https://man7.org/linux/man-pages/man2/perf_event_open.2.html
 #![forbid(unsafe_code)]
 
-use coldtrace_syscalls::raw::perf::{
-    attr_flags, perf_event_open, PerfEventAttr, PERF_COUNT_HW_BRANCH_MISSES,
+use coldtrace_syscalls::perf::{
+    attr_flags, perf_event_open, PerfEventAttr, PerfTarget, PERF_COUNT_HW_BRANCH_MISSES,
     PERF_COUNT_HW_CACHE_MISSES, PERF_COUNT_HW_CACHE_REFERENCES, PERF_COUNT_HW_CPU_CYCLES,
     PERF_COUNT_HW_INSTRUCTIONS, PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_CPU_MIGRATIONS,
     PERF_COUNT_SW_PAGE_FAULTS, PERF_COUNT_SW_TASK_CLOCK, PERF_FLAG_FD_CLOEXEC,
@@ -247,7 +247,14 @@ impl PerfSession {
 
     fn open_one(event: PerfEvent) -> Slot {
         let open = |exclude_kernel| {
-            perf_event_open(&event.attr(exclude_kernel), 0, -1, -1, PERF_FLAG_FD_CLOEXEC)
+            let attr = event.attr(exclude_kernel);
+            perf_event_open(
+                &attr,
+                PerfTarget::CallingThread,
+                -1,
+                None,
+                PERF_FLAG_FD_CLOEXEC,
+            )
         };
         match open(false) {
             Ok(fd) => Slot::Open {

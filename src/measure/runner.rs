@@ -11,9 +11,10 @@ use crate::measure::perf::{CounterReading, PerfEvent, PerfSession};
 use crate::measure::zombie::{ChildIo, ChildSched};
 use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::{
-    wait::reap_orphans, ChildStack, Errno, Program, ResourceUsage, Signal, SignalFd, SpawnOptions,
+    ChildStack, Errno, Program, ResourceUsage, Signal, SignalFd, SpawnOptions, Subreaper,
     WaitEvent, WaitStatus,
 };
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How the run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +27,14 @@ pub enum Outcome {
         status: WaitStatus,
         /// The last signal coldtrace sent.
         sent: Signal,
+    },
+    /// Waiting for the child failed; its process group (or the child) was killed with
+    /// SIGKILL so that no `--timeout` or forwarded signal is lost, then reaped.
+    WaitFailed {
+        /// The error of the wait.
+        errno: Errno,
+        /// The wait status after the kill.
+        status: WaitStatus,
     },
     /// The child ran but `wait4` could not reap it (someone else did: no status, no usage).
     Unreaped {
@@ -54,6 +63,9 @@ impl Outcome {
             Outcome::Finished(status) => Some(status.to_string()),
             Outcome::TimedOut { sent, .. } => Some(format!("timed out (sent {sent})")),
             Outcome::FailedToStart { errno, .. } => Some(format!("failed to start: {errno}")),
+            Outcome::WaitFailed { errno, .. } => {
+                Some(format!("waiting failed ({errno}); killed with SIGKILL"))
+            }
             Outcome::Unreaped { errno } => Some(format!("could not be reaped: {errno}")),
         }
     }
@@ -71,6 +83,8 @@ pub struct RunLimits<'a> {
     pub counters: &'a [PerfEvent],
     /// Read the zombie's `/proc/PID/io` and `schedstat` before reaping (off with `--minimal`).
     pub inspect_child: bool,
+    /// Reap adopted orphans after the run (coldtrace is a subreaper; `None`: do not).
+    pub orphans: Option<&'a Subreaper>,
 }
 
 /// What one run produced.
@@ -115,7 +129,7 @@ pub fn measure(
     let floor_reading = floor.reset_and_read();
     let start_ns = crate::measure::clock::monotonic_ns();
     let spawned = program.spawn_image(&image, options, stack);
-    let mut child = match spawned {
+    let child = match spawned {
         Ok(child) => child,
         Err(failure) => {
             return RunResult {
@@ -135,11 +149,13 @@ pub fn measure(
             }
         }
     };
+    say_fallbacks_once();
     let mut deadline = limits.timeout_ns.map(|t| start_ns.saturating_add(t));
     let mut sent: Option<Signal> = None;
     let mut interrupted_by = None;
     let mut stopped_by = None;
     let mut end_ns = None;
+    let mut wait_error = None;
     loop {
         match child.wait(limits.signals, deadline) {
             Ok(WaitEvent::Exited) => {
@@ -180,7 +196,12 @@ pub fn measure(
                 }
                 sent = Some(next);
             }
-            Err(_) => break,
+            Err(errno) => {
+                // Never lose a --timeout or a forwarded signal: end the command now.
+                wait_error = Some(errno);
+                let _ = child.signal_group(Signal::KILL);
+                break;
+            }
         }
     }
     let wall_ns = end_ns.map(|end| end.saturating_sub(start_ns));
@@ -202,15 +223,16 @@ pub fn measure(
     };
     let (outcome, rusage) = match child.reap() {
         Ok((status, usage)) => {
-            let outcome = match sent {
-                Some(sent) => Outcome::TimedOut { status, sent },
-                None => Outcome::Finished(status),
+            let outcome = match (wait_error, sent) {
+                (Some(errno), _) => Outcome::WaitFailed { errno, status },
+                (None, Some(sent)) => Outcome::TimedOut { status, sent },
+                (None, None) => Outcome::Finished(status),
             };
             (outcome, Some(usage))
         }
         Err(errno) => (Outcome::Unreaped { errno }, None),
     };
-    let orphans_reaped = reap_orphans() as u64;
+    let orphans_reaped = limits.orphans.map_or(0, |s| s.reap_orphans() as u64);
     let counters = session.map(PerfSession::read_after_exit);
     RunResult {
         outcome,
@@ -223,5 +245,21 @@ pub fn measure(
         stopped_by,
         orphans_reaped,
         counters,
+    }
+}
+
+/// Says once per process that children are watched without pidfds or close fds one by one.
+fn say_fallbacks_once() {
+    static SAID_PIDFD: AtomicBool = AtomicBool::new(false);
+    static SAID_CLOSE: AtomicBool = AtomicBool::new(false);
+    if let Some(why) = coldtrace_syscalls::spawn::pidfd_unavailable() {
+        if !SAID_PIDFD.swap(true, Ordering::Relaxed) {
+            eprintln!("coldtrace: note: no pidfds here ({why}); waiting through SIGCHLD");
+        }
+    }
+    if let Some(errno) = coldtrace_syscalls::spawn::close_range_unavailable() {
+        if !SAID_CLOSE.swap(true, Ordering::Relaxed) {
+            eprintln!("coldtrace: note: close_range is refused ({errno}); closing fds one by one");
+        }
     }
 }

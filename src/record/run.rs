@@ -110,6 +110,14 @@ impl Serialize for OutcomeRecord {
                 m.serialize_entry("status_kind", status_kind_name(status.kind()))?;
                 serialize_status(&mut m, status.kind())?;
             }
+            Outcome::WaitFailed { errno, status } => {
+                m.serialize_entry("kind", "wait_failed")?;
+                m.serialize_entry("errno", &errno.raw())?;
+                m.serialize_entry("message", &errno.to_string())?;
+                m.serialize_entry("sent_signal", "SIGKILL")?;
+                m.serialize_entry("status_kind", status_kind_name(status.kind()))?;
+                serialize_status(&mut m, status.kind())?;
+            }
             Outcome::Unreaped { errno } => {
                 m.serialize_entry("kind", "unreaped")?;
                 m.serialize_entry("errno", &errno.raw())?;

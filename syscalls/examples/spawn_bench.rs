@@ -33,7 +33,7 @@
 //! Child max RSS (`ru_maxrss`, KiB): for (a) it comes from the timed runs' own `wait4`. std's
 //! `status()` reaps with `waitpid` and throws the rusage away, so for (b) and (c) the timed runs
 //! have none; a few extra, untimed runs per path spawn with `Command::spawn()` and reap the PID
-//! with this crate's `raw::wait4` instead, which shows the floor that each path inherits.
+//! with this crate's `wait::wait4` instead, which shows the floor that each path inherits.
 //!
 //! ```text
 //! cargo run --release -p coldtrace-syscalls --example spawn_bench -- [--runs N] [--heap-mib N]
@@ -43,8 +43,8 @@
 //! parent only.
 #![forbid(unsafe_code)]
 
-use coldtrace_syscalls::raw::{self, Wait4Options};
 use coldtrace_syscalls::wait::monotonic_ns;
+use coldtrace_syscalls::wait::{self as raw, Wait4Options};
 use coldtrace_syscalls::{ChildStack, Program, SpawnOptions, WaitStatusKind};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;

@@ -28,3 +28,27 @@ pub struct ResourceUsage {
     /// Involuntary context switches (`ru_nivcsw`): the child was preempted.
     pub involuntary_switches: u64,
 }
+
+impl ResourceUsage {
+    /// The maintained fields of the kernel's `struct rusage` (negative values, which the kernel
+    /// never writes, read as 0).
+    pub(crate) fn from_kernel(ru: &crate::abi::Rusage) -> ResourceUsage {
+        let us = |t: crate::abi::Timeval| {
+            (t.tv_sec.max(0) as u64)
+                .saturating_mul(1_000_000)
+                .saturating_add(t.tv_usec.max(0) as u64)
+        };
+        let n = |v: i64| v.max(0) as u64;
+        ResourceUsage {
+            user_us: us(ru.ru_utime),
+            sys_us: us(ru.ru_stime),
+            max_rss_kib: n(ru.ru_maxrss),
+            minor_faults: n(ru.ru_minflt),
+            major_faults: n(ru.ru_majflt),
+            block_in: n(ru.ru_inblock),
+            block_out: n(ru.ru_oublock),
+            voluntary_switches: n(ru.ru_nvcsw),
+            involuntary_switches: n(ru.ru_nivcsw),
+        }
+    }
+}

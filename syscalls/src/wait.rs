@@ -1,12 +1,18 @@
-//! Waiting with a deadline, looking at a finished child before reaping it, and signalling.
+//! Waiting with a deadline, looking at a finished child before reaping it, reaping with
+//! `wait4`, and reaping adopted orphans.
 //!
 //! The wait is `poll(2)` on a pidfd (readable once the child has exited) and, optionally, a
 //! signalfd: it cannot miss an exit that happens before the call, and it works from any thread.
+//! Without pidfds it is `poll(2)` on the signalfd, each SIGCHLD followed by
+//! `waitid(P_PID, pid, WEXITED | WNOHANG | WNOWAIT)`, with the same deadline.
 #![forbid(unsafe_code)]
 
+pub use crate::abi::Wait4Options;
 use crate::errno::Errno;
-use crate::raw::{self, MaskHow};
+use crate::raw;
+use crate::rusage::ResourceUsage;
 use crate::signal::{SigSet, Signal};
+use crate::status::WaitStatus;
 use rustix::event::{PollFd, PollFlags};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::process::{Pid, WaitId, WaitIdOptions};
@@ -22,10 +28,40 @@ pub enum WaitEvent {
     TimedOut,
 }
 
+/// `wait4(pid, &status, options, &rusage)` — wait for a child and collect its resource usage.
+///
+/// `pid` is as in `waitpid(2)`: a PID, `-1` for any child, `0` or `-pgid` for a group.
+/// Retries on `EINTR`. Returns `Ok(None)` only with [`Wait4Options::NOHANG`] when no child has
+/// changed state. The usage covers the child and its descendants that were waited for.
+///
+/// # Errors
+/// `ECHILD` when there is no such child (or SIGCHLD is ignored, so children are auto-reaped);
+/// `EINVAL` for bad options.
+///
+/// # References
+/// [wait4(2)](https://man7.org/linux/man-pages/man2/wait4.2.html)
+pub fn wait4(
+    pid: i32,
+    options: Wait4Options,
+) -> Result<Option<(i32, WaitStatus, ResourceUsage)>, Errno> {
+    loop {
+        match raw::wait4(pid, options.bits()) {
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e),
+            Ok(None) => return Ok(None),
+            Ok(Some((child, status, usage))) => {
+                let usage = ResourceUsage::from_kernel(&usage);
+                return Ok(Some((child, WaitStatus::from_raw(status), usage)));
+            }
+        }
+    }
+}
+
 /// A signalfd for a set of signals that the calling thread blocks (see [`SignalFd::block`]).
 #[derive(Debug)]
 pub struct SignalFd {
     fd: OwnedFd,
+    set: SigSet,
 }
 
 impl SignalFd {
@@ -34,10 +70,18 @@ impl SignalFd {
     ///
     /// Signals are process-directed: for them to queue here, every thread of the process must
     /// block them (call this before starting threads).
+    ///
+    /// # References
+    /// [signalfd(2)](https://man7.org/linux/man-pages/man2/signalfd.2.html)
     pub fn block(set: SigSet) -> Result<(SignalFd, SigSet), Errno> {
-        let old = raw::sigprocmask(MaskHow::Block, Some(set))?;
-        let fd = raw::signalfd(set)?;
-        Ok((SignalFd { fd }, old))
+        let old = crate::signal::sigprocmask(crate::signal::MaskHow::Block, Some(set))?;
+        let fd = raw::signalfd(set.bits())?;
+        Ok((SignalFd { fd, set }, old))
+    }
+
+    /// The signals this fd reads.
+    pub fn set(&self) -> SigSet {
+        self.set
     }
 
     /// Takes one pending signal, if any (non-blocking).
@@ -69,12 +113,19 @@ pub fn monotonic_ns() -> u64 {
         .saturating_add(t.tv_nsec as u64)
 }
 
-pub(crate) fn pidfd_open(pid: i32) -> Result<OwnedFd, Errno> {
-    let pid = Pid::from_raw(pid).ok_or(Errno::SRCH)?;
-    Ok(rustix::process::pidfd_open(
-        pid,
-        rustix::process::PidfdFlags::empty(),
-    )?)
+/// The poll timeout until `deadline_ns`, capped at `cap_ns`; `None` waits forever.
+fn timeout(deadline_ns: Option<u64>, cap_ns: Option<u64>) -> Option<rustix::time::Timespec> {
+    let left = match (
+        deadline_ns.map(|d| d.saturating_sub(monotonic_ns())),
+        cap_ns,
+    ) {
+        (Some(left), Some(cap)) => left.min(cap),
+        (left, cap) => left.or(cap)?,
+    };
+    Some(rustix::time::Timespec {
+        tv_sec: (left / 1_000_000_000) as i64,
+        tv_nsec: (left % 1_000_000_000) as i64,
+    })
 }
 
 /// Polls the pidfd (and signalfd) until exit, a signal, or the deadline. An exit seen in the
@@ -85,22 +136,12 @@ pub(crate) fn wait_exit(
     deadline_ns: Option<u64>,
 ) -> Result<WaitEvent, Errno> {
     loop {
-        let timeout = match deadline_ns {
-            Some(deadline) => {
-                let left = deadline.saturating_sub(monotonic_ns());
-                Some(rustix::time::Timespec {
-                    tv_sec: (left / 1_000_000_000) as i64,
-                    tv_nsec: (left % 1_000_000_000) as i64,
-                })
-            }
-            None => None,
-        };
         let mut fds = [
             PollFd::from_borrowed_fd(pidfd, PollFlags::IN),
             PollFd::from_borrowed_fd(signals.map_or(pidfd, |s| s.as_fd()), PollFlags::IN),
         ];
         let used = if signals.is_some() { 2 } else { 1 };
-        match rustix::event::poll(&mut fds[..used], timeout.as_ref()) {
+        match rustix::event::poll(&mut fds[..used], timeout(deadline_ns, None).as_ref()) {
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return Err(e.into()),
             Ok(0) => return Ok(WaitEvent::TimedOut),
@@ -109,10 +150,42 @@ pub(crate) fn wait_exit(
         if !fds[0].revents().is_empty() {
             return Ok(WaitEvent::Exited);
         }
-        if let Some(signals) = signals {
-            if let Some(signal) = signals.take()? {
-                return Ok(WaitEvent::Signal(signal));
-            }
+        if let Some(signal) = signals.map(SignalFd::take).transpose()?.flatten() {
+            return Ok(WaitEvent::Signal(signal));
+        }
+    }
+}
+
+/// The same contract as [`wait_exit`] without a pidfd: the exit is checked with `waitid(P_PID,
+/// WNOWAIT)` before each poll and after each SIGCHLD; with no SIGCHLD watched, every 1 ms.
+pub(crate) fn wait_exit_by_pid(
+    pid: i32,
+    signals: Option<&SignalFd>,
+    deadline_ns: Option<u64>,
+) -> Result<WaitEvent, Errno> {
+    let watches_chld = signals.is_some_and(|s| s.set().contains(Signal::CHLD));
+    let tick_ns = (!watches_chld).then_some(1_000_000);
+    loop {
+        if has_exited(pid)? {
+            return Ok(WaitEvent::Exited);
+        }
+        if deadline_ns.is_some_and(|d| monotonic_ns() >= d) {
+            return Ok(WaitEvent::TimedOut);
+        }
+        let left = timeout(deadline_ns, tick_ns);
+        let polled = match signals {
+            Some(s) => rustix::event::poll(&mut [PollFd::new(s, PollFlags::IN)], left.as_ref()),
+            None => rustix::event::poll(&mut [], left.as_ref()),
+        };
+        match polled {
+            Err(rustix::io::Errno::INTR) | Ok(0) => continue,
+            Err(e) => return Err(e.into()),
+            Ok(_) => {}
+        }
+        match signals.map(SignalFd::take).transpose()?.flatten() {
+            Some(Signal::CHLD) if has_exited(pid)? => return Ok(WaitEvent::Exited),
+            Some(signal) => return Ok(WaitEvent::Signal(signal)),
+            None => {}
         }
     }
 }
@@ -124,35 +197,100 @@ pub(crate) fn has_exited(pid: i32) -> Result<bool, Errno> {
     Ok(rustix::process::waitid(WaitId::Pid(pid), options)?.is_some())
 }
 
-/// `waitid(P_PID, pid, WSTOPPED | WNOHANG | WNOWAIT)`: the stopping signal, if stopped.
-pub(crate) fn stopped_by(pid: i32) -> Result<Option<Signal>, Errno> {
-    let pid = Pid::from_raw(pid).ok_or(Errno::SRCH)?;
+/// `waitid(P_PIDFD, pidfd, WEXITED | WNOHANG | WNOWAIT)`: the same through a pidfd (≥ 5.4).
+pub(crate) fn exited_by_pidfd(pidfd: BorrowedFd<'_>) -> Result<bool, Errno> {
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    Ok(rustix::process::waitid(WaitId::PidFd(pidfd), options)?.is_some())
+}
+
+/// `waitid(P_PIDFD, pidfd, WEXITED | WNOWAIT)`: blocks until the child has exited; `ECHILD`
+/// once it has been reaped (by anyone).
+pub(crate) fn await_exit_by_pidfd(pidfd: BorrowedFd<'_>) -> Result<(), Errno> {
+    loop {
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT;
+        match rustix::process::waitid(WaitId::PidFd(pidfd), options) {
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+            Ok(_) => return Ok(()),
+        }
+    }
+}
+
+/// `ESRCH` unless the child is still ours and unreaped (running, stopped or a zombie).
+pub(crate) fn still_unreaped(pid: i32, pidfd: Option<BorrowedFd<'_>>) -> Result<(), Errno> {
+    let options = WaitIdOptions::EXITED
+        | WaitIdOptions::STOPPED
+        | WaitIdOptions::CONTINUED
+        | WaitIdOptions::NOHANG
+        | WaitIdOptions::NOWAIT;
+    let id = match pidfd {
+        Some(fd) => WaitId::PidFd(fd),
+        None => WaitId::Pid(Pid::from_raw(pid).ok_or(Errno::SRCH)?),
+    };
+    match rustix::process::waitid(id, options) {
+        Ok(_) => Ok(()),
+        Err(rustix::io::Errno::CHILD) => Err(Errno::SRCH),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `waitid(WSTOPPED | WNOHANG | WNOWAIT)`: the stopping signal, if stopped.
+pub(crate) fn stopped_by(pid: i32, pidfd: Option<BorrowedFd<'_>>) -> Result<Option<Signal>, Errno> {
+    let id = match pidfd {
+        Some(fd) => WaitId::PidFd(fd),
+        None => WaitId::Pid(Pid::from_raw(pid).ok_or(Errno::SRCH)?),
+    };
     let options = WaitIdOptions::STOPPED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
-    Ok(rustix::process::waitid(WaitId::Pid(pid), options)?
+    Ok(rustix::process::waitid(id, options)?
         .and_then(|status| status.stopping_signal())
         .map(Signal::from_raw))
 }
 
-pub(crate) fn kill(pid: i32, signal: Signal) -> Result<(), Errno> {
-    if pid <= 0 {
-        return Err(Errno::SRCH);
-    }
-    raw::kill(pid, signal.raw())
+/// The right to reap adopted orphans: a child subreaper (`PR_SET_CHILD_SUBREAPER`), or PID 1.
+///
+/// Orphaned descendants become this process's children, and a subreaper must reap them or they
+/// stay zombies. [`Subreaper::reap_orphans`] reaps every exited child that no live
+/// [`crate::Child`] owns — so it also reaps children that other code in the program started
+/// (e.g. with `std::process::Command`, whose `wait` would then fail with `ECHILD`). Becoming a
+/// subreaper is therefore a whole-program decision: claim it only in a program whose every
+/// child is a [`crate::Child`], as coldtrace's CLI does. A library should never call it.
+#[derive(Debug)]
+pub struct Subreaper {
+    claimed: Result<(), Errno>,
 }
 
-pub(crate) fn kill_group(pgid: i32, signal: Signal) -> Result<(), Errno> {
-    if pgid <= 1 {
-        return Err(Errno::SRCH);
+impl Subreaper {
+    /// Makes this process a child subreaper. The result says whether the kernel agreed (a
+    /// PID 1 adopts orphans anyway).
+    ///
+    /// # References
+    /// [PR_SET_CHILD_SUBREAPER](https://man7.org/linux/man-pages/man2/PR_SET_CHILD_SUBREAPER.2const.html)
+    pub fn claim() -> Subreaper {
+        let pid = rustix::process::getpid();
+        let claimed = rustix::process::set_child_subreaper(Some(pid)).map_err(Errno::from);
+        Subreaper { claimed }
     }
-    raw::kill(-pgid, signal.raw())
-}
 
-/// Reaps any exited child without blocking (for orphans adopted as a subreaper or PID 1).
-/// Returns how many were reaped.
-pub fn reap_orphans() -> usize {
-    let mut reaped = 0;
-    while let Ok(Some(_)) = raw::wait4(-1, raw::Wait4Options::NOHANG) {
-        reaped += 1;
+    /// Whether the kernel made this process a subreaper.
+    pub fn claimed(&self) -> Result<(), Errno> {
+        self.claimed
     }
-    reaped
+
+    /// Reaps exited children that no live [`crate::Child`] owns, without blocking; returns how
+    /// many. It looks at one exited child at a time (`waitid(P_ALL, WNOWAIT)`), and stops at one
+    /// that a `Child` may own (or while a spawn is registering its child): that one is left to
+    /// its owner, and the children behind it to the next call.
+    pub fn reap_orphans(&self) -> usize {
+        let mut reaped = 0;
+        while let Ok(Some(pid)) = raw::waitid_exited_any() {
+            if crate::spawn::registry::may_be_owned(pid) {
+                break;
+            }
+            match wait4(pid, Wait4Options::NOHANG) {
+                Ok(Some(_)) => reaped += 1,
+                _ => break,
+            }
+        }
+        reaped
+    }
 }

@@ -2,7 +2,7 @@
 //! (Its own test binary: it counts this process's fds and reads its VmRSS.)
 #![forbid(unsafe_code)]
 
-use coldtrace_syscalls::raw::{wait4, Wait4Options};
+use coldtrace_syscalls::wait::{wait4, Wait4Options};
 use coldtrace_syscalls::{find_program, ChildStack, Errno, Program, SpawnOptions, WaitEvent};
 use std::ffi::CString;
 
@@ -28,7 +28,7 @@ fn ten_thousand_spawns_leave_no_fd_zombie_or_memory_growth() {
     let mut stack = ChildStack::new().expect("stack");
     // Warm up allocator and page tables, then take the baseline.
     for _ in 0..100 {
-        let mut child = program
+        let child = program
             .spawn(&SpawnOptions::default(), &mut stack)
             .expect("spawn");
         assert_eq!(child.wait(None, None), Ok(WaitEvent::Exited));
@@ -36,7 +36,7 @@ fn ten_thousand_spawns_leave_no_fd_zombie_or_memory_growth() {
     }
     let (fds_before, rss_before) = (open_fds(), vm_rss_kib());
     for i in 0..10_000 {
-        let mut child = program
+        let child = program
             .spawn(&SpawnOptions::default(), &mut stack)
             .expect("spawn");
         // Half through the deadline wait (pidfd + poll), half straight to the reap.

@@ -8,9 +8,10 @@
 
 mod common;
 
-use coldtrace_syscalls::raw::{self, Disposition, MaskHow, Wait4Options};
+use coldtrace_syscalls::signal::{self as raw, Disposition, MaskHow};
 use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::wait::monotonic_ns;
+use coldtrace_syscalls::wait::{wait4, Wait4Options};
 use coldtrace_syscalls::{
     find_program, ChildStack, Errno, Program, SigSet, Signal, SpawnError, SpawnOptions, WaitEvent,
     WaitStatusKind,
@@ -35,7 +36,7 @@ fn serial() -> MutexGuard<'static, ()> {
 /// No child of this process is left, running or zombie.
 fn assert_no_children() {
     assert_eq!(
-        raw::wait4(-1, Wait4Options::NOHANG).map(|r| r.map(|(pid, s, _)| (pid, s))),
+        wait4(-1, Wait4Options::NOHANG).map(|r| r.map(|(pid, s, _)| (pid, s))),
         Err(Errno::CHILD)
     );
 }
@@ -325,7 +326,7 @@ fn a_thousand_spawns_leave_no_zombie_and_no_descriptor() {
             }
             // Waiting opens a pidfd, which reaping must close.
             1 => {
-                let mut child = ok.spawn(&SpawnOptions::default(), &mut stack).unwrap();
+                let child = ok.spawn(&SpawnOptions::default(), &mut stack).unwrap();
                 assert_eq!(child.wait(None, None), Ok(WaitEvent::Exited));
                 assert_eq!(child.has_exited(), Ok(true));
                 assert_eq!(child.reap().unwrap().0.code(), Some(0));
@@ -588,7 +589,7 @@ fn wait_with_a_deadline_times_out_then_kill_is_reported() {
     let _serial = serial();
     let mut stack = ChildStack::new().unwrap();
     let sleep = program("/usr/bin/sleep", &["sleep", "5"], &[]);
-    let mut child = sleep.spawn(&SpawnOptions::default(), &mut stack).unwrap();
+    let child = sleep.spawn(&SpawnOptions::default(), &mut stack).unwrap();
     let deadline = monotonic_ns() + 100_000_000;
     assert_eq!(child.wait(None, Some(deadline)), Ok(WaitEvent::TimedOut));
     assert_eq!(child.has_exited(), Ok(false));

@@ -6,7 +6,7 @@
 
 mod common;
 
-use coldtrace_syscalls::raw::{self, Wait4Options};
+use coldtrace_syscalls::wait::{self as raw, Wait4Options};
 use coldtrace_syscalls::{ChildStack, Signal, SpawnOptions, WaitStatusKind};
 use common::{run, run_in, sh, TempDir};
 use std::os::fd::AsFd;

@@ -5,7 +5,7 @@
 use super::open::Opener;
 use super::residency::cachestat_available;
 use super::{CacheError, FileSet, WatchedFile};
-use coldtrace_syscalls::raw;
+use coldtrace_syscalls::cache as raw;
 use coldtrace_syscalls::Errno;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Advice, Mode, OFlags};

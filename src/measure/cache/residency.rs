@@ -4,7 +4,7 @@
 
 use super::open::Opener;
 use super::{FileSet, WatchedFile};
-use coldtrace_syscalls::raw;
+use coldtrace_syscalls::cache as raw;
 use coldtrace_syscalls::Errno;
 use rustix::fd::AsFd;
 use rustix::fs::{Access, AtFlags, Mode, OFlags, CWD};

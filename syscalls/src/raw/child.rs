@@ -1,36 +1,42 @@
-//! The vfork-semantics spawn: `clone(CLONE_VM | CLONE_VFORK | SIGCHLD)` on a private stack, and
-//! the code that runs in the child until `execve`.
+//! The vfork-semantics spawn: `clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD)` on a
+//! private stack, and the code that runs in the child until `execve`.
 //!
-//! # The shape (after musl's `posix_spawn`)
-//! - Every input the child needs is prepared by the parent, before `clone`, in one
-//!   [`ChildInputs`] value in the parent's stack frame. The parent is suspended by the kernel
-//!   until the child has called `execve` or exited (`CLONE_VFORK`), so that frame outlives every
-//!   access the child makes.
-//! - The trampoline is the C library's `clone`: it switches to [`ChildStack`], calls
-//!   [`child_entry`] and would exit if it returned — it never does, so nothing returns twice into
-//!   Rust code (the reason `vfork()` itself cannot be called soundly from Rust).
-//! - The child makes raw system calls only ([`super::syscall6`]): no allocation, lock, panic,
-//!   `Drop`, unwinding, TLS or `errno`. It ends in `execve` or `exit_group(127)`.
-//! - The parent blocks every signal around `clone`. The child resets every handled signal (and
-//!   SIGPIPE) to `SIG_DFL` — otherwise a parent's handler could run in the child while it shares
-//!   the parent's memory — then installs the requested mask right before `execve`.
-//! - A failure in the child is written to two atomics in [`ChildInputs`] (the shared memory
-//!   is the channel; no pipe is needed), the child exits 127, and the parent reaps it before
-//!   returning the error, so no zombie is left.
+//! The shape, after musl's `posix_spawn` (walked through in `syscalls/README.md`): every input
+//! is prepared before `clone` in one `ChildInputs` in the parent's frame; the C library's
+//! `clone` is the trampoline onto [`ChildStack`], so nothing returns twice into Rust; the child
+//! makes raw system calls only — no allocation, lock, panic path, `Drop`, TLS, `errno`, nor any
+//! call into `core` (wrapping arithmetic, slice patterns, no indexing), which
+//! `syscalls/tests/child_disassembly.rs` checks — and ends in `execve` or `exit_group(127)`.
+//! The pidfd comes from the clone itself, so nothing can fail between spawn and wait.
+//!
+//! # Safe to call from a multi-threaded program
+//! The calling thread blocks every signal around `clone`; other threads keep running and
+//! handling signals in the parent. The child is a new process: signals directed at the parent
+//! never reach it, and signals sent to it stay pending (all blocked) until it has reset every
+//! handled signal to `SIG_DFL`. Synchronous SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGSYS cannot be
+//! blocked, but the kernel delivers a blocked synchronous signal by resetting it to `SIG_DFL`
+//! first (`force_sig_info_to_task`), so it kills the child rather than running a handler.
+//! With `CLONE_VFORK` the child keeps the calling thread's `sigaltstack` (the kernel clears it
+//! only for `CLONE_VM` without `CLONE_VFORK`); since no handler runs, it is never used. Other
+//! threads cannot reach `ChildInputs` (a local of the suspended frame) or the stack (borrowed
+//! mutably); the image strings are borrowed shared, so nobody mutates them. The vfork wait is
+//! `TASK_KILLABLE`: a fatal signal can end the parent during it, but then no parent code runs
+//! again, and the child holds its own reference to the shared memory.
 #![allow(unsafe_code)]
 
-use super::{check, nr, syscall6};
-use crate::errno::Errno;
-use crate::signal::{SigSet, Signal, MAX_SIGNAL};
-use alloc::vec::Vec;
+use super::{sigaction_default, sigaction_query, sigprocmask, syscall6};
+use crate::abi::{clone_flags as cf, nr, KernelSigaction, MaskHow, F_SETFD, SIG_DFL, SIG_IGN};
+pub use crate::child_plan::ExecImage;
+use crate::child_plan::{ChildPlan, Spawned};
+use crate::errno::{errno_of, Errno};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use core::marker::PhantomData;
-use core::sync::atomic::{AtomicI32, AtomicU32, Ordering};
-use rustix::fd::{AsRawFd, BorrowedFd};
+use rustix::fd::{FromRawFd, OwnedFd};
 
 extern "C" {
-    /// glibc and musl: `int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)`.
-    /// Declared by hand: the crate links against the platform C library, not the `libc` crate.
+    /// glibc and musl: `int clone(int (*fn)(void *), void *stack, int flags, void *arg,
+    /// ... /* pid_t *parent_tid, void *tls, pid_t *child_tid */)`. Both read `parent_tid` when
+    /// `CLONE_PIDFD` is set (musl ≥ 1.2.4 through its flag test, glibc always).
     fn clone(
         func: extern "C" fn(*mut c_void) -> c_int,
         stack: *mut c_void,
@@ -43,10 +49,6 @@ extern "C" {
     fn __errno_location() -> *mut c_int;
 }
 
-const CLONE_VM: c_int = 0x0000_0100;
-const CLONE_VFORK: c_int = 0x0000_4000;
-const SIGCHLD: c_int = 17;
-
 /// The child's private stack: an anonymous mapping with a `PROT_NONE` guard page below it.
 ///
 /// Reused across spawns: its top pages are touched once, here, so that children do not take
@@ -57,39 +59,30 @@ pub struct ChildStack {
 }
 
 impl ChildStack {
-    /// Usable bytes above the guard page. The child's frames need a few KiB; 64 KiB leaves room
-    /// for unoptimised debug builds.
+    /// Usable bytes above the guard page; 64 KiB leaves room for unoptimised debug builds.
     pub const USABLE_BYTES: usize = 64 * 1024;
     const PRETOUCHED_BYTES: usize = 16 * 1024;
 
-    /// Maps a new stack.
-    ///
-    /// # References
-    /// [mmap(2)](https://man7.org/linux/man-pages/man2/mmap.2.html),
-    /// [mprotect(2)](https://man7.org/linux/man-pages/man2/mprotect.2.html)
+    /// Maps a new stack ([mmap(2)](https://man7.org/linux/man-pages/man2/mmap.2.html)).
     pub fn new() -> Result<ChildStack, Errno> {
         use rustix::mm::{MapFlags, MprotectFlags, ProtFlags};
         let page = rustix::param::page_size();
         let len = Self::USABLE_BYTES + page;
-        // SAFETY:
-        // - A null hint lets the kernel pick fresh addresses; no existing mapping or Rust-owned
-        //   memory is replaced. The new mapping is owned by the returned `ChildStack` alone.
-        let base = unsafe {
-            rustix::mm::mmap_anonymous(
-                core::ptr::null_mut(),
-                len,
-                ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::PRIVATE | MapFlags::STACK,
-            )
-        }
-        .map_err(Errno::from)?;
+        let (rw, flags) = (
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::PRIVATE | MapFlags::STACK,
+        );
+        // SAFETY: a null hint lets the kernel pick fresh addresses; no existing mapping or
+        // Rust-owned memory is replaced. The mapping is owned by the returned value alone.
+        let base = unsafe { rustix::mm::mmap_anonymous(core::ptr::null_mut(), len, rw, flags) }
+            .map_err(Errno::from)?;
         let stack = ChildStack { base, len };
         // SAFETY: `base..base+page` is the lowest page of the mapping owned by `stack`; nothing
         // refers to it, so making it inaccessible (the guard page) breaks no reference.
         unsafe { rustix::mm::mprotect(base, page, MprotectFlags::empty()) }.map_err(Errno::from)?;
         let touched = stack
             .top()
-            .wrapping_sub(Self::PRETOUCHED_BYTES)
+            .wrapping_byte_sub(Self::PRETOUCHED_BYTES)
             .cast::<u8>();
         // SAFETY: `touched..top` lies inside the writable part of the mapping (16 KiB < 64 KiB),
         // is page aligned, owned by `stack`, and not borrowed by anything; bytes are plain `u8`.
@@ -111,347 +104,251 @@ impl Drop for ChildStack {
     }
 }
 
-/// The program image to execute: path, argv and envp as NUL-terminated pointer arrays whose
-/// strings are borrowed for `'a`.
-pub struct ExecImage<'a> {
-    path: &'a CStr,
-    argv: Vec<*const c_char>,
-    envp: Vec<*const c_char>,
-    _strings: PhantomData<&'a CStr>,
-}
-
-impl<'a> ExecImage<'a> {
-    /// Builds the pointer arrays (in the parent, before any clone).
-    pub fn new<A, E>(path: &'a CStr, argv: A, envp: E) -> ExecImage<'a>
-    where
-        A: IntoIterator<Item = &'a CStr>,
-        E: IntoIterator<Item = &'a CStr>,
-    {
-        let arrays = |it: &mut dyn Iterator<Item = &'a CStr>| {
-            let mut v: Vec<*const c_char> = it.map(CStr::as_ptr).collect();
-            v.push(core::ptr::null());
-            v
-        };
-        ExecImage {
-            path,
-            argv: arrays(&mut argv.into_iter()),
-            envp: arrays(&mut envp.into_iter()),
-            _strings: PhantomData,
-        }
-    }
-}
-
-/// Everything about the child's process state apart from the image.
-#[derive(Clone, Copy, Default)]
-pub struct ChildSetup<'a> {
-    /// Descriptors to install as 0, 1, 2 (`None`: inherit the parent's). Each must be ≥ 3 or
-    /// equal to its own slot, so that installing one can never clobber another.
-    pub stdio: [Option<BorrowedFd<'a>>; 3],
-    /// Further descriptors (≥ 3) to keep open under their own numbers; every other descriptor
-    /// above 2 is closed in the child.
-    pub keep_fds: &'a [BorrowedFd<'a>],
-    /// Directory to change to before `execve`.
-    pub cwd: Option<&'a CStr>,
-    /// Put the child in a new process group of its own (`setpgid(0, 0)`).
-    pub new_process_group: bool,
-    /// The signal mask the program starts with; `None` keeps the caller's mask.
-    pub signal_mask: Option<SigSet>,
-}
-
-/// The step of the child's set-up that failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum ChildStage {
-    /// The parent could not start the child (`clone` failed, or the setup was invalid).
-    Clone = 1,
-    /// Resetting signal dispositions.
-    ResetSignals = 2,
-    /// `setpgid(0, 0)`.
-    SetProcessGroup = 3,
-    /// `chdir(cwd)`.
-    ChangeDirectory = 4,
-    /// `dup3` onto 0, 1 or 2.
-    RedirectStdio = 5,
-    /// Closing inherited descriptors.
-    CloseDescriptors = 6,
-    /// Restoring the signal mask.
-    RestoreMask = 7,
-    /// `execve` itself.
-    Exec = 8,
-}
-
-impl ChildStage {
-    fn from_raw(raw: u32) -> ChildStage {
-        match raw {
-            2 => ChildStage::ResetSignals,
-            3 => ChildStage::SetProcessGroup,
-            4 => ChildStage::ChangeDirectory,
-            5 => ChildStage::RedirectStdio,
-            6 => ChildStage::CloseDescriptors,
-            7 => ChildStage::RestoreMask,
-            8 => ChildStage::Exec,
-            _ => ChildStage::Clone,
-        }
-    }
-}
-
-/// A spawn that did not reach the new program: which step failed, with which error.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ChildFailure {
-    /// The failed step.
-    pub stage: ChildStage,
-    /// The kernel's error.
-    pub errno: Errno,
-}
-
-/// What the child reads, prepared by the parent before `clone` and alive (in the suspended
-/// parent's frame) for as long as the child runs before `execve`.
+/// What the child reads, and the one place it writes (`failed_*`), in the parent's frame.
 struct ChildInputs<'a> {
-    image: &'a ExecImage<'a>,
-    stdio: [c_int; 3],
-    keep: &'a [c_int],
-    cwd: Option<&'a CStr>,
-    new_process_group: bool,
-    mask: SigSet,
-    failed_stage: AtomicU32,
-    failed_errno: AtomicI32,
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    cwd: *const c_char,
+    plan: &'a ChildPlan<'a>,
+    mask: u64,
+    failed_stage: u32,
+    failed_errno: i32,
+    _image: PhantomData<&'a ExecImage<'a>>,
 }
 
-/// Starts `image` with `setup` on `stack`, with vfork semantics. Returns the child's PID once
-/// it has called `execve` successfully; the parent is suspended until then.
+/// Starts `image` on `stack` with vfork semantics. Returns once the child has called `execve`,
+/// or has died before it without reporting a failure (killed by a signal: its wait status
+/// tells, as with `posix_spawn`). On a reported failure the child is reaped: `Err((stage,
+/// errno))`, stage 1 for the parent's own calls. See [clone(2)], [vfork(2)].
 ///
-/// On failure the child has already been reaped: no zombie is left.
-///
-/// # References
-/// [clone(2)](https://man7.org/linux/man-pages/man2/clone.2.html),
-/// [execve(2)](https://man7.org/linux/man-pages/man2/execve.2.html)
-pub fn spawn(
+/// [clone(2)]: https://man7.org/linux/man-pages/man2/clone.2.html
+/// [vfork(2)]: https://man7.org/linux/man-pages/man2/vfork.2.html
+pub(crate) fn spawn(
     image: &ExecImage<'_>,
-    setup: &ChildSetup<'_>,
+    plan: &ChildPlan<'_>,
     stack: &mut ChildStack,
-) -> Result<i32, ChildFailure> {
-    let invalid = ChildFailure {
-        stage: ChildStage::Clone,
-        errno: Errno::INVAL,
+) -> Result<Spawned, (u32, Errno)> {
+    let mut old_mask = 0u64;
+    let blocked = sigprocmask(MaskHow::SetMask, Some(&!0), &mut old_mask);
+    crate::errno::zero_or(blocked).map_err(|e| (1, e))?;
+    let mut inputs = ChildInputs {
+        path: image.path_ptr(),
+        argv: image.argv_ptr(),
+        envp: image.envp_ptr(),
+        cwd: plan.cwd.map_or(core::ptr::null(), CStr::as_ptr),
+        plan,
+        mask: plan.mask.unwrap_or(old_mask),
+        failed_stage: 0,
+        failed_errno: 0,
+        _image: PhantomData,
     };
-    let mut stdio = [-1 as c_int; 3];
-    for (slot, (target, fd)) in stdio.iter_mut().zip(setup.stdio.iter().enumerate()) {
-        if let Some(fd) = fd {
-            let raw = fd.as_raw_fd();
-            if raw < 3 && raw != target as c_int {
-                return Err(invalid);
-            }
-            // Installing a descriptor on its own slot is inheriting it.
-            *slot = if raw == target as c_int { -1 } else { raw };
-        }
-    }
-    let mut keep: Vec<c_int> = setup.keep_fds.iter().map(|fd| fd.as_raw_fd()).collect();
-    keep.sort_unstable();
-    keep.dedup();
-    if keep.first().is_some_and(|&fd| fd < 3) {
-        return Err(invalid);
-    }
-
-    let old_mask =
-        super::sigprocmask(super::MaskHow::SetMask, Some(SigSet::FULL)).map_err(|errno| {
-            ChildFailure {
-                stage: ChildStage::Clone,
-                errno,
-            }
-        })?;
-    let inputs = ChildInputs {
-        image,
-        stdio,
-        keep: &keep,
-        cwd: setup.cwd,
-        new_process_group: setup.new_process_group,
-        mask: setup.signal_mask.unwrap_or(old_mask),
-        failed_stage: AtomicU32::new(0),
-        failed_errno: AtomicI32::new(0),
+    let flags = cf::CLONE_VM | cf::CLONE_VFORK | cf::SIGCHLD;
+    let flags = if plan.pidfd {
+        flags | cf::CLONE_PIDFD
+    } else {
+        flags
     };
+    let (arg, mut pidfd) = (
+        &mut inputs as *mut ChildInputs<'_> as *mut c_void,
+        -1 as c_int,
+    );
     // SAFETY:
-    // - `child_entry` never returns (it ends in execve or exit_group): nothing returns twice.
-    // - `stack.top()`: 16-byte-aligned top of a live, writable 64 KiB mapping, borrowed mutably.
-    // - `arg` is `&inputs` in this frame; CLONE_VFORK suspends us until the child has exec'd or
-    //   exited, so it outlives every access; the child only reads it and stores two atomics.
-    // - All signals are blocked: no handler of ours can run in the child before it resets them.
+    // - Nothing returns twice: `child_entry` ends in execve or exit_group, never returns.
+    // - Stack valid and aligned: `stack.top()` is the 16-byte-aligned top of a live, writable
+    //   64 KiB mapping borrowed mutably for this call.
+    // - Lives long enough: `arg` and `&mut pidfd` point into this frame, and CLONE_VFORK
+    //   suspends this thread until the child has exec'd or exited.
+    // - No aliasing: this frame does not touch `inputs` until clone returns; the child's
+    //   `&mut` is the only reference meanwhile. The kernel writes `pidfd` (an `int`) before the
+    //   child runs. The vfork completion orders the child's writes before clone returns here.
+    // - Signals: all are blocked in this thread; see "Safe to call from a multi-threaded
+    //   program" above for why no handler can run in the child.
     let pid = unsafe {
         clone(
             child_entry,
             stack.top(),
-            CLONE_VM | CLONE_VFORK | SIGCHLD,
-            &inputs as *const ChildInputs<'_> as *mut c_void,
+            flags,
+            arg,
+            &mut pidfd as *mut c_int,
         )
     };
-    let clone_errno = if pid < 0 {
+    let clone_errno = (pid < 0).then(|| {
         // SAFETY: `__errno_location` has no preconditions; it returns this thread's errno slot.
         let slot = unsafe { __errno_location() };
-        // SAFETY: `slot` is the valid, aligned, live `int` of this thread's errno, which the
-        // failed `clone` has just set; nothing writes it between that call and this read.
-        Some(Errno::from_raw(unsafe { *slot }))
-    } else {
-        None
-    };
-    let restored = super::sigprocmask(super::MaskHow::SetMask, Some(old_mask));
+        // SAFETY: `slot` is the valid, aligned, live `int` errno of this thread, set by the
+        // failed `clone` just now; nothing runs between that call and this read.
+        Errno::from_raw(unsafe { *slot })
+    });
+    let restored = sigprocmask(MaskHow::SetMask, Some(&old_mask), &mut 0);
     if let Some(errno) = clone_errno {
-        return Err(ChildFailure {
-            stage: ChildStage::Clone,
-            errno,
-        });
+        return Err((1, errno));
     }
-    let stage = inputs.failed_stage.load(Ordering::Acquire);
-    if stage != 0 {
-        let errno = Errno::from_raw(inputs.failed_errno.load(Ordering::Relaxed));
-        // The child has exited with 127 (CLONE_VFORK resumed us): reap it so no zombie remains.
-        let _ = super::wait4(pid, super::Wait4Options::BLOCK);
-        return Err(ChildFailure {
-            stage: ChildStage::from_raw(stage),
-            errno,
-        });
+    let owned = (plan.pidfd && pidfd >= 0).then(|| {
+        // SAFETY: the kernel stored a new descriptor of this process in `pidfd` ("the PID file
+        // descriptor ... is placed at the location pointed to by parent_tid", clone(2)); no
+        // other value owns it, so the `OwnedFd` closes it exactly once.
+        unsafe { OwnedFd::from_raw_fd(pidfd) }
+    });
+    if inputs.failed_stage != 0 {
+        // The child exited with 127 (CLONE_VFORK resumed us): reap it so no zombie remains.
+        let _ = super::wait4(pid, 0);
+        return Err((inputs.failed_stage, Errno::from_raw(inputs.failed_errno)));
     }
-    restored.map_err(|errno| ChildFailure {
-        stage: ChildStage::Clone,
-        errno,
-    })?;
-    Ok(pid)
+    crate::errno::zero_or(restored).map_err(|e| (1, e))?;
+    let pidfd_ignored = plan.pidfd && owned.is_none();
+    Ok(Spawned {
+        pid,
+        pidfd: owned,
+        pidfd_ignored,
+    })
 }
+
+// Everything below runs in the child, on `ChildStack`, sharing the parent's memory. The child
+// has its own descriptor table and signal dispositions (no CLONE_FILES, no CLONE_SIGHAND), so
+// closing descriptors or resetting handlers here cannot affect the parent. Errors are plain
+// errno numbers (0 = success); every function is inlined into `child_entry`.
 
 /// The child's entry point, called by the C library's `clone` on [`ChildStack`].
 extern "C" fn child_entry(arg: *mut c_void) -> c_int {
-    // SAFETY: `arg` is the `&ChildInputs` that `spawn` passed to clone: non-null, aligned, and
-    // alive for as long as this child runs (the parent is suspended in that frame). It is only
-    // read, apart from its atomics, so a shared reference is sound.
-    let inputs = unsafe { &*(arg as *const ChildInputs<'_>) };
-    let Err((stage, errno)) = prepare_and_exec(inputs);
-    inputs.failed_errno.store(errno.raw(), Ordering::Relaxed);
-    inputs.failed_stage.store(stage as u32, Ordering::Release);
+    // SAFETY: `arg` is the `&mut ChildInputs` that `spawn` passed to clone: non-null, aligned,
+    // alive while this child runs (the parent is suspended in that frame), and the only
+    // reference to it meanwhile. `transmute` rather than `&mut *`: a debug build inserts a
+    // null check with a panic path at a raw-pointer reborrow, and the child must have none.
+    #[allow(clippy::transmute_ptr_to_ref)]
+    let c = unsafe { core::mem::transmute::<*mut c_void, &mut ChildInputs<'_>>(arg) };
+    let (stage, errno) = prepare_and_exec(c);
+    c.failed_errno = errno;
+    c.failed_stage = stage;
     exit_group(127)
 }
 
-// Everything below runs in the child, on `ChildStack`, sharing the parent's memory: raw system
-// calls only, no allocation, no panic path (no indexing, no overflowing arithmetic), no TLS.
-// The child has its own copy of the descriptor table and of the signal dispositions (no
-// CLONE_FILES, no CLONE_SIGHAND), so closing descriptors or resetting handlers here cannot
-// affect the parent or any Rust value that owns a descriptor there.
-
-/// Returns only on failure; on success `execve` replaces the image.
-fn prepare_and_exec(c: &ChildInputs<'_>) -> Result<core::convert::Infallible, (ChildStage, Errno)> {
-    let at = |stage: ChildStage| move |errno: Errno| (stage, errno);
-    reset_signals().map_err(at(ChildStage::ResetSignals))?;
-    if c.new_process_group {
-        setpgid_self().map_err(at(ChildStage::SetProcessGroup))?;
-    }
-    if let Some(dir) = c.cwd {
-        chdir(dir).map_err(at(ChildStage::ChangeDirectory))?;
-    }
-    for (target, &fd) in (0..).zip(c.stdio.iter()) {
-        if fd >= 0 {
-            dup3(fd, target).map_err(at(ChildStage::RedirectStdio))?;
+/// `stage!(n, errno)`: returns `(n, errno)` from `prepare_and_exec` unless `errno` is 0.
+macro_rules! stage {
+    ($n:expr, $errno:expr) => {
+        let e = $errno;
+        if e != 0 {
+            return ($n, e);
         }
-    }
-    close_descriptors(c.keep).map_err(at(ChildStage::CloseDescriptors))?;
-    super::sigprocmask(super::MaskHow::SetMask, Some(c.mask))
-        .map_err(at(ChildStage::RestoreMask))?;
-    Err((ChildStage::Exec, execve(c.image)))
-}
-
-/// Resets every signal with a handler, and SIGPIPE, to `SIG_DFL`; ignored signals stay ignored
-/// (as `posix_spawn` and shells do); SIGKILL and SIGSTOP cannot be changed.
-fn reset_signals() -> Result<(), Errno> {
-    use super::Disposition;
-    for sig in 1..=MAX_SIGNAL {
-        let signal = Signal::from_raw(sig);
-        if signal == Signal::KILL || signal == Signal::STOP {
-            continue;
-        }
-        let handled = super::disposition(signal)? == Disposition::Handler;
-        if handled || signal == Signal::PIPE {
-            super::set_default_disposition(signal)?;
-        }
-    }
-    Ok(())
-}
-
-/// Closes every descriptor above 2 except `keep` (sorted, each ≥ 3), whose close-on-exec flag
-/// is cleared so that they survive `execve`.
-fn close_descriptors(keep: &[c_int]) -> Result<(), Errno> {
-    let mut from: u32 = 3;
-    for &fd in keep.iter() {
-        let fd = fd as u32;
-        if fd > from {
-            close_range(from, fd - 1)?;
-        }
-        clear_cloexec(fd as c_int)?;
-        from = fd.saturating_add(1);
-    }
-    close_range(from, u32::MAX)
-}
-
-/// `setpgid(0, 0)`: a new process group led by the child.
-fn setpgid_self() -> Result<(), Errno> {
-    // SAFETY: integer arguments only; changing the child's own process group touches no memory.
-    check(unsafe { syscall6(nr::SETPGID, [0; 6]) }).map(|_| ())
-}
-
-/// `chdir(dir)`.
-fn chdir(dir: &CStr) -> Result<(), Errno> {
-    // SAFETY: `dir` is a NUL-terminated string borrowed for the call (it lives in the suspended
-    // parent's frame); the kernel only reads it.
-    check(unsafe { syscall6(nr::CHDIR, [dir.as_ptr() as usize, 0, 0, 0, 0, 0]) }).map(|_| ())
-}
-
-/// `dup3(fd, target, 0)`: installs `fd` (≥ 3, checked by `spawn`) as `target` (0, 1 or 2).
-fn dup3(fd: c_int, target: c_int) -> Result<(), Errno> {
-    // SAFETY: integer arguments only; replacing 0/1/2 in the child's own descriptor table
-    // cannot close a descriptor that a Rust value in the parent owns.
-    check(unsafe { syscall6(nr::DUP3, [fd as usize, target as usize, 0, 0, 0, 0]) }).map(|_| ())
-}
-
-/// `fcntl(fd, F_SETFD, 0)`: clears close-on-exec so `fd` survives `execve`.
-fn clear_cloexec(fd: c_int) -> Result<(), Errno> {
-    const F_SETFD: usize = 2;
-    // SAFETY: integer arguments only; changes a flag of the child's own descriptor.
-    check(unsafe { syscall6(nr::FCNTL, [fd as usize, F_SETFD, 0, 0, 0, 0]) }).map(|_| ())
-}
-
-/// `close_range(first, last, 0)` (Linux ≥ 5.9), falling back to closing one by one up to 4095.
-fn close_range(first: u32, last: u32) -> Result<(), Errno> {
-    // SAFETY: integer arguments only; closes descriptors of the child's own table, none of which
-    // is used by code running in the child.
-    match check(unsafe { syscall6(nr::CLOSE_RANGE, [first as usize, last as usize, 0, 0, 0, 0]) }) {
-        Err(Errno::NOSYS) => {
-            let mut fd = first;
-            while fd <= last && fd < 4096 {
-                // SAFETY: as above, for one descriptor; EBADF for unused numbers is ignored.
-                let _ = unsafe { syscall6(nr::CLOSE, [fd as usize, 0, 0, 0, 0, 0]) };
-                fd += 1;
-            }
-            Ok(())
-        }
-        other => other.map(|_| ()),
-    }
-}
-
-/// `execve(path, argv, envp)`: returns only on failure, with the error.
-fn execve(image: &ExecImage<'_>) -> Errno {
-    let (path, argv, envp) = (
-        image.path.as_ptr(),
-        image.argv.as_ptr(),
-        image.envp.as_ptr(),
-    );
-    // SAFETY: `path` is NUL-terminated; `argv` and `envp` are NUL-pointer-terminated arrays of
-    // NUL-terminated strings, all borrowed for `'a` by the `ExecImage` (built by `new`, never
-    // mutated), which lives in the suspended parent's frame. The kernel only reads them.
-    let ret = unsafe {
-        syscall6(
-            nr::EXECVE,
-            [path as usize, argv as usize, envp as usize, 0, 0, 0],
-        )
     };
-    check(ret).err().unwrap_or(Errno::INVAL)
+}
+
+/// Returns only on failure, with (stage, errno); on success `execve` replaces the image.
+/// Stages as in `spawn::ChildStage`: 2 signals, 3 setpgid, 4 chdir, 5 dup3, 6 descriptors,
+/// 7 mask, 8 execve.
+#[inline(always)]
+fn prepare_and_exec(c: &ChildInputs<'_>) -> (u32, i32) {
+    stage!(2, reset_signals(c.plan.handled));
+    if c.plan.new_process_group {
+        // SAFETY: integer arguments only; moves the child alone into a new process group.
+        stage!(3, errno_of(unsafe { syscall6(nr::SETPGID, [0; 6]) }));
+    }
+    if c.cwd as usize != 0 {
+        let args = [c.cwd as usize, 0, 0, 0, 0, 0];
+        // SAFETY: `cwd` is the pointer of a NUL-terminated `&CStr` of the plan, which the
+        // suspended parent's frame borrows for the spawn; the kernel only reads it.
+        stage!(4, errno_of(unsafe { syscall6(nr::CHDIR, args) }));
+    }
+    let [fd0, fd1, fd2] = c.plan.stdio;
+    stage!(5, dup3(fd0, 0));
+    stage!(5, dup3(fd1, 1));
+    stage!(5, dup3(fd2, 2));
+    stage!(6, close_descriptors(c.plan.keep, c.plan.close_list));
+    stage!(7, sigprocmask(MaskHow::SetMask, Some(&c.mask), &mut 0));
+    let args = [c.path as usize, c.argv as usize, c.envp as usize, 0, 0, 0];
+    // SAFETY: `path` is NUL-terminated; `argv` and `envp` are NULL-terminated arrays of
+    // NUL-terminated strings, all owned or borrowed by the `ExecImage` (built only by `new`,
+    // never mutated) that the suspended parent's frame borrows. The kernel only reads them.
+    (8, errno_of(unsafe { syscall6(nr::EXECVE, args) }))
+}
+
+/// Resets every handled signal, and SIGPIPE, to `SIG_DFL`; ignored ones stay ignored (as
+/// `posix_spawn` and shells do). With `Some(set)`, only those in the set (the caller vouches
+/// for it) and SIGPIPE, without asking the kernel for each of the 64.
+#[inline(always)]
+fn reset_signals(handled: Option<u64>) -> i32 {
+    let (mut sig, mut bit) = (1usize, 1u64);
+    while sig <= 64 {
+        let mut reset = sig == 13;
+        if sig != 9 && sig != 19 {
+            match handled {
+                Some(set) => reset = reset || set & bit != 0,
+                None => {
+                    let mut old = KernelSigaction::DEFAULT;
+                    let e = sigaction_query(sig, &mut old);
+                    if e != 0 {
+                        return e;
+                    }
+                    reset = reset || (old.handler != SIG_DFL && old.handler != SIG_IGN);
+                }
+            }
+            let e = if reset { sigaction_default(sig) } else { 0 };
+            if e != 0 {
+                return e;
+            }
+        }
+        sig = sig.wrapping_add(1);
+        bit = bit.wrapping_add(bit);
+    }
+    0
+}
+
+/// `dup3(fd, target, 0)` when `fd >= 0`: installs `fd` (≥ 3, checked by the parent) as 0/1/2.
+#[inline(always)]
+fn dup3(fd: c_int, target: usize) -> i32 {
+    if fd < 0 {
+        return 0;
+    }
+    // SAFETY: integer arguments only; replaces 0/1/2 in the child's own descriptor table.
+    errno_of(unsafe { syscall6(nr::DUP3, [fd as usize, target, 0, 0, 0, 0]) })
+}
+
+/// Clears close-on-exec on every kept descriptor, then closes all others above 2: with
+/// `close_range` between the kept ones, or exactly the parent's `list` of open descriptors.
+#[inline(always)]
+fn close_descriptors(keep: &[c_int], list: Option<&[c_int]>) -> i32 {
+    let mut rest = keep;
+    while let [fd, tail @ ..] = rest {
+        // SAFETY: integer arguments only; clears a flag of the child's own descriptor.
+        let e = errno_of(unsafe { syscall6(nr::FCNTL, [*fd as usize, F_SETFD, 0, 0, 0, 0]) });
+        if e != 0 {
+            return e;
+        }
+        rest = tail;
+    }
+    if let Some(mut rest) = list {
+        while let [fd, tail @ ..] = rest {
+            // SAFETY: integer argument only; closes a descriptor of the child's own table (EBADF
+            // for one closed meanwhile is harmless and ignored).
+            let _ = unsafe { syscall6(nr::CLOSE, [*fd as usize, 0, 0, 0, 0, 0]) };
+            rest = tail;
+        }
+        return 0;
+    }
+    let (mut from, mut rest, last) = (3usize, keep, u32::MAX as usize);
+    loop {
+        let (upto, tail) = match rest {
+            [fd, tail @ ..] => ((*fd as usize).wrapping_sub(1), Some(tail)),
+            [] => (last, None),
+        };
+        if upto >= from {
+            // SAFETY: integer arguments only; closes descriptors of the child's own table,
+            // none of which code running in the child uses.
+            let ret = unsafe { syscall6(nr::CLOSE_RANGE, [from, upto, 0, 0, 0, 0]) };
+            let e = errno_of(ret);
+            if e != 0 {
+                return e;
+            }
+        }
+        match tail {
+            Some(tail) => (from, rest) = (upto.wrapping_add(2), tail),
+            None => return 0,
+        }
+    }
 }
 
 /// `exit_group(status)`: ends the child without running any Rust code.
+#[inline(always)]
 fn exit_group(status: c_int) -> ! {
     // SAFETY: integer argument only; the call does not return.
     let _ = unsafe { syscall6(nr::EXIT_GROUP, [status as usize, 0, 0, 0, 0, 0]) };

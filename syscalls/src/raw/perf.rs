@@ -1,232 +1,24 @@
-//! `perf_event_open(2)`: the kernel's `struct perf_event_attr` and the one call that opens a
-//! counter. Reading a counter is a plain `read(2)` on the returned descriptor, done with safe
-//! `rustix::io::read` by the caller; nothing else here is unsafe.
+//! The one `perf_event_open(2)` call. The struct, its constants and the safe front are in
+//! [`crate::abi::perf`] and [`crate::perf`]; a counter is read with a plain safe `read(2)`.
 //!
-//! # The one surprise for an auditor
-//! The kernel does not only read the attribute struct: when it rejects the size it **writes** its
-//! own `sizeof(struct perf_event_attr)` back into `attr->size` (`perf_copy_attr`, err_size:
-//! `put_user(sizeof(*attr), &uattr->size); ret = -E2BIG;`). So [`perf_event_open`] never hands
-//! the kernel a pointer derived from the caller's shared `&PerfEventAttr`; it copies the struct
-//! into a local that it owns mutably and passes that.
+//! The one surprise for an auditor: the kernel does not only read the attribute struct. When it
+//! rejects the size it **writes** its own `sizeof(struct perf_event_attr)` back into
+//! `attr->size` (`perf_copy_attr`, err_size: `put_user(sizeof(*attr), &uattr->size)`), so the
+//! struct is lent mutably, and the safe front passes a private copy, never the caller's.
 #![allow(unsafe_code)]
 
-use super::{check, syscall6};
+use super::syscall6;
+use crate::abi::nr;
+use crate::abi::perf::PerfEventAttr;
+use crate::errno::check;
 use crate::errno::Errno;
-use core::mem::{align_of, size_of};
+use core::mem::size_of;
 use rustix::fd::{FromRawFd, OwnedFd};
 
-#[cfg(target_arch = "x86_64")]
-const NR_PERF_EVENT_OPEN: usize = 298;
-#[cfg(target_arch = "aarch64")]
-const NR_PERF_EVENT_OPEN: usize = 241;
-
-/// `PERF_TYPE_HARDWARE`: generalised hardware events (needs a PMU).
-pub const PERF_TYPE_HARDWARE: u32 = 0;
-/// `PERF_TYPE_SOFTWARE`: events the kernel counts itself (always present).
-pub const PERF_TYPE_SOFTWARE: u32 = 1;
-
-/// `PERF_COUNT_HW_CPU_CYCLES`.
-pub const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
-/// `PERF_COUNT_HW_INSTRUCTIONS`.
-pub const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
-/// `PERF_COUNT_HW_CACHE_REFERENCES`.
-pub const PERF_COUNT_HW_CACHE_REFERENCES: u64 = 2;
-/// `PERF_COUNT_HW_CACHE_MISSES`.
-pub const PERF_COUNT_HW_CACHE_MISSES: u64 = 3;
-/// `PERF_COUNT_HW_BRANCH_MISSES`.
-pub const PERF_COUNT_HW_BRANCH_MISSES: u64 = 5;
-
-/// `PERF_COUNT_SW_TASK_CLOCK` (nanoseconds on the CPU).
-pub const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
-/// `PERF_COUNT_SW_PAGE_FAULTS`.
-pub const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
-/// `PERF_COUNT_SW_CONTEXT_SWITCHES`.
-pub const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
-/// `PERF_COUNT_SW_CPU_MIGRATIONS`.
-pub const PERF_COUNT_SW_CPU_MIGRATIONS: u64 = 4;
-
-/// `PERF_FORMAT_TOTAL_TIME_ENABLED`: a read also returns the time the event was enabled.
-pub const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
-/// `PERF_FORMAT_TOTAL_TIME_RUNNING`: a read also returns the time it was on the PMU.
-pub const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
-
-/// `PERF_FLAG_FD_CLOEXEC`: the new descriptor is close-on-exec.
-pub const PERF_FLAG_FD_CLOEXEC: u64 = 1 << 3;
-
-/// `PERF_ATTR_SIZE_VER8` (Linux ≥ 6.3, adds `config3`): the size of [`PerfEventAttr`]. Older
-/// kernels accept it because the bytes they do not know are zero.
-pub const PERF_ATTR_SIZE_VER8: u32 = 136;
-
-/// Bits of [`PerfEventAttr::flags`], the C bitfield that follows `read_format` (in declaration
-/// order, bit 0 first, as GCC lays out `__u64 x : 1` fields on little-endian Linux).
-pub mod attr_flags {
-    /// Start disabled (enable later, e.g. on exec).
-    pub const DISABLED: u64 = 1 << 0;
-    /// Children created after the open inherit the event.
-    pub const INHERIT: u64 = 1 << 1;
-    /// Must always be on the PMU.
-    pub const PINNED: u64 = 1 << 2;
-    /// Only group on the PMU.
-    pub const EXCLUSIVE: u64 = 1 << 3;
-    /// Do not count user space.
-    pub const EXCLUDE_USER: u64 = 1 << 4;
-    /// Do not count the kernel.
-    pub const EXCLUDE_KERNEL: u64 = 1 << 5;
-    /// Do not count the hypervisor.
-    pub const EXCLUDE_HV: u64 = 1 << 6;
-    /// Do not count when idle.
-    pub const EXCLUDE_IDLE: u64 = 1 << 7;
-    /// Include mmap data (sampling).
-    pub const MMAP: u64 = 1 << 8;
-    /// Include comm data (sampling).
-    pub const COMM: u64 = 1 << 9;
-    /// `sample_freq` instead of `sample_period`.
-    pub const FREQ: u64 = 1 << 10;
-    /// Per-task counts when inherited (sampling).
-    pub const INHERIT_STAT: u64 = 1 << 11;
-    /// Enable when the task calls `execve`.
-    pub const ENABLE_ON_EXEC: u64 = 1 << 12;
-    /// Trace fork/exit (sampling).
-    pub const TASK: u64 = 1 << 13;
-    /// Wake up on watermark instead of events.
-    pub const WATERMARK: u64 = 1 << 14;
-    /// Do not count in the host (bit 19).
-    pub const EXCLUDE_HOST: u64 = 1 << 19;
-    /// Do not count in guests (bit 20).
-    pub const EXCLUDE_GUEST: u64 = 1 << 20;
-}
-
-/// `struct perf_event_attr` (`<linux/perf_event.h>`), the full `PERF_ATTR_SIZE_VER8` layout.
-///
-/// Unions are represented by their first member; the bitfield is [`PerfEventAttr::flags`]
-/// (see [`attr_flags`]). Start from [`PerfEventAttr::counting`] and adjust fields.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PerfEventAttr {
-    /// `type`: major type ([`PERF_TYPE_SOFTWARE`], [`PERF_TYPE_HARDWARE`], a PMU's number).
-    pub type_: u32,
-    /// `size`: how many bytes of this struct the kernel reads. [`perf_event_open`] refuses a
-    /// value above `size_of::<PerfEventAttr>()`.
-    pub size: u32,
-    /// `config`: the event within the type.
-    pub config: u64,
-    /// `sample_period` / `sample_freq`: 0 for counting.
-    pub sample_period: u64,
-    /// `sample_type`.
-    pub sample_type: u64,
-    /// `read_format`: what a `read(2)` returns (`PERF_FORMAT_*`).
-    pub read_format: u64,
-    /// The bitfield (`disabled`, `inherit`, … see [`attr_flags`]).
-    pub flags: u64,
-    /// `wakeup_events` / `wakeup_watermark`.
-    pub wakeup_events: u32,
-    /// `bp_type`.
-    pub bp_type: u32,
-    /// `bp_addr` / `config1`.
-    pub config1: u64,
-    /// `bp_len` / `config2`.
-    pub config2: u64,
-    /// `branch_sample_type`.
-    pub branch_sample_type: u64,
-    /// `sample_regs_user`.
-    pub sample_regs_user: u64,
-    /// `sample_stack_user`.
-    pub sample_stack_user: u32,
-    /// `clockid`.
-    pub clockid: i32,
-    /// `sample_regs_intr`.
-    pub sample_regs_intr: u64,
-    /// `aux_watermark`.
-    pub aux_watermark: u32,
-    /// `sample_max_stack`.
-    pub sample_max_stack: u16,
-    /// `__reserved_2`: must be 0.
-    pub reserved_2: u16,
-    /// `aux_sample_size`.
-    pub aux_sample_size: u32,
-    /// `aux_action` bitfield (was `__reserved_3`): 0.
-    pub aux_action: u32,
-    /// `sig_data`.
-    pub sig_data: u64,
-    /// `config3`.
-    pub config3: u64,
-}
-
-// The kernel's layout: 136 bytes (PERF_ATTR_SIZE_VER8), 8-byte aligned, and the offsets that
-// mark each earlier version's end (VER0 = 64 after config1, VER5 = 112 after __reserved_2).
-const _: () = assert!(size_of::<PerfEventAttr>() == PERF_ATTR_SIZE_VER8 as usize);
-const _: () = assert!(align_of::<PerfEventAttr>() == 8);
-const _: () = assert!(core::mem::offset_of!(PerfEventAttr, flags) == 40);
-const _: () = assert!(core::mem::offset_of!(PerfEventAttr, config2) == 64);
-const _: () = assert!(core::mem::offset_of!(PerfEventAttr, sample_regs_intr) == 96);
-const _: () = assert!(core::mem::offset_of!(PerfEventAttr, aux_sample_size) == 112);
-const _: () = assert!(core::mem::offset_of!(PerfEventAttr, config3) == 128);
-
-impl PerfEventAttr {
-    /// All zero except `type`, `config` and `size`: a counting (not sampling) event.
-    pub const fn counting(type_: u32, config: u64) -> PerfEventAttr {
-        PerfEventAttr {
-            type_,
-            size: PERF_ATTR_SIZE_VER8,
-            config,
-            sample_period: 0,
-            sample_type: 0,
-            read_format: 0,
-            flags: 0,
-            wakeup_events: 0,
-            bp_type: 0,
-            config1: 0,
-            config2: 0,
-            branch_sample_type: 0,
-            sample_regs_user: 0,
-            sample_stack_user: 0,
-            clockid: 0,
-            sample_regs_intr: 0,
-            aux_watermark: 0,
-            sample_max_stack: 0,
-            reserved_2: 0,
-            aux_sample_size: 0,
-            aux_action: 0,
-            sig_data: 0,
-            config3: 0,
-        }
-    }
-}
-
-/// `perf_event_open(attr, pid, cpu, group_fd, flags)` — open a performance counter; returns
-/// its descriptor.
-///
-/// `pid = 0, cpu = -1` counts the calling thread (and, with `INHERIT`, the children it creates
-/// afterwards) on any CPU. `group_fd = -1` makes a new group leader. Pass
-/// [`PERF_FLAG_FD_CLOEXEC`] in `flags` unless the descriptor must survive `execve`.
-///
-/// # Errors
-/// `EINVAL` also when `attr.size` exceeds `size_of::<PerfEventAttr>()` (refused here: the
-/// kernel would read past the struct). From the kernel: `ENOENT`/`EOPNOTSUPP`/`ENODEV` when the
-/// event (e.g. a hardware one without a PMU) does not exist; `EACCES`/`EPERM` when
-/// `perf_event_paranoid` forbids it (e.g. kernel counting for an unprivileged user);
-/// `E2BIG` for a size the kernel does not accept; `EMFILE`.
-///
-/// # References
-/// [perf_event_open(2)](https://man7.org/linux/man-pages/man2/perf_event_open.2.html)
-pub fn perf_event_open(
-    attr: &PerfEventAttr,
-    pid: i32,
-    cpu: i32,
-    group_fd: i32,
-    flags: u64,
-) -> Result<OwnedFd, Errno> {
-    if attr.size as usize > size_of::<PerfEventAttr>() {
-        return Err(Errno::INVAL);
-    }
-    // The kernel may write `size` back (E2BIG), so it gets a private copy, never `attr`.
-    let mut copy = *attr;
-    perf_event_open_in_place(&mut copy, pid, cpu, group_fd, flags)
-}
-
-/// [`perf_event_open`] on a struct the caller lends mutably, so that tests can observe the
-/// kernel's write-back of `size`. `attr.size` must not exceed the struct (checked).
-fn perf_event_open_in_place(
+/// `perf_event_open(attr, pid, cpu, group_fd, flags)` on a struct lent mutably. `pid` is a PID,
+/// 0, -1, or a cgroup descriptor that the caller borrows for the call; `group_fd` is -1 or a
+/// descriptor the caller borrows for the call.
+pub(crate) fn perf_event_open(
     attr: &mut PerfEventAttr,
     pid: i32,
     cpu: i32,
@@ -236,79 +28,32 @@ fn perf_event_open_in_place(
     if attr.size as usize > size_of::<PerfEventAttr>() {
         return Err(Errno::INVAL);
     }
+    let (attr_ptr, pid, cpu) = (
+        attr as *mut PerfEventAttr as usize,
+        pid as isize,
+        cpu as isize,
+    );
+    let args = [
+        attr_ptr,
+        pid as usize,
+        cpu as usize,
+        group_fd as isize as usize,
+        flags as usize,
+        0,
+    ];
     // SAFETY:
-    // - `attr`: live, aligned, exclusively borrowed `#[repr(C)]` copy (layout asserted); the
-    //   kernel reads `attr.size` bytes (checked ≤ its size above), so every read is inside it.
-    // - The kernel's only write is `size` on E2BIG (perf_copy_attr's put_user): sound through
-    //   the exclusive borrow, and any `u32` is valid. It keeps no pointer into `attr`, and
-    //   counting events have no ring buffer, so no memory of ours is written later.
-    // - `pid`, `cpu`, `group_fd`, `flags` are integers; a bad `group_fd` is only looked up.
-    let ret = unsafe {
-        syscall6(
-            NR_PERF_EVENT_OPEN,
-            [
-                attr as *mut PerfEventAttr as usize,
-                pid as isize as usize,
-                cpu as isize as usize,
-                group_fd as isize as usize,
-                flags as usize,
-                0,
-            ],
-        )
-    };
+    // - Pointer valid and aligned: `attr` is a live, exclusively borrowed `#[repr(C)]` struct
+    //   whose layout is asserted in `abi::perf`; the kernel reads `attr.size` bytes, checked
+    //   above to be within it.
+    // - No aliasing: the kernel's one write is `size` on E2BIG, through the exclusive borrow; any
+    //   `u32` is a valid `size`. It keeps no pointer into `attr` after the call.
+    // - Lives long enough: no memory of ours is written later either, since the kernel writes
+    //   samples only into a ring buffer, and none exists until the caller mmaps the fd.
+    // - `pid`, `group_fd` are descriptors the caller borrows for this call (or plain numbers);
+    //   the kernel only looks them up.
+    let ret = unsafe { syscall6(nr::PERF_EVENT_OPEN, args) };
     let fd = check(ret)? as i32;
-    // SAFETY: the call succeeded, and "perf_event_open() returns the new file descriptor"
-    // (perf_event_open(2), RETURN VALUE): a descriptor of this process that nothing else owns,
-    // so the `OwnedFd` is its only owner and closes it exactly once, on drop.
+    // SAFETY: "perf_event_open() returns the new file descriptor" (RETURN VALUE): a descriptor
+    // of this process that nothing else owns, so the `OwnedFd` closes it exactly once.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn task_clock() -> PerfEventAttr {
-        let mut attr = PerfEventAttr::counting(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
-        attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-        attr.flags = attr_flags::DISABLED | attr_flags::EXCLUDE_KERNEL | attr_flags::EXCLUDE_HV;
-        attr
-    }
-
-    #[test]
-    fn oversized_size_is_refused_before_the_kernel_sees_it() {
-        let mut attr = task_clock();
-        attr.size = PERF_ATTR_SIZE_VER8 + 8;
-        assert_eq!(
-            perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC).err(),
-            Some(Errno::INVAL)
-        );
-    }
-
-    #[test]
-    fn the_kernel_writes_its_size_back_on_e2big() {
-        // Size 32 is below PERF_ATTR_SIZE_VER0: the kernel rejects it and writes its own size
-        // into `attr.size` — the reason the public function passes a private copy.
-        let mut attr = task_clock();
-        attr.size = 32;
-        let err = perf_event_open_in_place(&mut attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC).err();
-        assert_eq!(err, Some(Errno::TOOBIG));
-        assert!(attr.size >= 64, "kernel wrote back {}", attr.size);
-        // The public function leaves the caller's struct alone.
-        let mut shared = task_clock();
-        shared.size = 32;
-        let before = shared;
-        let _ = perf_event_open(&shared, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-        assert_eq!(shared, before);
-    }
-
-    #[test]
-    fn a_software_counter_opens_and_reads_three_words() {
-        let attr = task_clock();
-        let fd = perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC).expect("task-clock");
-        let mut buf = [0u8; 24];
-        let n = rustix::io::read(&fd, &mut buf).expect("read");
-        assert_eq!(n, 24);
-        // Disabled and never enabled: value, enabled and running are all 0.
-        assert_eq!(buf, [0u8; 24]);
-    }
 }

@@ -1,0 +1,223 @@
+//! The kernel's ABI as plain declarations: system call numbers, flags, and the layouts of the
+//! structs the kernel reads or writes, each with compile-time size and offset assertions.
+//!
+//! Nothing here is unsafe, and nothing here calls the kernel: [`crate::raw`] does, with these
+//! declarations, so that an auditor of the unsafe room reads only unsafe operations and their
+//! proofs. Numbers are from `asm/unistd_64.h` (x86_64) and `asm-generic/unistd.h` (aarch64);
+//! calls added after Linux 5.0 have one number on every architecture.
+#![forbid(unsafe_code)]
+
+pub mod perf;
+
+use core::mem::{align_of, offset_of, size_of};
+
+/// System call numbers.
+#[allow(missing_docs)]
+pub mod nr {
+    #[cfg(target_arch = "x86_64")]
+    mod arch {
+        pub const CLOSE: usize = 3;
+        pub const RT_SIGACTION: usize = 13;
+        pub const RT_SIGPROCMASK: usize = 14;
+        pub const MINCORE: usize = 27;
+        pub const GETPID: usize = 39;
+        pub const EXECVE: usize = 59;
+        pub const WAIT4: usize = 61;
+        pub const KILL: usize = 62;
+        pub const FCNTL: usize = 72;
+        pub const CHDIR: usize = 80;
+        pub const SETPGID: usize = 109;
+        pub const EXIT_GROUP: usize = 231;
+        pub const WAITID: usize = 247;
+        pub const SIGNALFD4: usize = 289;
+        pub const DUP3: usize = 292;
+        pub const PERF_EVENT_OPEN: usize = 298;
+    }
+    #[cfg(target_arch = "aarch64")]
+    mod arch {
+        pub const CLOSE: usize = 57;
+        pub const RT_SIGACTION: usize = 134;
+        pub const RT_SIGPROCMASK: usize = 135;
+        pub const MINCORE: usize = 232;
+        pub const GETPID: usize = 172;
+        pub const EXECVE: usize = 221;
+        pub const WAIT4: usize = 260;
+        pub const KILL: usize = 129;
+        pub const FCNTL: usize = 25;
+        pub const CHDIR: usize = 49;
+        pub const SETPGID: usize = 154;
+        pub const EXIT_GROUP: usize = 94;
+        pub const WAITID: usize = 95;
+        pub const SIGNALFD4: usize = 74;
+        pub const DUP3: usize = 24;
+        pub const PERF_EVENT_OPEN: usize = 241;
+    }
+    pub use arch::*;
+    pub const PIDFD_SEND_SIGNAL: usize = 424;
+    pub const CLOSE_RANGE: usize = 436;
+    pub const CACHESTAT: usize = 451;
+}
+
+/// `clone(2)` flags (`<linux/sched.h>`) and the exit signal in the low byte.
+pub mod clone_flags {
+    /// The child shares the parent's memory until it calls `execve`.
+    pub const CLONE_VM: i32 = 0x0000_0100;
+    /// The kernel allocates a pidfd for the child and stores it through `parent_tid`
+    /// (Linux ≥ 5.2; older kernels ignore the bit and leave the slot untouched).
+    pub const CLONE_PIDFD: i32 = 0x0000_1000;
+    /// The parent is suspended until the child calls `execve` or exits.
+    pub const CLONE_VFORK: i32 = 0x0000_4000;
+    /// The signal sent to the parent when the child exits.
+    pub const SIGCHLD: i32 = 17;
+}
+
+/// `fcntl(2)`: set the descriptor flags (`FD_CLOEXEC`).
+pub const F_SETFD: usize = 2;
+/// `signalfd4(2)` flags.
+pub const SFD_CLOEXEC: usize = 0o2_000_000;
+/// `signalfd4(2)` flags.
+pub const SFD_NONBLOCK: usize = 0o4_000;
+/// `pidfd_send_signal(2)` flag (Linux ≥ 6.9): to the process group of the pidfd's process.
+pub const PIDFD_SIGNAL_PROCESS_GROUP: usize = 1 << 2;
+/// `waitid(2)` id types.
+pub const P_ALL: usize = 0;
+/// `waitid(2)`: do not block.
+pub const WNOHANG: usize = 1;
+/// `waitid(2)`: report exited children.
+pub const WEXITED: usize = 4;
+/// `waitid(2)`: leave the child waitable.
+pub const WNOWAIT: usize = 0x0100_0000;
+
+/// `struct timeval` as `wait4` writes it on 64-bit Linux.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct Timeval {
+    /// Seconds.
+    pub tv_sec: i64,
+    /// Microseconds.
+    pub tv_usec: i64,
+}
+
+/// `struct rusage` as the kernel writes it on 64-bit Linux (`<linux/resource.h>`): two
+/// timevals and fourteen longs, with no padding, so every bit pattern is a valid value.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+#[allow(missing_docs)]
+pub struct Rusage {
+    pub ru_utime: Timeval,
+    pub ru_stime: Timeval,
+    pub ru_maxrss: i64,
+    pub ru_ixrss: i64,
+    pub ru_idrss: i64,
+    pub ru_isrss: i64,
+    pub ru_minflt: i64,
+    pub ru_majflt: i64,
+    pub ru_nswap: i64,
+    pub ru_inblock: i64,
+    pub ru_oublock: i64,
+    pub ru_msgsnd: i64,
+    pub ru_msgrcv: i64,
+    pub ru_nsignals: i64,
+    pub ru_nvcsw: i64,
+    pub ru_nivcsw: i64,
+}
+
+const _: () = assert!(size_of::<Timeval>() == 16 && align_of::<Timeval>() == 8);
+const _: () = assert!(size_of::<Rusage>() == 144 && align_of::<Rusage>() == 8);
+const _: () = assert!(offset_of!(Rusage, ru_maxrss) == 32 && offset_of!(Rusage, ru_nivcsw) == 136);
+
+/// Options of `wait4` (`WNOHANG`, `WUNTRACED`, `WCONTINUED`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Wait4Options(i32);
+
+impl Wait4Options {
+    /// Block until the child changes state.
+    pub const BLOCK: Wait4Options = Wait4Options(0);
+    /// `WNOHANG`: return `None` at once if no child has changed state.
+    pub const NOHANG: Wait4Options = Wait4Options(1);
+    /// `WUNTRACED`: also report stopped children.
+    pub const UNTRACED: Wait4Options = Wait4Options(2);
+    /// `WCONTINUED`: also report children resumed by SIGCONT.
+    pub const CONTINUED: Wait4Options = Wait4Options(8);
+
+    /// Both sets of options.
+    pub const fn union(self, other: Wait4Options) -> Wait4Options {
+        Wait4Options(self.0 | other.0)
+    }
+
+    /// The bits the kernel takes.
+    pub const fn bits(self) -> i32 {
+        self.0
+    }
+}
+
+/// How `rt_sigprocmask` changes the mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaskHow {
+    /// `SIG_BLOCK`: add the set to the mask.
+    Block = 0,
+    /// `SIG_UNBLOCK`: remove the set from the mask.
+    Unblock = 1,
+    /// `SIG_SETMASK`: replace the mask.
+    SetMask = 2,
+}
+
+/// The kernel's `struct sigaction` (32 bytes on x86_64 and aarch64: handler, flags, restorer,
+/// mask), padded to 64 bytes so that the kernel can never write past it. Only `handler`, at
+/// offset 0 on every Linux layout, is read.
+#[repr(C)]
+pub struct KernelSigaction {
+    /// `sa_handler`: `SIG_DFL` (0), `SIG_IGN` (1) or a function's address.
+    pub handler: usize,
+    rest: [u64; 7],
+}
+
+impl KernelSigaction {
+    /// All zero: `SIG_DFL`, no flags, no restorer, empty mask, on every layout.
+    pub const DEFAULT: KernelSigaction = KernelSigaction {
+        handler: 0,
+        rest: [0; 7],
+    };
+}
+
+const _: () = assert!(size_of::<KernelSigaction>() == 64 && align_of::<KernelSigaction>() == 8);
+
+/// `SIG_DFL` as a handler value.
+pub const SIG_DFL: usize = 0;
+/// `SIG_IGN` as a handler value.
+pub const SIG_IGN: usize = 1;
+
+/// Page-cache state of a file range, in pages (`struct cachestat`, `<linux/mman.h>`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStat {
+    /// Pages in the page cache.
+    pub nr_cache: u64,
+    /// Dirty pages.
+    pub nr_dirty: u64,
+    /// Pages under writeback.
+    pub nr_writeback: u64,
+    /// Pages evicted from the cache.
+    pub nr_evicted: u64,
+    /// Pages evicted recently (a refault would count as thrashing).
+    pub nr_recently_evicted: u64,
+}
+
+/// `struct cachestat_range`: the byte range `cachestat` looks at.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CacheStatRange {
+    /// First byte.
+    pub off: u64,
+    /// Length in bytes; 0 means to the end of the file.
+    pub len: u64,
+}
+
+const _: () = assert!(size_of::<CacheStat>() == 40 && align_of::<CacheStat>() == 8);
+const _: () = assert!(size_of::<CacheStatRange>() == 16 && align_of::<CacheStatRange>() == 8);
+
+/// `siginfo_t` as `waitid` fills it: 128 bytes; the kernel stores `si_signo`, `si_errno`,
+/// `si_code` (words 0–2) and `si_pid`, `si_uid`, `si_status` (words 4–6) one by one.
+pub type SigInfoWords = [i32; 32];
+/// The index of `si_pid` in [`SigInfoWords`] (byte offset 16 on 64-bit Linux).
+pub const SI_PID_WORD: usize = 4;

@@ -1,0 +1,181 @@
+//! `perf_event_open(2)` declarations: `struct perf_event_attr` and its constants, with the
+//! layout asserted against `PERF_ATTR_SIZE_VER8`. The call itself is [`crate::perf`].
+#![forbid(unsafe_code)]
+
+use core::mem::{align_of, size_of};
+
+/// `PERF_TYPE_HARDWARE`: generalised hardware events (needs a PMU).
+pub const PERF_TYPE_HARDWARE: u32 = 0;
+/// `PERF_TYPE_SOFTWARE`: events the kernel counts itself (always present).
+pub const PERF_TYPE_SOFTWARE: u32 = 1;
+
+/// `PERF_COUNT_HW_CPU_CYCLES`.
+pub const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
+/// `PERF_COUNT_HW_INSTRUCTIONS`.
+pub const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
+/// `PERF_COUNT_HW_CACHE_REFERENCES`.
+pub const PERF_COUNT_HW_CACHE_REFERENCES: u64 = 2;
+/// `PERF_COUNT_HW_CACHE_MISSES`.
+pub const PERF_COUNT_HW_CACHE_MISSES: u64 = 3;
+/// `PERF_COUNT_HW_BRANCH_MISSES`.
+pub const PERF_COUNT_HW_BRANCH_MISSES: u64 = 5;
+
+/// `PERF_COUNT_SW_TASK_CLOCK` (nanoseconds on the CPU).
+pub const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
+/// `PERF_COUNT_SW_PAGE_FAULTS`.
+pub const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
+/// `PERF_COUNT_SW_CONTEXT_SWITCHES`.
+pub const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
+/// `PERF_COUNT_SW_CPU_MIGRATIONS`.
+pub const PERF_COUNT_SW_CPU_MIGRATIONS: u64 = 4;
+
+/// `PERF_FORMAT_TOTAL_TIME_ENABLED`: a read also returns the time the event was enabled.
+pub const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
+/// `PERF_FORMAT_TOTAL_TIME_RUNNING`: a read also returns the time it was on the PMU.
+pub const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
+
+/// `PERF_FLAG_FD_CLOEXEC`: the new descriptor is close-on-exec.
+pub const PERF_FLAG_FD_CLOEXEC: u64 = 1 << 3;
+
+/// `PERF_ATTR_SIZE_VER8` (Linux ≥ 6.3, adds `config3`): the size of [`PerfEventAttr`]. Older
+/// kernels accept it because the bytes they do not know are zero.
+pub const PERF_ATTR_SIZE_VER8: u32 = 136;
+
+/// Bits of [`PerfEventAttr::flags`], the C bitfield that follows `read_format` (in declaration
+/// order, bit 0 first, as GCC lays out `__u64 x : 1` fields on little-endian Linux).
+pub mod attr_flags {
+    /// Start disabled (enable later, e.g. on exec).
+    pub const DISABLED: u64 = 1 << 0;
+    /// Children created after the open inherit the event.
+    pub const INHERIT: u64 = 1 << 1;
+    /// Must always be on the PMU.
+    pub const PINNED: u64 = 1 << 2;
+    /// Only group on the PMU.
+    pub const EXCLUSIVE: u64 = 1 << 3;
+    /// Do not count user space.
+    pub const EXCLUDE_USER: u64 = 1 << 4;
+    /// Do not count the kernel.
+    pub const EXCLUDE_KERNEL: u64 = 1 << 5;
+    /// Do not count the hypervisor.
+    pub const EXCLUDE_HV: u64 = 1 << 6;
+    /// Do not count when idle.
+    pub const EXCLUDE_IDLE: u64 = 1 << 7;
+    /// Include mmap data (sampling).
+    pub const MMAP: u64 = 1 << 8;
+    /// Include comm data (sampling).
+    pub const COMM: u64 = 1 << 9;
+    /// `sample_freq` instead of `sample_period`.
+    pub const FREQ: u64 = 1 << 10;
+    /// Per-task counts when inherited (sampling).
+    pub const INHERIT_STAT: u64 = 1 << 11;
+    /// Enable when the task calls `execve`.
+    pub const ENABLE_ON_EXEC: u64 = 1 << 12;
+    /// Trace fork/exit (sampling).
+    pub const TASK: u64 = 1 << 13;
+    /// Wake up on watermark instead of events.
+    pub const WATERMARK: u64 = 1 << 14;
+    /// Do not count in the host (bit 19).
+    pub const EXCLUDE_HOST: u64 = 1 << 19;
+    /// Do not count in guests (bit 20).
+    pub const EXCLUDE_GUEST: u64 = 1 << 20;
+}
+
+/// `struct perf_event_attr` (`<linux/perf_event.h>`), the full `PERF_ATTR_SIZE_VER8` layout.
+///
+/// Unions are represented by their first member; the bitfield is [`PerfEventAttr::flags`]
+/// (see [`attr_flags`]). Start from [`PerfEventAttr::counting`] and adjust fields.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PerfEventAttr {
+    /// `type`: major type ([`PERF_TYPE_SOFTWARE`], [`PERF_TYPE_HARDWARE`], a PMU's number).
+    pub type_: u32,
+    /// `size`: how many bytes of this struct the kernel reads. [`crate::perf::perf_event_open`] refuses a
+    /// value above `size_of::<PerfEventAttr>()`.
+    pub size: u32,
+    /// `config`: the event within the type.
+    pub config: u64,
+    /// `sample_period` / `sample_freq`: 0 for counting.
+    pub sample_period: u64,
+    /// `sample_type`.
+    pub sample_type: u64,
+    /// `read_format`: what a `read(2)` returns (`PERF_FORMAT_*`).
+    pub read_format: u64,
+    /// The bitfield (`disabled`, `inherit`, … see [`attr_flags`]).
+    pub flags: u64,
+    /// `wakeup_events` / `wakeup_watermark`.
+    pub wakeup_events: u32,
+    /// `bp_type`.
+    pub bp_type: u32,
+    /// `bp_addr` / `config1`.
+    pub config1: u64,
+    /// `bp_len` / `config2`.
+    pub config2: u64,
+    /// `branch_sample_type`.
+    pub branch_sample_type: u64,
+    /// `sample_regs_user`.
+    pub sample_regs_user: u64,
+    /// `sample_stack_user`.
+    pub sample_stack_user: u32,
+    /// `clockid`.
+    pub clockid: i32,
+    /// `sample_regs_intr`.
+    pub sample_regs_intr: u64,
+    /// `aux_watermark`.
+    pub aux_watermark: u32,
+    /// `sample_max_stack`.
+    pub sample_max_stack: u16,
+    /// `__reserved_2`: must be 0.
+    pub reserved_2: u16,
+    /// `aux_sample_size`.
+    pub aux_sample_size: u32,
+    /// `aux_action` bitfield (was `__reserved_3`): 0.
+    pub aux_action: u32,
+    /// `sig_data`.
+    pub sig_data: u64,
+    /// `config3`.
+    pub config3: u64,
+}
+
+// The kernel's layout: 136 bytes (PERF_ATTR_SIZE_VER8), 8-byte aligned, and the offsets that
+// mark each earlier version's end (VER0 = 64 after config1, VER5 = 112 after __reserved_2).
+const _: () = assert!(size_of::<PerfEventAttr>() == PERF_ATTR_SIZE_VER8 as usize);
+const _: () = assert!(align_of::<PerfEventAttr>() == 8);
+const _: () = assert!(core::mem::offset_of!(PerfEventAttr, flags) == 40);
+const _: () = assert!(core::mem::offset_of!(PerfEventAttr, config2) == 64);
+const _: () = assert!(core::mem::offset_of!(PerfEventAttr, sample_regs_intr) == 96);
+const _: () = assert!(core::mem::offset_of!(PerfEventAttr, aux_sample_size) == 112);
+const _: () = assert!(core::mem::offset_of!(PerfEventAttr, config3) == 128);
+
+impl PerfEventAttr {
+    /// All zero except `type`, `config` and `size`: a counting (not sampling) event.
+    pub const fn counting(type_: u32, config: u64) -> PerfEventAttr {
+        PerfEventAttr {
+            type_,
+            size: PERF_ATTR_SIZE_VER8,
+            config,
+            sample_period: 0,
+            sample_type: 0,
+            read_format: 0,
+            flags: 0,
+            wakeup_events: 0,
+            bp_type: 0,
+            config1: 0,
+            config2: 0,
+            branch_sample_type: 0,
+            sample_regs_user: 0,
+            sample_stack_user: 0,
+            clockid: 0,
+            sample_regs_intr: 0,
+            aux_watermark: 0,
+            sample_max_stack: 0,
+            reserved_2: 0,
+            aux_sample_size: 0,
+            aux_action: 0,
+            sig_data: 0,
+            config3: 0,
+        }
+    }
+}
+
+/// `PERF_FLAG_PID_CGROUP`: `pid` is a descriptor of a cgroup directory (per-CPU events only).
+pub const PERF_FLAG_PID_CGROUP: u64 = 1 << 2;

@@ -1,0 +1,83 @@
+//! What a spawn hands to the unsafe room: the exec image (pointer arrays built only from
+//! borrowed C strings) and the child's plan (plain numbers and borrowed slices), with no unsafe.
+#![forbid(unsafe_code)]
+
+use alloc::vec::Vec;
+use core::ffi::{c_char, c_int, CStr};
+use core::marker::PhantomData;
+use rustix::fd::OwnedFd;
+
+/// The program image to execute: path, argv and envp as NUL-terminated pointer arrays whose
+/// strings are borrowed for `'a`.
+///
+/// The unsafe room relies on this type: its fields are private and [`ExecImage::new`] is its
+/// only constructor, so the pointers are always those of live C strings borrowed for `'a`,
+/// each array ends in a null pointer, and nothing mutates them afterwards.
+pub struct ExecImage<'a> {
+    path: &'a CStr,
+    argv: Vec<*const c_char>,
+    envp: Vec<*const c_char>,
+    _strings: PhantomData<&'a CStr>,
+}
+
+impl<'a> ExecImage<'a> {
+    /// Builds the pointer arrays (in the parent, before any clone).
+    pub fn new<A, E>(path: &'a CStr, argv: A, envp: E) -> ExecImage<'a>
+    where
+        A: IntoIterator<Item = &'a CStr>,
+        E: IntoIterator<Item = &'a CStr>,
+    {
+        let arrays = |it: &mut dyn Iterator<Item = &'a CStr>| {
+            let mut v: Vec<*const c_char> = it.map(CStr::as_ptr).collect();
+            v.push(core::ptr::null());
+            v
+        };
+        let (argv, envp) = (arrays(&mut argv.into_iter()), arrays(&mut envp.into_iter()));
+        ExecImage {
+            path,
+            argv,
+            envp,
+            _strings: PhantomData,
+        }
+    }
+
+    /// The path, NUL-terminated.
+    pub(crate) fn path_ptr(&self) -> *const c_char {
+        self.path.as_ptr()
+    }
+
+    /// The argv array, null-terminated.
+    pub(crate) fn argv_ptr(&self) -> *const *const c_char {
+        self.argv.as_ptr()
+    }
+
+    /// The envp array, null-terminated.
+    pub(crate) fn envp_ptr(&self) -> *const *const c_char {
+        self.envp.as_ptr()
+    }
+}
+
+/// The child's process state apart from the image, as plain numbers and borrowed data. No
+/// value here can make the spawn unsound: descriptors are numbers in the child's own table.
+pub(crate) struct ChildPlan<'a> {
+    /// Descriptors to `dup3` onto 0, 1, 2 (-1: inherit).
+    pub stdio: [c_int; 3],
+    /// Sorted descriptors ≥ 3 to keep (their close-on-exec flag is cleared).
+    pub keep: &'a [c_int],
+    /// `None`: close the rest with `close_range`; `Some`: close exactly these.
+    pub close_list: Option<&'a [c_int]>,
+    pub cwd: Option<&'a CStr>,
+    pub new_process_group: bool,
+    /// `Some(set)`: the caller vouches that only these signals have handlers.
+    pub handled: Option<u64>,
+    pub mask: Option<u64>,
+    pub pidfd: bool,
+}
+
+/// A started child: its PID and, when asked for and the kernel knows `CLONE_PIDFD`, its pidfd.
+pub(crate) struct Spawned {
+    pub pid: i32,
+    pub pidfd: Option<OwnedFd>,
+    /// `CLONE_PIDFD` was passed, yet the slot still holds -1: the kernel (< 5.2) ignored it.
+    pub pidfd_ignored: bool,
+}

@@ -1,0 +1,238 @@
+//! The child's discipline, checked rather than promised: `child_entry` — the code that runs in
+//! a `CLONE_VM | CLONE_VFORK` child on the parent's memory — may reach nothing but its own
+//! functions, `syscall` instructions and memcpy/memset. Not a panic path, not the allocator,
+//! not an indirect call (an unknown target could be anything, a panic hook included).
+//!
+//! The check disassembles with `objdump -d` (binutils) and follows static control flow from
+//! `child_entry`: fall-through, branches, direct calls and tail jumps. Blocks that only
+//! unwinding could reach (the abort-on-unwind pad of an `extern "C"` fn) are not reachable
+//! without a call, and every call is checked. Two builds: this test binary (debug: overflow
+//! checks, UB checks, no inlining unless forced) and the `release-symbols` profile (the
+//! shipped optimisation with symbols kept), built into its own target directory.
+#![forbid(unsafe_code)]
+#![cfg(target_arch = "x86_64")]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A function of the disassembly: its instructions as (address, text).
+struct Function {
+    name: String,
+    start: u64,
+    end: u64,
+    insns: Vec<(u64, String)>,
+}
+
+fn disassemble(binary: &Path) -> Vec<Function> {
+    let out = Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn", "-C", "-M", "att"])
+        .arg(binary)
+        .output()
+        .expect("run objdump (binutils; .ci/run installs it)");
+    assert!(out.status.success(), "objdump failed: {:?}", out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut functions: Vec<Function> = Vec::new();
+    for line in text.lines() {
+        if let Some((addr, rest)) = line.split_once(" <") {
+            if let (Ok(start), Some(name)) =
+                (u64::from_str_radix(addr, 16), rest.strip_suffix(">:"))
+            {
+                functions.push(Function {
+                    name: name.to_string(),
+                    start,
+                    end: start,
+                    insns: Vec::new(),
+                });
+                continue;
+            }
+        }
+        let Some((addr, insn)) = line.trim_start().split_once(":\t") else {
+            continue;
+        };
+        let (Ok(addr), Some(f)) = (u64::from_str_radix(addr, 16), functions.last_mut()) else {
+            continue;
+        };
+        f.insns.push((addr, insn.trim().to_string()));
+        f.end = addr + 1;
+    }
+    functions
+}
+
+/// The target of a direct `call`/`jmp`/`jcc`: `jmp 9c21b <name+0x1>` → 0x9c21b.
+fn direct_target(operands: &str) -> Option<u64> {
+    let first = operands.split_whitespace().next()?;
+    u64::from_str_radix(first, 16).ok()
+}
+
+fn allowed_callee(name: &str) -> bool {
+    name.starts_with("coldtrace_syscalls::raw::child::")
+        || matches!(name, "memcpy" | "memset" | "memmove")
+}
+
+/// Walks every instruction reachable from `entry`; returns the reachable functions, or the
+/// first forbidden thing found with the path to it.
+fn check_child_code(functions: &[Function]) -> Result<BTreeSet<String>, String> {
+    let by_start: BTreeMap<u64, usize> = functions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.start, i))
+        .collect();
+    let entry = functions
+        .iter()
+        .position(|f| f.name == "coldtrace_syscalls::raw::child::child_entry")
+        .ok_or("no child_entry symbol in the binary")?;
+    let mut seen_functions = BTreeSet::new();
+    let mut pending = vec![entry];
+    while let Some(fi) = pending.pop() {
+        let f = &functions[fi];
+        if !seen_functions.insert(f.name.clone()) {
+            continue;
+        }
+        if matches!(f.name.as_str(), "memcpy" | "memset" | "memmove") {
+            continue; // the C library's; leaves, as the allow-list says
+        }
+        let index: BTreeMap<u64, usize> = f
+            .insns
+            .iter()
+            .enumerate()
+            .map(|(i, (a, _))| (*a, i))
+            .collect();
+        let mut seen = BTreeSet::new();
+        let mut work = vec![0usize];
+        while let Some(mut i) = work.pop() {
+            while let Some((addr, insn)) = f.insns.get(i) {
+                if !seen.insert(i) {
+                    break;
+                }
+                let (op, operands) = insn.split_once(' ').unwrap_or((insn.as_str(), ""));
+                let operands = operands.trim();
+                let op = op.trim_start_matches("notrack").trim();
+                if op.starts_with("call") || op.starts_with("jmp") || op.starts_with('j') {
+                    let Some(target) = direct_target(operands) else {
+                        return Err(format!("{}: {addr:x}: indirect `{insn}`", f.name));
+                    };
+                    if let Some(&ti) = index.get(&target).filter(|_| !op.starts_with("call")) {
+                        work.push(ti);
+                    } else {
+                        let callee = by_start.get(&target).ok_or_else(|| {
+                            format!(
+                                "{}: {addr:x}: `{insn}` into the middle of a function",
+                                f.name
+                            )
+                        })?;
+                        let name = &functions[*callee].name;
+                        if !allowed_callee(name) {
+                            return Err(format!("{}: {addr:x}: `{insn}` reaches {name}", f.name));
+                        }
+                        pending.push(*callee);
+                    }
+                    if op.starts_with("jmp") {
+                        break; // no fall-through
+                    }
+                } else if op.starts_with("ret") || op == "ud2" || op.starts_with("hlt") {
+                    break;
+                } else if op == "int3" || op.starts_with("int ") || op == "sysenter" {
+                    return Err(format!("{}: {addr:x}: `{insn}`", f.name));
+                }
+                i += 1;
+            }
+        }
+    }
+    Ok(seen_functions)
+}
+
+fn assert_clean(binary: &Path, what: &str) {
+    let functions = disassemble(binary);
+    match check_child_code(&functions) {
+        Ok(reached) => eprintln!("{what}: child_entry reaches only {reached:?}"),
+        Err(e) => panic!("{what} ({}): the child code {e}", binary.display()),
+    }
+}
+
+/// Links the child code into this test binary, so that its debug build can be checked.
+fn spawn_true() {
+    let program =
+        coldtrace_syscalls::Program::new(c"/bin/true".into(), vec![c"true".into()], Vec::new());
+    let mut stack = coldtrace_syscalls::ChildStack::new().expect("map a child stack");
+    let child = program
+        .spawn(&coldtrace_syscalls::SpawnOptions::default(), &mut stack)
+        .expect("spawn /bin/true");
+    assert_eq!(child.reap().expect("reap").0.code(), Some(0));
+}
+
+#[test]
+fn the_debug_child_code_reaches_only_syscalls_and_memcpy() {
+    spawn_true();
+    let me = std::env::current_exe().expect("the test binary");
+    assert_clean(&me, "debug");
+}
+
+#[test]
+fn the_optimised_child_code_reaches_only_syscalls_and_memcpy() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let target_dir = root.join("target").join("disassembly");
+    let status = Command::new(env!("CARGO"))
+        .current_dir(&root)
+        .args([
+            "build",
+            "--locked",
+            "--offline",
+            "--profile",
+            "release-symbols",
+        ])
+        .args(["-p", "coldtrace", "--bin", "coldtrace"])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .env_remove("RUSTFLAGS")
+        .status()
+        .expect("run cargo");
+    assert!(
+        status.success(),
+        "cargo build --profile release-symbols failed"
+    );
+    let triple = "x86_64-unknown-linux-musl";
+    let binary: PathBuf = [&target_dir, Path::new(triple), Path::new("release-symbols")]
+        .iter()
+        .collect::<PathBuf>()
+        .join("coldtrace");
+    assert!(binary.exists(), "no {}", binary.display());
+    assert_clean(&binary, "release-symbols");
+}
+
+/// The checker itself: it must see a forbidden call (a test that could fail).
+#[test]
+fn the_checker_rejects_a_panic_path_and_an_indirect_call() {
+    let f = |name: &str, start: u64, insns: &[&str]| Function {
+        name: name.into(),
+        start,
+        end: start + insns.len() as u64,
+        insns: insns
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (start + i as u64, s.to_string()))
+            .collect(),
+    };
+    let entry = "coldtrace_syscalls::raw::child::child_entry";
+    let panics = [
+        f(
+            entry,
+            0x10,
+            &["syscall", "call   20 <core::panicking::panic>", "ret"],
+        ),
+        f("core::panicking::panic", 0x20, &["ret"]),
+    ];
+    assert!(check_child_code(&panics)
+        .unwrap_err()
+        .contains("core::panicking::panic"));
+    let indirect = [f(entry, 0x10, &["je     12 <x>", "call   *%rax", "ret"])];
+    assert!(check_child_code(&indirect)
+        .unwrap_err()
+        .contains("indirect"));
+    let unreachable_pad = [f(
+        entry,
+        0x10,
+        &["syscall", "jmp    13 <x>", "call   *%rax", "ret"],
+    )];
+    assert!(check_child_code(&unreachable_pad).is_ok());
+}
