@@ -6,7 +6,7 @@ use crate::batch::command::CommandBatch;
 use crate::batch::outcome::{describe, single_exit_code};
 use crate::batch::program::exit_code_for_failed_start;
 use crate::batch::{BatchError, BatchOutcome};
-use crate::record::batch::{BatchDocument, ConfigRecord};
+use crate::record::batch::{BatchDocument, ConfigRecord, FirstRejected};
 use crate::record::run;
 use crate::record::summary::SummaryMap;
 
@@ -16,6 +16,17 @@ impl CommandBatch<'_> {
         let plan = self.plan;
         let loaded = self.columns.load();
         let summaries = loaded.summarise();
+        let first_rejected = loaded
+            .first
+            .as_ref()
+            .filter(|f| !f.counted)
+            .map(|f| FirstRejected {
+                index: f.index,
+                reason: f
+                    .failure_reason
+                    .clone()
+                    .unwrap_or_else(|| "not counted".into()),
+            });
         let complete =
             self.interrupted_by.is_none() && self.stopped_reason.is_none() && self.is_done();
         let document = BatchDocument {
@@ -30,6 +41,7 @@ impl CommandBatch<'_> {
             config: ConfigRecord::of(plan, &self.argv),
             counts: self.counts,
             failed_runs: &self.failed,
+            first_rejected,
             stddev: "sample (n-1)",
             summary: SummaryMap(&summaries),
         };
@@ -51,6 +63,8 @@ impl CommandBatch<'_> {
             json,
             walls_ns: loaded.walls_ns(),
             warm_values: loaded.warm,
+            first: loaded.first,
+            cold_when: plan.cold.when,
             summaries,
             failed: self.failed,
             counts: self.counts,

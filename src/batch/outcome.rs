@@ -4,7 +4,9 @@
 
 use crate::batch::program::exit_code_for_failed_start;
 use crate::measure::runner::Outcome;
+use crate::plan::ColdWhen;
 use crate::record::batch::{BatchContext, Counts, FailedRun};
+use crate::record::columns::FirstRun;
 use crate::record::summary::MetricSummary;
 use coldtrace_syscalls::Signal;
 
@@ -20,6 +22,10 @@ pub struct BatchOutcome {
     pub walls_ns: Vec<f64>,
     /// Every metric's warm values (for comparisons).
     pub warm_values: Vec<Vec<f64>>,
+    /// The run with role `first`, counted or rejected (its figures, for the table).
+    pub first: Option<FirstRun>,
+    /// When the cold action happened (`None`: no cold action).
+    pub cold_when: Option<ColdWhen>,
     /// Failed runs.
     pub failed: Vec<FailedRun>,
     /// Counts.

@@ -230,8 +230,10 @@ impl CommandBatch<'_> {
         if role == Role::Warmup {
             self.counts.warmup += 1;
         }
+        // The run with role `first` is kept whatever became of it (a rejected one is shown,
+        // never replaced by a warm run); of the others, only counted warm runs.
+        self.columns.push(&record);
         if counted {
-            self.columns.push(&record);
             self.counts.counted += 1;
         }
         if let Some(reason) = failure_reason {

@@ -71,6 +71,16 @@ serialize_struct!(FailedRun {
     counted
 });
 
+/// The run with role `first`, rejected: in no statistic, and no warm run promoted in its place.
+#[derive(Clone, Debug)]
+pub struct FirstRejected {
+    /// Its index in the batch.
+    pub index: u64,
+    /// Why it was rejected.
+    pub reason: String,
+}
+serialize_struct!(FirstRejected { index, reason });
+
 /// Run counts.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Counts {
@@ -106,12 +116,13 @@ pub struct BatchDocument<'a> {
     pub config: ConfigRecord<'a>,
     pub counts: Counts,
     pub failed_runs: &'a [FailedRun],
+    pub first_rejected: Option<FirstRejected>,
     pub stddev: &'static str,
     pub summary: SummaryMap<'a>,
 }
 serialize_struct!(BatchDocument<'_> {
     schema, label, started_at, finished_at, complete, interrupted_by, stopped_reason, context,
-    config, counts, failed_runs, stddev, summary,
+    config, counts, failed_runs, first_rejected, stddev, summary,
 });
 
 impl<'a> ConfigRecord<'a> {

@@ -1,34 +1,95 @@
-//! The counted runs' values, one column per metric, kept out of coldtrace's resident set.
-//! It stores and reads values back; what they mean is in metrics, their summary in summary.
+//! The counted runs' values, one row per run and one column per metric, kept out of coldtrace's
+//! resident set. It stores and reads values back; what they mean is in metrics, their summary in
+//! summary, the first-run penalty and anomalies in penalty and anomaly.
 #![forbid(unsafe_code)]
 
 use crate::record::metrics::{MAX_RSS, METRICS};
-use crate::record::run::RunRecord;
+use crate::record::run::{Role, RunRecord};
 use crate::record::stats::{ratio, Summary};
 use crate::record::summary::{AtFloor, MetricSummary};
 
-/// The counted runs' values, one column per metric.
+/// Values kept per run beside the [`METRICS`]: not summarised, but needed to name the reference
+/// warm run and to split a first-run penalty.
+const EXTRAS: &[fn(&RunRecord<'_>) -> Option<f64>] = &[
+    |r| Some(r.index as f64),
+    |r| r.sched.and_then(|s| s.on_cpu_ns).map(|v| v as f64),
+];
+/// Column of the run's index in a [`Row`].
+pub const INDEX: usize = METRICS.len();
+/// Column of the main thread's on-CPU time (schedstat) in a [`Row`].
+pub const ON_CPU_NS: usize = METRICS.len() + 1;
+/// Values per row.
+const WIDTH: usize = METRICS.len() + EXTRAS.len();
+
+/// One run's values: every metric of [`METRICS`], then the extras ([`INDEX`], [`ON_CPU_NS`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row(Vec<f64>);
+
+impl Row {
+    /// The row of `record` (an absent value is stored as NaN).
+    pub fn of(record: &RunRecord<'_>) -> Row {
+        let metrics = METRICS.iter().map(|m| (m.get)(record));
+        let extras = EXTRAS.iter().map(|get| get(record));
+        Row(metrics
+            .chain(extras)
+            .map(|v| v.unwrap_or(f64::NAN))
+            .collect())
+    }
+
+    /// A row from its values (tests and readers), padded with absent values.
+    pub fn from_values(mut values: Vec<f64>) -> Row {
+        values.resize(WIDTH, f64::NAN);
+        Row(values)
+    }
+
+    /// Column `i`, `None` when absent.
+    pub fn get(&self, i: usize) -> Option<f64> {
+        self.0.get(i).copied().filter(|v| !v.is_nan())
+    }
+
+    /// Column `i` as a whole number, `None` when absent.
+    pub fn get_u64(&self, i: usize) -> Option<u64> {
+        self.get(i).map(|v| v as u64)
+    }
+
+    /// The run's index in the batch.
+    pub fn index(&self) -> Option<u64> {
+        self.get_u64(INDEX)
+    }
+}
+
+/// The run with role `first`, whatever became of it: a rejected first run keeps its figures
+/// (shown, marked) but is in no statistic, and no warm run takes its place.
+#[derive(Clone, Debug)]
+pub struct FirstRun {
+    /// Its values.
+    pub row: Row,
+    /// Index in the batch.
+    pub index: u64,
+    /// Whether it is in the statistics (a rejected run is not).
+    pub counted: bool,
+    /// Why it failed (rejected, or counted with `--ignore-failure`), if it failed.
+    pub failure_reason: Option<String>,
+    /// Its max RSS is at or below the runner's floor.
+    pub at_floor: bool,
+}
+
+/// The counted runs' values.
 ///
-/// The warm runs' values are appended, one row of 8-byte floats per run, to an anonymous
-/// in-memory file (`memfd_create(2)`) rather than kept in coldtrace's heap: written with
-/// `write(2)`, never mapped, those pages are not in coldtrace's resident set, so the floor under
-/// a child's max RSS stays flat however long the batch (10,000 runs would otherwise add ~1 MiB).
-/// They are read back once, after the last run.
+/// The warm runs' rows are appended, 8-byte floats, to an anonymous in-memory file
+/// (`memfd_create(2)`) rather than kept in coldtrace's heap: written with `write(2)`, never
+/// mapped, those pages are not in coldtrace's resident set, so the floor under a child's max RSS
+/// stays flat however long the batch (10,000 runs would otherwise add ~2 MiB). They are read
+/// back once, after the last run.
 pub struct Columns {
-    first: Vec<Option<f64>>,
-    first_at_floor: bool,
+    first: Option<FirstRun>,
     warm_at_floor: u64,
-    have_first: bool,
     warm: WarmRows,
 }
 
 enum WarmRows {
-    File {
-        file: std::fs::File,
-        rows: u64,
-        row: Vec<u8>,
-    },
-    Memory(Vec<Vec<f64>>),
+    File { file: std::fs::File, row: Vec<u8> },
+    Memory(Vec<Row>),
 }
 
 impl Default for Columns {
@@ -37,134 +98,152 @@ impl Default for Columns {
             match rustix::fs::memfd_create("coldtrace-metrics", rustix::fs::MemfdFlags::CLOEXEC) {
                 Ok(fd) => WarmRows::File {
                     file: std::fs::File::from(fd),
-                    rows: 0,
-                    row: Vec::with_capacity(METRICS.len() * 8),
+                    row: Vec::with_capacity(WIDTH * 8),
                 },
-                Err(_) => WarmRows::Memory((0..METRICS.len()).map(|_| Vec::new()).collect()),
+                Err(_) => WarmRows::Memory(Vec::new()),
             };
         Columns {
-            first: vec![None; METRICS.len()],
-            first_at_floor: false,
+            first: None,
             warm_at_floor: 0,
-            have_first: false,
             warm,
         }
     }
 }
 
 impl Columns {
-    /// Adds a counted run; the first one added is "the first run".
+    /// Adds a run: the run with role `first` (counted or rejected) and every counted warm run.
+    /// Warm-ups and rejected warm runs are ignored.
     pub fn push(&mut self, record: &RunRecord<'_>) {
         let at_floor = record.max_rss_at_floor == Some(true);
-        if !self.have_first {
-            self.have_first = true;
-            self.first_at_floor = at_floor;
-            for (slot, metric) in self.first.iter_mut().zip(METRICS) {
-                *slot = (metric.get)(record);
+        match record.role {
+            Role::First => {
+                self.first = Some(FirstRun {
+                    row: Row::of(record),
+                    index: record.index,
+                    counted: record.counted,
+                    failure_reason: record.failure_reason.clone(),
+                    at_floor,
+                });
             }
-            return;
+            Role::Warm if record.counted => {
+                self.warm_at_floor += u64::from(at_floor);
+                self.push_warm(Row::of(record));
+            }
+            Role::Warm | Role::Warmup => {}
         }
-        self.warm_at_floor += u64::from(at_floor);
-        let values = METRICS.iter().map(|metric| (metric.get)(record));
+    }
+
+    fn push_warm(&mut self, values: Row) {
         match &mut self.warm {
-            WarmRows::File { file, rows, row } => {
+            WarmRows::File { file, row } => {
                 use std::io::Write;
                 row.clear();
-                for v in values {
-                    row.extend_from_slice(&v.unwrap_or(f64::NAN).to_le_bytes());
+                for v in &values.0 {
+                    row.extend_from_slice(&v.to_le_bytes());
                 }
-                if file.write_all(row).is_ok() {
-                    *rows += 1;
-                }
+                // A failed write loses one row of statistics, never a record (runs.jsonl has it).
+                let _ = file.write_all(row);
             }
-            WarmRows::Memory(columns) => {
-                for (column, v) in columns.iter_mut().zip(values) {
-                    if let Some(v) = v {
-                        column.push(v);
-                    }
-                }
-            }
+            WarmRows::Memory(rows) => rows.push(values),
         }
     }
 
     /// Reads the values back (once, after the last run).
     pub fn load(&self) -> Loaded {
-        let warm = match &self.warm {
-            WarmRows::Memory(columns) => columns.clone(),
-            WarmRows::File { file, rows, .. } => {
-                use std::io::{Read, Seek};
-                let mut columns: Vec<Vec<f64>> = (0..METRICS.len())
-                    .map(|_| Vec::with_capacity(*rows as usize))
-                    .collect();
-                let mut bytes = Vec::new();
-                let mut reader: &std::fs::File = file;
-                if reader.rewind().is_ok() && reader.read_to_end(&mut bytes).is_ok() {
-                    for row in bytes.chunks_exact(METRICS.len() * 8) {
-                        for (column, cell) in columns.iter_mut().zip(row.chunks_exact(8)) {
-                            let mut b = [0u8; 8];
-                            b.copy_from_slice(cell);
-                            let v = f64::from_le_bytes(b);
-                            if !v.is_nan() {
-                                column.push(v);
-                            }
-                        }
-                    }
-                }
-                columns
-            }
+        let warm_rows = match &self.warm {
+            WarmRows::Memory(rows) => rows.clone(),
+            WarmRows::File { file, .. } => read_rows(file),
         };
+        let warm = (0..METRICS.len())
+            .map(|i| warm_rows.iter().filter_map(|r| r.get(i)).collect())
+            .collect();
         Loaded {
             first: self.first.clone(),
-            first_at_floor: self.first_at_floor,
             warm_at_floor: self.warm_at_floor,
             warm,
+            warm_rows,
         }
     }
 }
 
-/// The counted runs' values, read back.
+fn read_rows(file: &std::fs::File) -> Vec<Row> {
+    use std::io::{Read, Seek};
+    let mut bytes = Vec::new();
+    let mut reader: &std::fs::File = file;
+    if reader.rewind().is_err() || reader.read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    bytes
+        .chunks_exact(WIDTH * 8)
+        .map(|row| {
+            Row(row
+                .chunks_exact(8)
+                .map(|cell| {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(cell);
+                    f64::from_le_bytes(b)
+                })
+                .collect())
+        })
+        .collect()
+}
+
+/// The runs' values, read back.
 pub struct Loaded {
-    first: Vec<Option<f64>>,
-    first_at_floor: bool,
+    /// The run with role `first`, counted or rejected (`None` when there was none).
+    pub first: Option<FirstRun>,
     warm_at_floor: u64,
-    /// Every metric's warm values, in run order.
+    /// Every metric's warm values, in run order (absent values left out).
     pub warm: Vec<Vec<f64>>,
+    /// The warm runs' rows, in run order.
+    pub warm_rows: Vec<Row>,
 }
 
 impl Loaded {
+    /// The first run, when it is in the statistics.
+    pub fn counted_first(&self) -> Option<&FirstRun> {
+        self.first.as_ref().filter(|f| f.counted)
+    }
+
     /// The wall times of the counted runs, in order (for the strip in the table).
     pub fn walls_ns(&self) -> Vec<f64> {
-        self.first[0]
+        let first = self.counted_first().and_then(|f| f.row.get(0));
+        first
             .into_iter()
             .chain(self.warm[0].iter().copied())
             .collect()
     }
 
-    /// Summaries of every metric.
+    /// Summaries of every metric. A rejected first run is in none of them.
     pub fn summarise(&self) -> Vec<MetricSummary> {
+        let first = self.counted_first();
+        let first_at_floor = first.is_some_and(|f| f.at_floor);
         METRICS
             .iter()
             .enumerate()
             .map(|(i, metric)| {
-                let first = self.first[i].and_then(|v| Summary::of(&[v]));
+                let first_value = first.and_then(|f| f.row.get(i));
+                let first_summary = first_value.and_then(|v| Summary::of(&[v]));
                 let warm = Summary::of(&self.warm[i]);
-                let all_values: Vec<f64> = self.first[i]
+                let all_values: Vec<f64> = first_value
                     .into_iter()
                     .chain(self.warm[i].iter().copied())
                     .collect();
-                let all = Summary::of(&all_values);
                 let at_floor = (i == MAX_RSS).then(|| AtFloor {
-                    first: u64::from(self.first_at_floor),
+                    first: u64::from(first_at_floor),
                     warm: self.warm_at_floor,
-                    all: u64::from(self.first_at_floor) + self.warm_at_floor,
+                    all: u64::from(first_at_floor) + self.warm_at_floor,
                 });
                 MetricSummary {
                     name: metric.name,
                     unit: metric.unit.name(),
-                    first_to_warm_median: ratio(first.map(|s| s.median), warm.map(|s| s.median)),
-                    first,
+                    first_to_warm_median: ratio(
+                        first_summary.map(|s| s.median),
+                        warm.map(|s| s.median),
+                    ),
+                    first: first_summary,
                     warm,
-                    all,
+                    all: Summary::of(&all_values),
                     runs_at_floor: at_floor,
                 }
             })

@@ -18,7 +18,11 @@ pub mod summary;
 
 /// Schema name and version of a run record (`runs.jsonl`).
 pub const RUN_SCHEMA: &str = "coldtrace.run/1";
-/// Schema name and version of a batch document (`batch.json`).
-pub const BATCH_SCHEMA: &str = "coldtrace.batch/1";
+/// Schema name and version of a batch document (`batch.json`). Version 2: `summary.first` is
+/// the run with role `first` or null when it was rejected (`first_rejected`); version 1 put the
+/// next counted run there instead.
+pub const BATCH_SCHEMA: &str = "coldtrace.batch/2";
+/// The previous batch document version, which `report` still reads.
+pub const BATCH_SCHEMA_V1: &str = "coldtrace.batch/1";
 /// Schema name and version of a comparison document (`batch.json` of `compare`).
 pub const COMPARE_SCHEMA: &str = "coldtrace.compare/1";

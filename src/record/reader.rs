@@ -39,22 +39,26 @@ pub struct BatchRow {
     pub uptime_s: Option<f64>,
     /// Start time of the first run.
     pub started_at: Option<String>,
-    /// Wall time of the first counted run.
+    /// Wall time of the run with role `first` (also when it was rejected).
     pub first_wall_ns: Option<f64>,
+    /// Why the run with role `first` was rejected (`None`: it was counted, or there was none).
+    pub first_rejected: Option<String>,
     /// Median wall time of the warm runs.
     pub warm_median_wall_ns: Option<f64>,
     /// `first_wall_ns / warm_median_wall_ns`.
     pub first_to_warm: Option<f64>,
-    /// Major faults of the first counted run.
+    /// Major faults of the run with role `first`.
     pub first_major_faults: Option<u64>,
-    /// Block input (512-byte blocks) of the first counted run.
+    /// Block input (512-byte blocks) of the run with role `first`.
     pub first_block_in: Option<u64>,
-    /// Residency of the watched files before the first counted run.
+    /// Residency of the watched files before the run with role `first`.
     pub first_resident_ratio_before: Option<f64>,
     /// Counted runs.
     pub counted: u64,
     /// Rejected runs.
     pub rejected: u64,
+    /// The `batch.json` schema, when there is one (`coldtrace.batch/1` or `/2`).
+    pub batch_schema: Option<String>,
     /// Whether the batch finished (`batch.json` present and complete).
     pub complete: bool,
     /// The first of the listed batches on its boot.
@@ -73,6 +77,7 @@ serialize_struct!(BatchRow {
     uptime_s,
     started_at,
     first_wall_ns,
+    first_rejected,
     warm_median_wall_ns,
     first_to_warm,
     first_major_faults,
@@ -80,6 +85,7 @@ serialize_struct!(BatchRow {
     first_resident_ratio_before,
     counted,
     rejected,
+    batch_schema,
     complete,
     first_on_boot,
     kernel_changed,
@@ -182,7 +188,8 @@ pub fn read_batch(dir: &Path) -> Result<BatchRow, ReportError> {
 /// `name` is how errors name the file (`read_batch` passes its path).
 ///
 /// # Errors
-/// Not valid JSON, or not a `coldtrace.batch/1` document: one line naming `name` and a line.
+/// Not valid JSON, or not a `coldtrace.batch/1` or `/2` document: one line naming `name` and a
+/// line.
 pub fn parse_batch_document(
     bytes: &[u8],
     name: &str,
@@ -190,12 +197,16 @@ pub fn parse_batch_document(
 ) -> Result<(), ReportError> {
     let doc: Value = serde_json::from_slice(bytes)
         .map_err(|e| ReportError(format!("{name}: line {}: not valid JSON ({e})", e.line())))?;
-    if doc.get("schema").and_then(Value::as_str) != Some(crate::record::BATCH_SCHEMA) {
+    let schema = doc.get("schema").and_then(Value::as_str);
+    let known = [crate::record::BATCH_SCHEMA, crate::record::BATCH_SCHEMA_V1];
+    if !schema.is_some_and(|s| known.contains(&s)) {
         return Err(ReportError(format!(
-            "{name}: line 1: not a coldtrace batch document (schema is not {})",
-            crate::record::BATCH_SCHEMA
+            "{name}: line 1: not a coldtrace batch document (schema is not {} or {})",
+            crate::record::BATCH_SCHEMA,
+            crate::record::BATCH_SCHEMA_V1
         )));
     }
+    row.batch_schema = schema.map(str::to_owned);
     row.label = str_at(&doc, &["label"]);
     row.kernel = str_at(&doc, &["context", "system", "kernel_release"]);
     row.complete = doc
@@ -259,26 +270,54 @@ pub fn parse_runs(bytes: &[u8], name: &str, row: &mut BatchRow) -> Result<(), Re
         if role != "warmup" && !counted {
             row.rejected += 1;
         }
+        if role == "first" {
+            first_figures(&record, counted, row);
+        }
         if !counted {
             continue;
         }
         row.counted += 1;
-        if role == "first" {
-            row.first_wall_ns = f64_at(&record, &["wall_ns"]);
-            row.first_major_faults = u64_at(&record, &["rusage", "major_faults"]);
-            row.first_block_in = u64_at(&record, &["rusage", "block_in"]);
-            row.first_resident_ratio_before =
-                f64_at(&record, &["cache", "before", "resident_ratio"]);
-        } else if let Some(w) = f64_at(&record, &["wall_ns"]) {
-            warm_walls.push(w);
+        if role != "first" {
+            warm_walls.extend(f64_at(&record, &["wall_ns"]));
         }
     }
     if line_no == 0 {
         row.notes.push("runs.jsonl is empty".into());
     }
     row.warm_median_wall_ns = Summary::of(&warm_walls).map(|s| s.median);
-    row.first_to_warm = ratio(row.first_wall_ns, row.warm_median_wall_ns);
+    if row.first_rejected.is_none() {
+        row.first_to_warm = ratio(row.first_wall_ns, row.warm_median_wall_ns);
+    }
+    note_promoted_first(row);
     Ok(())
+}
+
+/// The figures of the run with role `first`, counted or rejected (a rejected one is shown as
+/// such, never replaced by the next counted run).
+fn first_figures(record: &Value, counted: bool, row: &mut BatchRow) {
+    row.first_wall_ns = f64_at(record, &["wall_ns"]);
+    row.first_major_faults = u64_at(record, &["rusage", "major_faults"]);
+    row.first_block_in = u64_at(record, &["rusage", "block_in"]);
+    row.first_resident_ratio_before = f64_at(record, &["cache", "before", "resident_ratio"]);
+    if !counted {
+        let reason = str_at(record, &["failure_reason"]).unwrap_or_else(|| "not counted".into());
+        let index = u64_at(record, &["index"]).map_or(String::new(), |i| format!("#{i}: "));
+        row.first_rejected = Some(one_line(&format!("{index}{reason}")));
+    }
+}
+
+/// A `coldtrace.batch/1` document whose first run was rejected put the next counted run in its
+/// summary's `first`: say so (this row's first column comes from runs.jsonl and is not promoted).
+fn note_promoted_first(row: &mut BatchRow) {
+    if row.first_rejected.is_some()
+        && row.batch_schema.as_deref() == Some(crate::record::BATCH_SCHEMA_V1)
+    {
+        row.notes.push(
+            "batch.json is coldtrace.batch/1: its summary's first is a warm run promoted over \
+             the rejected first run (the first column here is the rejected run itself)"
+                .into(),
+        );
+    }
 }
 
 /// Reads every directory, then marks the first batch of each boot and kernel changes, in the

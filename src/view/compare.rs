@@ -19,7 +19,7 @@ pub fn compare_table(outcome: &CompareOutcome, colour: bool) -> String {
         "{}",
         style.bold(&format!("coldtrace: {n} commands compared, interleaved"))
     );
-    for c in &outcome.commands {
+    for (c, batch) in outcome.commands.iter().zip(&outcome.batches) {
         let _ = writeln!(
             out,
             "  [{}] {}  ({} counted, {} rejected)",
@@ -28,6 +28,9 @@ pub fn compare_table(outcome: &CompareOutcome, colour: bool) -> String {
             c.counts.counted,
             c.counts.rejected
         );
+        if let Some(text) = crate::view::table::first_rejected_text(batch) {
+            let _ = writeln!(out, "      {}", style.warn(&text));
+        }
     }
     let mut header = format!("  {:<20}", "warm median");
     for c in &outcome.commands {

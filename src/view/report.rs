@@ -32,7 +32,10 @@ fn cells(row: &BatchRow) -> [String; 12] {
             one_line(&b.chars().take(8).collect::<String>())
         }),
         row.uptime_s.map_or("?".into(), human_uptime),
-        cell_ns(row.first_wall_ns),
+        match &row.first_rejected {
+            Some(_) => format!("{} ✗", cell_ns(row.first_wall_ns)),
+            None => cell_ns(row.first_wall_ns),
+        },
         cell_ns(row.warm_median_wall_ns),
         row.first_to_warm.map_or("—".into(), |r| format!("{r:.2}×")),
         row.first_major_faults.map_or("—".into(), |v| v.to_string()),
@@ -86,6 +89,13 @@ pub fn render_table(rows: &[BatchRow]) -> String {
         let _ = writeln!(out, "{}", line(r.iter().map(String::as_str).collect()));
     }
     for row in rows {
+        if let Some(why) = &row.first_rejected {
+            let _ = writeln!(
+                out,
+                "note: {}: ✗ the first run was rejected ({why})",
+                row.dir
+            );
+        }
         for note in &row.notes {
             let _ = writeln!(out, "note: {}: {note}", row.dir);
         }

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::BatchOutcome;
+use crate::plan::ColdWhen;
 use crate::record::metrics::{Metric, MAX_RSS, METRICS};
 use crate::record::summary::MetricSummary;
 use crate::view::style::Style;
@@ -35,14 +36,18 @@ pub fn sparkline(values: &[f64], width: usize) -> String {
         .collect()
 }
 
-fn row_visible(summary: &MetricSummary) -> bool {
+fn row_visible(summary: &MetricSummary, rejected_first: Option<f64>) -> bool {
     let any = |s: &Option<crate::record::stats::Summary>| s.is_some_and(|s| s.max > 0.0);
-    summary.all.is_some()
-        && (matches!(
-            summary.name,
-            "wall_ns" | "user_us" | "sys_us" | "max_rss_kib" | "major_faults" | "block_in"
-        ) || any(&summary.all))
+    let always = matches!(
+        summary.name,
+        "wall_ns" | "user_us" | "sys_us" | "max_rss_kib" | "major_faults" | "block_in"
+    );
+    (summary.all.is_some() || rejected_first.is_some())
+        && (always || any(&summary.all) || rejected_first.is_some_and(|v| v > 0.0))
 }
+
+/// The figure of a rejected first run, shown with this mark: it is in no statistic.
+const REJECTED_MARK: &str = " ✗";
 
 /// The table for a batch (or a single run), with its context lines.
 pub fn table(outcome: &BatchOutcome, title: &str, colour: bool) -> String {
@@ -52,6 +57,7 @@ pub fn table(outcome: &BatchOutcome, title: &str, colour: bool) -> String {
     metric_rows(&mut out, outcome, &style);
     strip_and_floor(&mut out, outcome);
     rejected_lines(&mut out, outcome, &style);
+    first_rejected_line(&mut out, outcome, &style);
     context_lines(&mut out, outcome, &style);
     out
 }
@@ -59,31 +65,60 @@ pub fn table(outcome: &BatchOutcome, title: &str, colour: bool) -> String {
 /// The header and one row per visible metric.
 fn metric_rows(out: &mut String, outcome: &BatchOutcome, style: &Style) {
     let has_warm = outcome.summaries.iter().any(|s| s.warm.is_some());
+    let rejected_first = outcome.first.as_ref().is_some_and(|f| !f.counted);
+    let first = if rejected_first { "first ✗" } else { "first" };
     if has_warm {
         let _ = writeln!(
             out,
             "  {:<20} {:>11} {:>12} {:>25} {:>8}",
-            "metric", "first", "warm median", "warm min … max", "first/warm"
+            "metric", first, "warm median", "warm min … max", "first/warm"
         );
     } else {
-        let _ = writeln!(out, "  {:<20} {:>11}", "metric", "value");
+        let value = if rejected_first { first } else { "value" };
+        let _ = writeln!(out, "  {:<20} {:>11}", "metric", value);
     }
-    for (summary, metric) in outcome.summaries.iter().zip(METRICS) {
-        if !row_visible(summary) {
+    let rejected = outcome.first.as_ref().filter(|f| !f.counted);
+    for (i, (summary, metric)) in outcome.summaries.iter().zip(METRICS).enumerate() {
+        let rejected_value = rejected.and_then(|f| f.row.get(i));
+        if !row_visible(summary, rejected_value) {
             continue;
         }
-        let line = metric_row(summary, metric, has_warm, style);
+        let first = match rejected {
+            Some(_) => rejected_value.map_or("—".into(), |v| {
+                format!("{}{REJECTED_MARK}", human(metric.unit, v))
+            }),
+            None => first_cell(summary, metric),
+        };
+        let line = metric_row(summary, metric, first, has_warm, style);
         let _ = writeln!(out, "{line}");
     }
 }
 
-fn metric_row(summary: &MetricSummary, metric: &Metric, has_warm: bool, style: &Style) -> String {
+fn floor_note(count: u64) -> &'static str {
+    if count > 0 {
+        " ≤ floor"
+    } else {
+        ""
+    }
+}
+
+/// The first run's cell: its value, marked when at the runner's floor.
+fn first_cell(summary: &MetricSummary, metric: &Metric) -> String {
     let first = summary
         .first
         .map_or("—".into(), |s| human(metric.unit, s.median));
-    let floor_note = |count: u64| if count > 0 { " ≤ floor" } else { "" };
     let at = summary.runs_at_floor;
-    let first = format!("{first}{}", at.map_or("", |a| floor_note(a.first)));
+    format!("{first}{}", at.map_or("", |a| floor_note(a.first)))
+}
+
+fn metric_row(
+    summary: &MetricSummary,
+    metric: &Metric,
+    first: String,
+    has_warm: bool,
+    style: &Style,
+) -> String {
+    let at = summary.runs_at_floor;
     if !has_warm {
         return format!("  {:<20} {:>11}", metric.label, first);
     }
@@ -170,6 +205,30 @@ fn rejected_lines(out: &mut String, outcome: &BatchOutcome, style: &Style) {
             let _ = writeln!(out, "    | {line}");
         }
     }
+}
+
+/// One line when the run with role `first` was rejected: its figures stay in the first column,
+/// marked, and no warm run takes its place.
+fn first_rejected_line(out: &mut String, outcome: &BatchOutcome, style: &Style) {
+    if let Some(text) = first_rejected_text(outcome) {
+        let _ = writeln!(out, "  {}", style.warn(&text));
+    }
+}
+
+/// `✗ the cold run was rejected (#0: exited with code 1); no warm run replaces it`, when the
+/// run with role `first` was rejected (`compare` shows it under its command too).
+pub fn first_rejected_text(outcome: &BatchOutcome) -> Option<String> {
+    let first = outcome.first.as_ref().filter(|f| !f.counted)?;
+    let reason = first.failure_reason.as_deref().unwrap_or("not counted");
+    let what = if outcome.cold_when == Some(ColdWhen::FirstOnly) {
+        "the cold run was rejected"
+    } else {
+        "the first run was rejected"
+    };
+    Some(format!(
+        "✗ {what} (#{}: {reason}); no warm run replaces it",
+        first.index
+    ))
 }
 
 /// The machine, interruption or early stop, and where the records are.
