@@ -100,6 +100,30 @@ pub fn quote(words: &[String]) -> String {
         .join(" ")
 }
 
+/// `text` broken between words into lines of at most `width` characters, the first of which
+/// already holds `used` (a label or an indent printed before it). A word longer than a line
+/// gets a line of its own, uncut (a path is never broken).
+pub fn wrap_words(text: &str, used: usize, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut room = width.saturating_sub(used);
+    for word in text.split_whitespace() {
+        let needed = word.chars().count() + usize::from(!line.is_empty());
+        if !line.is_empty() && line.chars().count() + needed > room {
+            lines.push(std::mem::take(&mut line));
+            room = width;
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +146,19 @@ mod tests {
             .contains("unbalanced double quote"));
         assert!(split("echo \\").unwrap_err().contains("trailing backslash"));
         assert_eq!(escape_controls("a\nb\u{1b}[31m"), "a\\nb\\u{1b}[31m");
+    }
+
+    #[test]
+    fn wraps_between_words_and_keeps_long_words_whole() {
+        assert_eq!(wrap_words("aa bb cc", 2, 7), ["aa bb", "cc"]);
+        assert_eq!(
+            wrap_words("a /very/long/path b", 0, 5),
+            ["a", "/very/long/path", "b"]
+        );
+        assert_eq!(wrap_words("", 0, 10), Vec::<String>::new());
+        for line in wrap_words(&"word ".repeat(50), 10, 30) {
+            assert!(line.chars().count() <= 30, "{line}");
+        }
     }
 
     proptest! {

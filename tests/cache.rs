@@ -2,7 +2,8 @@
 //! Residency and eviction on real files of a disk-backed directory.
 
 use coldtrace::measure::cache::{
-    aggregate, cachestat_available, is_tmpfs, CacheError, FileProbe, FileSet, UnknownReason,
+    aggregate, cachestat_available, choose_method, is_tmpfs, CacheError, FileProbe, FileSet,
+    Method, UnknownReason, OVERLAYFS_MAGIC,
 };
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -168,6 +169,7 @@ fn any_unknown_file_means_no_figure() {
     let known = FileProbe::Known {
         cached_pages: 1,
         dirty_pages: Some(0),
+        method: Method::Cachestat,
     };
     let r = aggregate(
         "cachestat",
@@ -209,6 +211,7 @@ fn aggregation_caps_at_the_page_rounded_size() {
                 FileProbe::Known {
                     cached_pages: 5,
                     dirty_pages: None,
+                    method: Method::Mincore,
                 },
             ),
             (
@@ -216,6 +219,7 @@ fn aggregation_caps_at_the_page_rounded_size() {
                 FileProbe::Known {
                     cached_pages: 1,
                     dirty_pages: None,
+                    method: Method::Mincore,
                 },
             ),
         ],
@@ -224,9 +228,34 @@ fn aggregation_caps_at_the_page_rounded_size() {
     assert_eq!(r.resident_ratio, Some(8192.0 / 12288.0));
     assert_eq!(r.dirty_bytes, None, "mincore does not know dirty pages");
     assert_eq!(r.unknown_reason, None);
+    assert_eq!(r.method, "mincore");
     let empty = aggregate("cachestat", 4096, []);
     assert_eq!(
         (empty.resident_bytes, empty.resident_ratio),
         (Some(0), None)
     );
+}
+
+#[test]
+fn overlayfs_and_kernels_without_cachestat_use_mincore() {
+    const EXT4: rustix::fs::FsWord = 0xEF53;
+    assert_eq!(choose_method(Some(EXT4), true), Method::Cachestat);
+    assert_eq!(choose_method(None, true), Method::Cachestat);
+    assert_eq!(choose_method(Some(OVERLAYFS_MAGIC), true), Method::Mincore);
+    assert_eq!(choose_method(Some(EXT4), false), Method::Mincore);
+    // A set spanning both kinds of file system says so.
+    let probe = |method| FileProbe::Known {
+        cached_pages: 1,
+        dirty_pages: None,
+        method,
+    };
+    let r = aggregate(
+        "cachestat",
+        4096,
+        [
+            (4096, probe(Method::Cachestat)),
+            (4096, probe(Method::Mincore)),
+        ],
+    );
+    assert_eq!(r.method, "cachestat+mincore");
 }

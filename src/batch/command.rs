@@ -42,6 +42,8 @@ pub struct CommandBatch<'p> {
     pub(super) next_index: u64,
     pub(super) last_wall_ns: Option<u64>,
     pub(super) notices: Vec<String>,
+    /// Why some watched files' residency is unknown, the first time it was.
+    pub(super) cache_unknown: Option<String>,
 }
 
 impl<'p> CommandBatch<'p> {
@@ -101,6 +103,7 @@ impl<'p> CommandBatch<'p> {
             next_index: 0,
             last_wall_ns: None,
             notices,
+            cache_unknown: None,
         })
     }
 

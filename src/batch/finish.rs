@@ -65,6 +65,8 @@ impl CommandBatch<'_> {
             warm_values: loaded.warm,
             first: loaded.first,
             cold_when: plan.cold.when,
+            watching: !plan.cold.watch.is_empty(),
+            cache_unknown: self.cache_unknown,
             summaries,
             failed: self.failed,
             counts: self.counts,

@@ -24,6 +24,10 @@ pub struct BatchOutcome {
     pub warm_values: Vec<Vec<f64>>,
     /// The run with role `first`, counted or rejected (its figures, for the table).
     pub first: Option<FirstRun>,
+    /// Files are watched (`--watch`/`--evict`): the residency rows are always shown.
+    pub watching: bool,
+    /// Why some watched files' residency is unknown (the first time it was), in words.
+    pub cache_unknown: Option<String>,
     /// When the cold action happened (`None`: no cold action).
     pub cold_when: Option<ColdWhen>,
     /// Failed runs.

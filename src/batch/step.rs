@@ -224,6 +224,14 @@ impl CommandBatch<'_> {
             d.append_record(&self.line)?;
         }
         self.notices.extend(counter_notes);
+        if self.cache_unknown.is_none() {
+            self.cache_unknown = record.cache.as_ref().and_then(|c| {
+                c.before
+                    .unknown_reason
+                    .clone()
+                    .or_else(|| c.after.unknown_reason.clone())
+            });
+        }
         self.next_index += 1;
         self.last_wall_ns = wall_ns;
         self.counts.recorded += 1;

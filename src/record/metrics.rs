@@ -132,6 +132,12 @@ pub const METRICS: &[Metric] = &[
         get: |r| r.cache.as_ref().and_then(|c| c.before.resident_ratio),
     },
     Metric {
+        name: "resident_ratio_after",
+        label: "cached after",
+        unit: Unit::Ratio,
+        get: |r| r.cache.as_ref().and_then(|c| c.after.resident_ratio),
+    },
+    Metric {
         name: "pgmajfault",
         label: "pgmajfault (sys)",
         unit: Unit::Count,
@@ -166,3 +172,9 @@ pub const METRICS: &[Metric] = &[
 
 /// Index of `max_rss_kib` in [`METRICS`] (it has an at-the-floor count).
 pub const MAX_RSS: usize = 3;
+
+/// Whether a metric is the residency of the watched files: shown whenever files are watched,
+/// 0 % included, and "unknown" where the kernel would not say.
+pub fn is_residency(name: &str) -> bool {
+    matches!(name, "resident_ratio_before" | "resident_ratio_after")
+}

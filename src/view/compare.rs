@@ -29,7 +29,7 @@ pub fn compare_table(outcome: &CompareOutcome, colour: bool) -> String {
             c.counts.rejected
         );
         if let Some(text) = crate::view::table::first_rejected_text(batch) {
-            let _ = writeln!(out, "      {}", style.warn(&text));
+            let _ = writeln!(out, "      {} {text}", style.warn("✗"));
         }
     }
     let mut header = format!("  {:<20}", "warm median");

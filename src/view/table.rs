@@ -4,8 +4,9 @@
 
 use crate::batch::BatchOutcome;
 use crate::plan::ColdWhen;
-use crate::record::metrics::{Metric, MAX_RSS, METRICS};
+use crate::record::metrics::{is_residency, Metric, MAX_RSS, METRICS};
 use crate::record::summary::MetricSummary;
+use crate::view::lines;
 use crate::view::style::Style;
 use crate::view::units::{human, human_uptime};
 use std::fmt::Write;
@@ -36,7 +37,10 @@ pub fn sparkline(values: &[f64], width: usize) -> String {
         .collect()
 }
 
-fn row_visible(summary: &MetricSummary, rejected_first: Option<f64>) -> bool {
+fn row_visible(summary: &MetricSummary, rejected_first: Option<f64>, watching: bool) -> bool {
+    if watching && is_residency(summary.name) {
+        return true;
+    }
     let any = |s: &Option<crate::record::stats::Summary>| s.is_some_and(|s| s.max > 0.0);
     let always = matches!(
         summary.name,
@@ -58,6 +62,7 @@ pub fn table(outcome: &BatchOutcome, title: &str, colour: bool) -> String {
     strip_and_floor(&mut out, outcome);
     rejected_lines(&mut out, outcome, &style);
     first_rejected_line(&mut out, outcome, &style);
+    cache_unknown_line(&mut out, outcome, &style);
     context_lines(&mut out, outcome, &style);
     out
 }
@@ -80,16 +85,21 @@ fn metric_rows(out: &mut String, outcome: &BatchOutcome, style: &Style) {
     let rejected = outcome.first.as_ref().filter(|f| !f.counted);
     for (i, (summary, metric)) in outcome.summaries.iter().zip(METRICS).enumerate() {
         let rejected_value = rejected.and_then(|f| f.row.get(i));
-        if !row_visible(summary, rejected_value) {
+        if !row_visible(summary, rejected_value, outcome.watching) {
             continue;
         }
+        let absent = if outcome.watching && is_residency(metric.name) {
+            "unknown"
+        } else {
+            "—"
+        };
         let first = match rejected {
-            Some(_) => rejected_value.map_or("—".into(), |v| {
+            Some(_) => rejected_value.map_or(format!("{absent}{REJECTED_MARK}"), |v| {
                 format!("{}{REJECTED_MARK}", human(metric.unit, v))
             }),
-            None => first_cell(summary, metric),
+            None => first_cell(summary, metric, absent),
         };
-        let line = metric_row(summary, metric, first, has_warm, style);
+        let line = metric_row(summary, metric, first, has_warm, absent, style);
         let _ = writeln!(out, "{line}");
     }
 }
@@ -103,10 +113,10 @@ fn floor_note(count: u64) -> &'static str {
 }
 
 /// The first run's cell: its value, marked when at the runner's floor.
-fn first_cell(summary: &MetricSummary, metric: &Metric) -> String {
+fn first_cell(summary: &MetricSummary, metric: &Metric, absent: &str) -> String {
     let first = summary
         .first
-        .map_or("—".into(), |s| human(metric.unit, s.median));
+        .map_or(absent.into(), |s| human(metric.unit, s.median));
     let at = summary.runs_at_floor;
     format!("{first}{}", at.map_or("", |a| floor_note(a.first)))
 }
@@ -116,6 +126,7 @@ fn metric_row(
     metric: &Metric,
     first: String,
     has_warm: bool,
+    absent: &str,
     style: &Style,
 ) -> String {
     let at = summary.runs_at_floor;
@@ -135,12 +146,14 @@ fn metric_row(
                 human(metric.unit, w.max)
             ),
         ),
-        None => ("—".into(), "—".into()),
+        None => (absent.into(), absent.into()),
     };
+    // A ratio of two residencies says nothing the two figures do not.
     let ratio = summary
         .first_to_warm_median
+        .filter(|_| !is_residency(metric.name))
         .map_or("—".into(), |r| format!("{r:.2}×"));
-    let ratio = if summary.first_to_warm_median.is_some_and(|r| r >= 1.5) {
+    let ratio = if ratio != "—" && summary.first_to_warm_median.is_some_and(|r| r >= 1.5) {
         style.warn(&ratio)
     } else {
         ratio
@@ -211,7 +224,7 @@ fn rejected_lines(out: &mut String, outcome: &BatchOutcome, style: &Style) {
 /// marked, and no warm run takes its place.
 fn first_rejected_line(out: &mut String, outcome: &BatchOutcome, style: &Style) {
     if let Some(text) = first_rejected_text(outcome) {
-        let _ = writeln!(out, "  {}", style.warn(&text));
+        lines::marked(out, "✗", &text, style);
     }
 }
 
@@ -226,9 +239,17 @@ pub fn first_rejected_text(outcome: &BatchOutcome) -> Option<String> {
         "the first run was rejected"
     };
     Some(format!(
-        "✗ {what} (#{}: {reason}); no warm run replaces it",
+        "{what} (#{}: {reason}); no warm run replaces it",
         first.index
     ))
+}
+
+/// Why "cached before/after" says unknown, and what attribution needs.
+fn cache_unknown_line(out: &mut String, outcome: &BatchOutcome, style: &Style) {
+    if let Some(why) = &outcome.cache_unknown {
+        let text = format!("{why}; attribution needs write access to the files, or root");
+        lines::warning(out, "cached before/after", &text, style);
+    }
 }
 
 /// The machine, interruption or early stop, and where the records are.

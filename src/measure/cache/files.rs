@@ -16,6 +16,8 @@ pub struct WatchedFile {
     pub size_bytes: u64,
     /// Its owner, which decides whether `O_NOATIME` and the `mincore` fallback are allowed.
     pub(super) owner_uid: u32,
+    /// Its device: files of one device share a file system (and so a residency method).
+    pub(super) dev: u64,
 }
 
 /// The regular files under some roots, each once.
@@ -125,6 +127,7 @@ impl FileSet {
                 path,
                 size_bytes: meta.len(),
                 owner_uid: meta.uid(),
+                dev: meta.dev(),
             });
         }
     }

@@ -3,11 +3,11 @@
 //!
 //! A "cold" run is only cold if the files it reads are not in the page cache, so coldtrace
 //! measures residency before a run and can evict the files without root. Residency comes from
-//! [cachestat(2)] (Linux ≥ 6.5), with [mincore(2)] as the fallback on older kernels — but only
-//! for files the caller may write: without write permission the kernel (≥ 5.2) reports every
-//! page resident through `mincore` and refuses `cachestat` with `EPERM`. Such files are
-//! reported as unknown, and a set with any unknown file has no residency figure at all, never
-//! a false 100%.
+//! [cachestat(2)] (Linux ≥ 6.5), with [mincore(2)] on older kernels and on overlayfs (where
+//! cachestat sees no pages) — but only for files the caller may write: without write
+//! permission the kernel (≥ 5.2) reports every page resident through `mincore` and refuses
+//! `cachestat` with `EPERM`. Such files are reported as unknown, and a set with any unknown
+//! file has no residency figure at all, never a false 0 % or 100 %.
 //!
 //! Eviction is [posix_fadvise(2)] `POSIX_FADV_DONTNEED` after writing dirty pages back with
 //! [fdatasync(2)]; the global alternative is [`drop_caches`] (root only, see
@@ -27,7 +27,10 @@ mod residency;
 
 pub use evict::{drop_caches, drop_caches_permitted, is_tmpfs, EvictReport};
 pub use files::{FileSet, WatchedFile};
-pub use residency::{aggregate, cachestat_available, FileProbe, Residency, UnknownReason};
+pub use residency::{
+    aggregate, cachestat_available, choose_method, FileProbe, Method, Prober, Residency, Totals,
+    UnknownReason, OVERLAYFS_MAGIC,
+};
 
 use coldtrace_syscalls::Errno;
 use std::fmt;

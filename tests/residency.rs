@@ -1,0 +1,165 @@
+//! "cached before" and "cached after" on the built binary: always shown when files are watched
+//! (0 % included), right on overlayfs (where cachestat sees no pages), and unknown — never 0 %
+//! or 100 % — for files the user may not write.
+#![forbid(unsafe_code)]
+
+mod common;
+
+use common::{ct, read_records, TempDir, BIN};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn row<'a>(stderr: &'a str, label: &str) -> Option<&'a str> {
+    stderr
+        .lines()
+        .find(|l| l.trim_start().starts_with(label))
+        .map(str::trim)
+}
+
+#[test]
+fn cached_before_and_after_are_shown_also_when_zero() {
+    let tmp = TempDir::new("shown-zero");
+    let file = tmp.join("F");
+    std::fs::write(&file, vec![3u8; 4 << 20]).unwrap();
+    let f = file.to_str().unwrap();
+    for runs in ["1", "2"] {
+        let out = ct(
+            tmp.path(),
+            ["run", "-n", runs, "--evict", f, "--", "cat", f],
+        )
+        .run_within(std::time::Duration::from_secs(60));
+        out.expect_code(0);
+        let before = row(&out.stderr, "cached before")
+            .unwrap_or_else(|| panic!("no cached before row{}", out.describe()));
+        let after = row(&out.stderr, "cached after")
+            .unwrap_or_else(|| panic!("no cached after row{}", out.describe()));
+        if coldtrace::measure::cache::is_tmpfs(tmp.path()) == Some(false) {
+            assert!(before.contains(" 0%"), "{before}{}", out.describe());
+            assert!(after.contains("100%"), "{after}{}", out.describe());
+        }
+    }
+}
+
+/// Runs `script` in a private mount namespace (`unshare -m`) in which `DIR/merged` is an
+/// overlay of `DIR/lower`. Panics with what is missing when no overlay can be mounted here.
+fn in_overlay(dir: &Path, script: &str) -> std::process::Output {
+    for d in ["lower", "upper", "work", "merged"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    let mount = format!(
+        "mount -t overlay overlay -o lowerdir={0}/lower,upperdir={0}/upper,workdir={0}/work \
+         {0}/merged || exit 97\n{script}",
+        dir.display()
+    );
+    let mut unshare = Command::new("unshare");
+    if rustix::process::geteuid().as_raw() != 0 {
+        unshare.arg("-r");
+    }
+    let out = unshare
+        .args(["-m", "sh", "-c", &mount])
+        .current_dir(dir)
+        .env("CT", BIN)
+        .output()
+        .expect("unshare (util-linux) runs");
+    assert_ne!(
+        out.status.code(),
+        Some(97),
+        "cannot mount an overlayfs here (needs root or unprivileged user namespaces): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn overlayfs_residency_comes_from_mincore_because_cachestat_sees_no_pages() {
+    let tmp = TempDir::new("overlay");
+    let lower = tmp.join("lower");
+    std::fs::create_dir_all(&lower).unwrap();
+    std::fs::write(lower.join("f"), vec![9u8; 8 << 20]).unwrap();
+    // Written back below the overlay: through it, a lower layer's dirty pages are never
+    // written back (overlayfs syncs the upper layer only), so they could not be evicted.
+    std::fs::File::open(lower.join("f"))
+        .unwrap()
+        .sync_all()
+        .unwrap();
+    // Read through the overlay (cached), measure; then evict and read it cold.
+    let out = in_overlay(
+        tmp.path(),
+        "cat merged/f > /dev/null\n\
+         \"$CT\" run -q -o warm --watch merged/f -- true || exit 1\n\
+         \"$CT\" run -q -o cold --evict merged/f -- cat merged/f || exit 1\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let warm = &read_records(&tmp.join("warm"))[0]["cache"];
+    assert_eq!(warm["before"]["method"], "mincore", "{warm}");
+    assert_eq!(
+        warm["before"]["resident_ratio"], 1.0,
+        "cached, seen: {warm}"
+    );
+    let cold = &read_records(&tmp.join("cold"))[0]["cache"];
+    assert_eq!(cold["before"]["resident_ratio"], 0.0, "evicted: {cold}");
+    assert_eq!(cold["after"]["resident_ratio"], 1.0, "read back in: {cold}");
+}
+
+#[test]
+fn files_the_user_may_not_write_are_unknown_with_the_reason_never_a_figure() {
+    // /etc/passwd is root's and world-readable: an unprivileged user may read it, not write it.
+    let target = "/etc/passwd";
+    let tmp = TempDir::new("eperm");
+    let _ = Command::new("chmod")
+        .args(["0777", tmp.path().to_str().unwrap()])
+        .status();
+    let mut cmd = if rustix::process::geteuid().as_raw() == 0 {
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            "--",
+            BIN,
+        ]);
+        c
+    } else {
+        Command::new(BIN)
+    };
+    let out = cmd
+        .args([
+            "run", "-n", "2", "-o", "b", "--watch", target, "--", "cat", target,
+        ])
+        .current_dir(tmp.path())
+        .env("COLDTRACE_STATE_DIR", "")
+        .output()
+        .expect("run coldtrace as an unprivileged user");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let records = read_records(&tmp.join("b"));
+    for r in &records {
+        let before = &r["cache"]["before"];
+        assert_eq!(
+            before["resident_ratio"],
+            Value::Null,
+            "never a figure: {before}"
+        );
+        assert_eq!(before["resident_bytes"], Value::Null, "{before}");
+        assert_eq!(before["unknown_files"], 1, "{before}");
+        assert!(
+            before["unknown_reason"].as_str().unwrap().contains("EPERM")
+                || before["unknown_reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("mincore"),
+            "{before}"
+        );
+    }
+    let before = row(&stderr, "cached before").expect("the row is shown");
+    assert!(
+        before.contains("unknown") && !before.contains('%'),
+        "{before}"
+    );
+    assert!(stderr.contains("write access"), "{stderr}");
+}
