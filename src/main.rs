@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 use coldtrace::cli;
+use coldtrace::text::escape_controls;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -38,7 +39,8 @@ fn main() -> ExitCode {
             ExitCode::from(output.exit_code)
         }
         Err(e) => {
-            eprintln!("coldtrace: error: {}", e.message);
+            // Paths and names in the message are the user's: one line, whatever they hold.
+            eprintln!("coldtrace: error: {}", escape_controls(&e.message));
             ExitCode::from(e.exit_code)
         }
     }

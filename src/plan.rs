@@ -104,6 +104,9 @@ pub struct Plan {
     pub minimal: bool,
     /// Kernel perf counters to read for every run (`--counters`, `--events`); empty: none.
     pub counters: Vec<crate::measure::perf::PerfEvent>,
+    /// One command of a comparison: always a batch, even with one run (a failed run is
+    /// rejected and the exit code is the batch's, never the command's own as for `time`).
+    pub in_comparison: bool,
 }
 
 impl Plan {
@@ -114,7 +117,7 @@ impl Plan {
 
     /// A single measured run with nothing around it: behaves like `time COMMAND`.
     pub fn is_single_run(&self) -> bool {
-        self.runs == 1 && self.warmup == 0
+        self.runs == 1 && self.warmup == 0 && !self.in_comparison
     }
 }
 

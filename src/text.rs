@@ -69,17 +69,25 @@ pub fn split(text: &str) -> Result<Vec<String>, String> {
 
 /// `text` with control characters written as Rust escapes (`\n`, `\u{1b}`), so that a value
 /// quoted in a one-line message or a table cell (an argument, a label read from a damaged
-/// file) cannot break the line or drive the terminal.
+/// file) cannot break the line or drive the terminal. The invisible characters that reorder
+/// or break a line (bidirectional overrides and isolates, line and paragraph separators) are
+/// escaped too: they would make an echoed path read differently from what it is.
 pub fn escape_controls(text: &str) -> String {
     let mut line = String::with_capacity(text.len());
     for c in text.chars() {
-        if c.is_control() {
+        if c.is_control() || reorders_or_breaks(c) {
             line.extend(c.escape_default());
         } else {
             line.push(c);
         }
     }
     line
+}
+
+/// U+061C, U+200E/F, U+2028/9, U+202A–E, U+2066–9: marks, separators, embeddings, overrides
+/// and isolates of Unicode's bidirectional algorithm (the "Trojan Source" characters).
+fn reorders_or_breaks(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Quotes words for display so that [`split`] (and a shell) gives them back.
@@ -146,6 +154,10 @@ mod tests {
             .contains("unbalanced double quote"));
         assert!(split("echo \\").unwrap_err().contains("trailing backslash"));
         assert_eq!(escape_controls("a\nb\u{1b}[31m"), "a\\nb\\u{1b}[31m");
+        assert_eq!(
+            escape_controls("x\u{202e}y\u{2066}é"),
+            "x\\u{202e}y\\u{2066}é"
+        );
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub struct CommandBatch<'p> {
     pub(super) program: Program,
     pub(super) prepare: Option<Program>,
     pub(super) argv: Vec<String>,
-    pub(super) cwd: String,
+    pub(super) cwd: Option<String>,
     pub(super) stdin_file_path: Option<PathBuf>,
     pub(super) dir: Option<BatchDir>,
     pub(super) context: BatchContext,
@@ -46,24 +46,51 @@ pub struct CommandBatch<'p> {
     pub(super) cache_unknown: Option<String>,
 }
 
-impl<'p> CommandBatch<'p> {
-    /// Checks everything that can be checked before a run (program, cold-state paths, stdin,
-    /// `--out`) and creates the batch directory `out_dir`.
-    pub fn new(
-        plan: &'p Plan,
-        out_dir: Option<&Path>,
-        shared: &Shared<'_>,
-    ) -> Result<Self, BatchError> {
+/// A command's plan checked against the system before anything is created or run: the program
+/// resolved, `--prepare` built, the cold-state paths walked, `--stdin` examined.
+pub struct Checked<'p> {
+    plan: &'p Plan,
+    program: Program,
+    prepare: Option<Program>,
+    stdin_file_path: Option<PathBuf>,
+}
+
+impl<'p> Checked<'p> {
+    /// Checks everything that can be checked before a run (program, `--prepare`, cold-state
+    /// paths, stdin). Creates nothing: a comparison checks every command before it creates
+    /// any directory, so a command that cannot run leaves nothing behind.
+    pub fn check(plan: &'p Plan) -> Result<Checked<'p>, BatchError> {
         let program = resolve(plan)?;
         let prepare = plan.prepare.as_deref().map(sh_program).transpose()?;
-        let argv: Vec<String> = plan.argv.iter().map(|a| lossy(a)).collect();
-        let cwd = std::env::current_dir()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
-        let program_path =
-            Path::new(std::ffi::OsStr::from_bytes(program.path().to_bytes())).to_path_buf();
         check_cold_state(plan)?;
         let stdin_file_path = check_stdin(plan)?;
+        Ok(Checked {
+            plan,
+            program,
+            prepare,
+            stdin_file_path,
+        })
+    }
+
+    /// Creates the batch directory `out_dir` (if any) and the batch's state.
+    pub fn open(
+        self,
+        out_dir: Option<&Path>,
+        shared: &Shared<'_>,
+    ) -> Result<CommandBatch<'p>, BatchError> {
+        let Checked {
+            plan,
+            program,
+            prepare,
+            stdin_file_path,
+        } = self;
+        let argv: Vec<String> = plan.argv.iter().map(|a| lossy(a)).collect();
+        // A working directory that was deleted (or cannot be named) is unknown: null.
+        let cwd = std::env::current_dir()
+            .ok()
+            .map(|p| p.display().to_string());
+        let program_path =
+            Path::new(std::ffi::OsStr::from_bytes(program.path().to_bytes())).to_path_buf();
         let dir = out_dir.map(BatchDir::create).transpose()?;
         let notices = first_notices(plan, out_dir, shared);
         let context = BatchContext {
@@ -105,6 +132,18 @@ impl<'p> CommandBatch<'p> {
             notices,
             cache_unknown: None,
         })
+    }
+}
+
+impl<'p> CommandBatch<'p> {
+    /// Checks everything that can be checked before a run (see [`Checked::check`]) and
+    /// creates the batch directory `out_dir`.
+    pub fn new(
+        plan: &'p Plan,
+        out_dir: Option<&Path>,
+        shared: &Shared<'_>,
+    ) -> Result<Self, BatchError> {
+        Checked::check(plan)?.open(out_dir, shared)
     }
 
     /// Whether every run of the plan has been done.

@@ -2,6 +2,7 @@
 //! (hyperfine #21), each with its own batch. The statistics of the comparison are in record.
 #![forbid(unsafe_code)]
 
+use crate::batch::command::Checked;
 use crate::batch::progress::Observer;
 use crate::batch::{BatchError, BatchOutcome, CommandBatch, Shared, Signals, Step};
 use crate::plan::ComparePlan;
@@ -45,13 +46,20 @@ pub fn run_compare(
     signals: &Signals,
     observer: &mut dyn Observer,
 ) -> Result<CompareOutcome, BatchError> {
+    // Every command is checked before anything is created: one that cannot run leaves no
+    // directory behind.
+    let checked = plan
+        .plans
+        .iter()
+        .map(Checked::check)
+        .collect::<Result<Vec<_>, _>>()?;
     if let Some(dir) = &plan.out_dir {
         artifacts::create_empty_dir(dir)?;
     }
     let mut shared = Shared::new(signals)?;
     let mut batches = Vec::with_capacity(plan.plans.len());
-    for p in &plan.plans {
-        batches.push(CommandBatch::new(p, p.out_dir.as_deref(), &shared)?);
+    for (c, p) in checked.into_iter().zip(&plan.plans) {
+        batches.push(c.open(p.out_dir.as_deref(), &shared)?);
     }
     let started_at = crate::measure::clock::rfc3339_utc_now();
     let interrupted_by = run_rounds(plan, &mut batches, &mut shared, observer)?;

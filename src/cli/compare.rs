@@ -12,7 +12,6 @@ use crate::plan::ComparePlan;
 use crate::view::progress::ProgressLine;
 use crate::view::style::use_colour;
 use std::ffi::OsString;
-use std::path::PathBuf;
 
 /// Parses `coldtrace compare [OPTIONS] 'CMD A' 'CMD B'…`.
 pub fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
@@ -44,10 +43,7 @@ pub fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
             "compare needs at least two commands, each one argument, e.g. coldtrace compare -n 10 'python3.11 -c \"import json\"' 'python3.12 -c \"import json\"'",
         ));
     }
-    if let Some((spelled, dir)) = &raw.out {
-        args::check_out_dir(spelled, dir)?;
-    }
-    let out_dir = raw.out.clone().map(|(_, dir)| PathBuf::from(dir));
+    let out_dir = crate::cli::run::out_dir(raw.out.as_ref())?;
     let (json, quiet) = (raw.json, raw.quiet);
     let mut plans = Vec::with_capacity(commands.len());
     for (i, text) in commands.iter().enumerate() {
@@ -79,7 +75,9 @@ pub fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
         if one.output.is_none() && out_dir.is_none() {
             one.output = Some("null".into());
         }
-        plans.push(check_run(one)?);
+        let mut plan = check_run(one)?;
+        plan.in_comparison = true;
+        plans.push(plan);
     }
     Ok(Command::Compare(Box::new(ComparePlan {
         notices: raw.notices,
@@ -100,7 +98,7 @@ pub fn execute_compare(plan: &ComparePlan) -> Result<Output, crate::batch::Batch
         let mut said: Vec<&str> = Vec::new();
         for notice in outcome.batches.iter().flat_map(|b| b.notices.iter()) {
             if !said.contains(&notice.as_str()) {
-                eprintln!("coldtrace: {notice}");
+                eprintln!("coldtrace: {}", crate::text::escape_controls(notice));
                 said.push(notice);
             }
         }

@@ -35,6 +35,11 @@ pub fn parse_report(args: Vec<OsString>) -> Result<Command, UsageError> {
         return Err(usage("report: choose one of --json and --markdown"));
     }
     let dirs: Vec<PathBuf> = read.operands.iter().map(PathBuf::from).collect();
+    if dirs.iter().any(|d| d.as_os_str().is_empty()) {
+        return Err(usage(
+            "report: a batch directory path is empty (''); give a directory coldtrace wrote",
+        ));
+    }
     if dirs.is_empty() {
         return Err(usage(
             "report: give at least one batch directory, e.g. coldtrace report cold/ warm/",

@@ -9,6 +9,7 @@ use crate::cli::table::Sub;
 use crate::cli::{help, json_line, usage, Command, Output, UsageError};
 use crate::measure::perf::{default_events, PerfEvent};
 use crate::plan::{ColdPlan, ColdWhen, OutputMode, Plan, StdinMode};
+use crate::text::escape_controls;
 use crate::view::progress::ProgressLine;
 use crate::view::style::use_colour;
 use crate::view::units::shorten;
@@ -46,10 +47,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         None => 1,
     };
     let warmup = count("--warmup", raw.warmup.as_deref(), 0, 0)?;
-    if let Some((spelled, dir)) = &raw.out {
-        args::check_out_dir(spelled, dir)?;
-    }
-    let out_dir = raw.out.clone().map(|(_, dir)| PathBuf::from(dir));
+    let out_dir = out_dir(raw.out.as_ref())?;
     let single = runs == 1 && warmup == 0;
     let output = output_mode(raw.output.as_deref(), out_dir.is_some(), single)?;
     let stdin = stdin_mode(raw.stdin.clone(), single)?;
@@ -92,7 +90,25 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         cold,
         counters,
         minimal: raw.minimal,
+        in_comparison: false,
     })
+}
+
+/// `-o/--out DIR`, checked: an empty path would put the batch's files in the current
+/// directory, and GNU time's habits (`-o null`) are not directories.
+pub(crate) fn out_dir(
+    value: Option<&(String, std::ffi::OsString)>,
+) -> Result<Option<PathBuf>, UsageError> {
+    let Some((spelled, dir)) = value else {
+        return Ok(None);
+    };
+    if dir.is_empty() {
+        return Err(usage(format!(
+            "{spelled}: expected a directory path, got ''; give a new or empty directory (-o/--out)"
+        )));
+    }
+    args::check_out_dir(spelled, dir)?;
+    Ok(Some(PathBuf::from(dir)))
 }
 
 /// `--output`, or its default: inherit for one run, files with `--out`, else discarded.
@@ -206,10 +222,10 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
     })?;
     if let (Some(message), 0) = (&outcome.start_failure, outcome.counts.counted) {
         // Nothing ran: one line, like a PATH lookup failure, not an empty table.
-        eprintln!("coldtrace: error: {message}");
+        eprintln!("coldtrace: error: {}", escape_controls(message));
     } else if !plan.quiet {
         for notice in &outcome.notices {
-            eprintln!("coldtrace: {notice}");
+            eprintln!("coldtrace: {}", escape_controls(notice));
         }
         let argv: Vec<String> = plan
             .argv
@@ -224,11 +240,11 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
         let label = plan
             .label
             .as_deref()
-            .map_or(String::new(), |l| format!(" [{l}]"));
-        let title = format!(
+            .map_or(String::new(), |l| format!(" [{}]", shorten(l, 60)));
+        let title = escape_controls(&format!(
             "coldtrace: {what} of {}{label}",
             shorten(&crate::text::quote(&argv), 160)
-        );
+        ));
         eprint!(
             "{}",
             crate::view::table::table(&outcome, &title, use_colour())

@@ -24,12 +24,13 @@ impl fmt::Display for ArtifactError {
     }
 }
 
-/// Describes an I/O error in words a user can act on.
+/// Describes an I/O error in words a user can act on (of a path read or examined; a file that
+/// coldtrace creates is described by [`explain_created`]).
 pub fn explain(e: &io::Error) -> String {
     match e.raw_os_error() {
         Some(28) => "no space left on device (ENOSPC); free space or choose another --out".into(),
         Some(122) => "disk quota exceeded (EDQUOT)".into(),
-        Some(40) => "it is a symlink, which coldtrace never writes through (ELOOP)".into(),
+        Some(40) => "too many levels of symbolic links: a symlink loop? (ELOOP)".into(),
         Some(17) => "it already exists (EEXIST)".into(),
         Some(13) => "permission denied (EACCES)".into(),
         Some(30) => "read-only file system (EROFS)".into(),
@@ -38,9 +39,24 @@ pub fn explain(e: &io::Error) -> String {
     }
 }
 
+/// As [`explain`], for a file that coldtrace creates with `O_NOFOLLOW` (see [`create_new`]),
+/// where `ELOOP` means that a symlink sits at the path.
+pub fn explain_created(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(40) => "it is a symlink, which coldtrace never writes through (ELOOP)".into(),
+        _ => explain(e),
+    }
+}
+
 fn error(what: &str, path: &Path, e: &io::Error) -> ArtifactError {
     ArtifactError {
         message: format!("{what} {}: {}", path.display(), explain(e)),
+    }
+}
+
+fn created_error(path: &Path, e: &io::Error) -> ArtifactError {
+    ArtifactError {
+        message: format!("cannot create {}: {}", path.display(), explain_created(e)),
     }
 }
 
@@ -60,6 +76,12 @@ pub fn create_new(path: &Path) -> io::Result<File> {
 ///
 /// An existing non-empty directory is refused: a previous batch is never overwritten.
 pub fn create_empty_dir(root: &Path) -> Result<(), ArtifactError> {
+    if root.as_os_str().is_empty() {
+        // "" joined with a file name is that name in the current directory.
+        return Err(ArtifactError {
+            message: "--out: the path is empty; give a new or empty directory".into(),
+        });
+    }
     match fs::symlink_metadata(root) {
         Ok(meta) if meta.file_type().is_symlink() => {
             return Err(ArtifactError {
@@ -114,7 +136,9 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Artifact
     })();
     result.map_err(|e| {
         let _ = fs::remove_file(&tmp);
-        error("cannot write", &dest, &e)
+        ArtifactError {
+            message: format!("cannot write {}: {}", dest.display(), explain_created(&e)),
+        }
     })
 }
 
@@ -131,7 +155,7 @@ impl BatchDir {
     pub fn create(root: &Path) -> Result<BatchDir, ArtifactError> {
         create_empty_dir(root)?;
         let path = root.join("runs.jsonl");
-        let runs_jsonl = create_new(&path).map_err(|e| error("cannot create", &path, &e))?;
+        let runs_jsonl = create_new(&path).map_err(|e| created_error(&path, &e))?;
         Ok(BatchDir {
             root: root.to_path_buf(),
             runs_jsonl,
@@ -162,7 +186,7 @@ impl BatchDir {
             .map_err(|e| error("cannot create", &dir, &e))?;
         let open = |name: &str| {
             let path = dir.join(name);
-            create_new(&path).map_err(|e| error("cannot create", &path, &e))
+            create_new(&path).map_err(|e| created_error(&path, &e))
         };
         Ok(RunFiles {
             stdout: open("stdout")?,

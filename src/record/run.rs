@@ -213,8 +213,8 @@ pub struct RunRecord<'a> {
     pub argv: &'a [String],
     /// The program as resolved through PATH (and its `#!` interpreter).
     pub program: &'a ProgramInfo,
-    /// Working directory of the run.
-    pub cwd: &'a str,
+    /// Working directory of the run (`null` when it was deleted or cannot be named).
+    pub cwd: Option<&'a str>,
     /// How it ended.
     pub outcome: OutcomeRecord,
     /// Whether it is in the statistics.

@@ -24,7 +24,7 @@ pub fn compare_table(outcome: &CompareOutcome, colour: bool) -> String {
             out,
             "  [{}] {}  ({} counted, {} rejected)",
             c.index,
-            shorten(&c.command, 100),
+            crate::text::escape_controls(&shorten(&c.command, 100)),
             c.counts.counted,
             c.counts.rejected
         );

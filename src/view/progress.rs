@@ -36,7 +36,7 @@ impl Observer for ProgressLine {
 
     fn notice(&mut self, text: &str) {
         if !self.quiet {
-            eprintln!("coldtrace: {text}");
+            eprintln!("coldtrace: {}", crate::text::escape_controls(text));
         }
     }
 

@@ -97,7 +97,7 @@ pub fn render_table(rows: &[BatchRow]) -> String {
             );
         }
         for note in &row.notes {
-            let _ = writeln!(out, "note: {}: {note}", row.dir);
+            let _ = writeln!(out, "note: {}: {}", one_line(&row.dir), one_line(note));
         }
     }
     out

@@ -6,6 +6,7 @@ use crate::batch::BatchOutcome;
 use crate::plan::ColdWhen;
 use crate::record::metrics::{is_residency, Metric, MAX_RSS, METRICS};
 use crate::record::summary::MetricSummary;
+use crate::text::escape_controls;
 use crate::view::lines;
 use crate::view::style::Style;
 use crate::view::units::{human, human_uptime};
@@ -197,7 +198,7 @@ fn rejected_lines(out: &mut String, outcome: &BatchOutcome, style: &Style) {
     }
     let rejected: Vec<String> = failed
         .iter()
-        .map(|f| format!("#{} {}", f.index, f.reason))
+        .map(|f| format!("#{} {}", f.index, escape_controls(&f.reason)))
         .collect();
     let verb = if failed.iter().all(|f| f.counted) {
         "failed (counted, --ignore-failure)"
@@ -215,7 +216,8 @@ fn rejected_lines(out: &mut String, outcome: &BatchOutcome, style: &Style) {
     if let Some(tail) = failed.iter().rev().find_map(|f| f.stderr_tail.as_deref()) {
         let _ = writeln!(out, "  last lines of the failed run's stderr:");
         for line in tail.lines() {
-            let _ = writeln!(out, "    | {line}");
+            // The command's own bytes: shown, never interpreted by the terminal.
+            let _ = writeln!(out, "    | {}", escape_controls(line));
         }
     }
 }
@@ -270,14 +272,14 @@ fn context_lines(out: &mut String, outcome: &BatchOutcome, style: &Style) {
         let _ = writeln!(out, "  {}", style.interrupted(sig));
     }
     if let Some(reason) = &outcome.stopped_reason {
+        let reason = escape_controls(reason);
         let _ = writeln!(out, "  {}", style.warn(&format!("stopped: {reason}")));
     }
     if let Some(dir) = &outcome.out_dir {
+        let dir = escape_controls(&dir.display().to_string());
         let _ = writeln!(
             out,
-            "  records: {}/runs.jsonl, summary: {}/batch.json",
-            dir.display(),
-            dir.display()
+            "  records: {dir}/runs.jsonl, summary: {dir}/batch.json"
         );
     }
 }
