@@ -93,7 +93,9 @@ fn assert_records_whole(dir: &Path, finished: bool) -> Vec<Value> {
         assert_eq!(r["index"], i as u64, "{r}");
     }
     if finished {
-        assert_eq!(read_batch(dir)["schema"], "coldtrace.batch/1");
+        let doc = read_batch(dir);
+        let schema = doc["schema"].as_str().unwrap_or_default();
+        assert!(schema.starts_with("coldtrace.batch/"), "{doc:#}");
     }
     records
 }
