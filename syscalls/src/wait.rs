@@ -294,3 +294,21 @@ impl Subreaper {
         reaped
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kill_refuses_the_callers_group_and_every_process() {
+        // Signal 0 only probes, so even a broken refusal could not hurt anything.
+        assert_eq!(raw::kill(0, 0), Err(Errno::INVAL));
+        assert_eq!(raw::kill(-1, 0), Err(Errno::INVAL));
+        assert_eq!(raw::kill(-42, 0), Err(Errno::INVAL));
+        assert_eq!(raw::kill_group(0, 0), Err(Errno::INVAL));
+        assert_eq!(raw::kill_group(1, 0), Err(Errno::INVAL));
+        assert_eq!(raw::kill_group(-5, 0), Err(Errno::INVAL));
+        let me = rustix::process::getpid().as_raw_nonzero().get();
+        assert_eq!(raw::kill(me, 0), Ok(()));
+    }
+}

@@ -1,0 +1,231 @@
+//! The fallbacks, shown under a seccomp filter (`tests/fallback/seccomp_deny.c`, built with
+//! cc) that makes `clone` with `CLONE_PIDFD`, `pidfd_open` and `close_range` fail as an old
+//! kernel or a container's profile would: a `--timeout` and a forwarded SIGTERM are never
+//! lost, the child still gets exactly fds 0, 1, 2, each fallback is said once, and EMFILE at
+//! the clone is a per-run failure with exit 125. Before the fix the same filters gave exit 0
+//! after the whole sleep (no timeout, no forwarding) and leaked descriptor 5000.
+#![forbid(unsafe_code)]
+
+mod common;
+
+use common::{read_records, TempDir, BIN};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const ENOSYS: &str = "38";
+const EPERM: &str = "1";
+
+/// The helper, compiled once per test binary into cargo's scratch directory for tests.
+fn helper() -> &'static Path {
+    static HELPER: OnceLock<PathBuf> = OnceLock::new();
+    HELPER.get_or_init(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fallback/seccomp_deny.c");
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("seccomp_deny");
+        let status = Command::new("cc")
+            .args(["-O2", "-Wall", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .status()
+            .expect("run cc (gcc; .ci/run installs it)");
+        assert!(status.success(), "cc {} failed", src.display());
+        out
+    })
+}
+
+/// `seccomp_deny FILTER... -- coldtrace ARGS...` in `dir`, with piped output.
+fn under_filter(dir: &Path, filter: &[&str], args: &[&str]) -> (Command, String) {
+    let mut cmd = Command::new(helper());
+    cmd.args(filter)
+        .arg("--")
+        .arg(BIN)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let shown = format!(
+        "seccomp_deny {} -- coldtrace {}",
+        filter.join(" "),
+        args.join(" ")
+    );
+    (cmd, shown)
+}
+
+fn run(dir: &Path, filter: &[&str], args: &[&str]) -> common::Output {
+    let (mut cmd, shown) = under_filter(dir, filter, args);
+    let started = Instant::now();
+    let child = cmd.spawn().expect("spawn the helper");
+    common::finish(child, shown, started, Duration::from_secs(60))
+}
+
+fn notes(out: &common::Output, what: &str) -> usize {
+    out.stderr.lines().filter(|l| l.contains(what)).count()
+}
+
+const NO_PIDFDS: [&str; 4] = ["--clone-pidfd", ENOSYS, "--pidfd-open", ENOSYS];
+
+#[test]
+fn timeout_is_kept_without_pidfds_and_the_fallback_is_said_once() {
+    let dir = TempDir::new("fallback-timeout");
+    let out = run(
+        dir.path(),
+        &NO_PIDFDS,
+        &["run", "-q", "--timeout", "1", "--", "sleep", "30"],
+    );
+    let ctx = out.describe();
+    out.expect_code(143);
+    assert!(
+        out.elapsed < Duration::from_secs(15),
+        "the timeout was lost{ctx}"
+    );
+    assert_eq!(notes(&out, "no pidfds here"), 1, "{ctx}");
+    // A batch says it once too, and every run is a timed-out one.
+    let args = [
+        "run",
+        "-n",
+        "3",
+        "-o",
+        "out",
+        "--timeout",
+        "0.3",
+        "--",
+        "sleep",
+        "30",
+    ];
+    let out = run(dir.path(), &NO_PIDFDS, &args);
+    let ctx = out.describe();
+    assert_eq!(notes(&out, "no pidfds here"), 1, "{ctx}");
+    let records = read_records(&dir.join("out"));
+    assert_eq!(records.len(), 3, "{ctx}");
+    for r in &records {
+        assert_eq!(r["outcome"]["kind"], "timed_out", "{r}");
+        assert!(
+            r["wall_ns"].as_u64().is_some_and(|ns| ns < 10_000_000_000),
+            "{r}"
+        );
+    }
+}
+
+#[test]
+fn pidfd_open_refused_alone_changes_nothing() {
+    let dir = TempDir::new("fallback-pidfd-open");
+    let filter = ["--pidfd-open", ENOSYS];
+    let out = run(
+        dir.path(),
+        &filter,
+        &["run", "-q", "--timeout", "1", "--", "sleep", "30"],
+    );
+    let ctx = out.describe();
+    out.expect_code(143);
+    assert!(
+        out.elapsed < Duration::from_secs(15),
+        "the timeout was lost{ctx}"
+    );
+    assert_eq!(
+        out.stderr, "",
+        "pidfds from the clone need no pidfd_open{ctx}"
+    );
+}
+
+#[test]
+fn sigterm_is_forwarded_without_pidfds() {
+    let dir = TempDir::new("fallback-sigterm");
+    let args = ["run", "-n", "3", "-o", "out", "--", "sleep", "5"];
+    let (mut cmd, shown) = under_filter(dir.path(), &NO_PIDFDS, &args);
+    let started = Instant::now();
+    let child = cmd.spawn().expect("spawn the helper");
+    // The helper execs coldtrace: same PID.
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("pid");
+    std::thread::sleep(Duration::from_millis(800));
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("kill -TERM");
+    let out = common::finish(child, shown, started, Duration::from_secs(20));
+    let ctx = out.describe();
+    out.expect_code(143);
+    assert!(
+        out.elapsed < Duration::from_secs(4),
+        "SIGTERM was not forwarded{ctx}"
+    );
+    let records = read_records(&dir.join("out"));
+    assert_eq!(records.len(), 1, "{ctx}");
+    assert_eq!(
+        records[0]["outcome"]["signal_name"], "SIGTERM",
+        "{}",
+        records[0]
+    );
+    assert_eq!(records[0]["interrupted_by"], "SIGTERM");
+}
+
+#[test]
+fn child_fds_are_exactly_0_1_2_without_close_range() {
+    let dir = TempDir::new("fallback-fds");
+    let fdlist = helper().to_str().expect("a UTF-8 temp path");
+    let setup = ["--nofile", "8192", "--fd", "5000"];
+    // The setup is real: without coldtrace, descriptor 5000 reaches the program.
+    let direct = Command::new(helper())
+        .args(setup)
+        .args(["--", fdlist, "fdlist"])
+        .output()
+        .expect("run the helper");
+    let listed = String::from_utf8_lossy(&direct.stdout).into_owned();
+    assert!(listed.lines().any(|l| l == "5000"), "{listed}");
+    for errno in [ENOSYS, EPERM] {
+        let filter = [&setup[..], &["--close-range", errno]].concat();
+        let out = run(dir.path(), &filter, &["run", "-q", "--", fdlist, "fdlist"]);
+        let ctx = out.describe();
+        out.expect_code(0);
+        assert_eq!(out.stdout, "0\n1\n2\n", "{ctx}");
+        assert_eq!(notes(&out, "close_range is refused"), 1, "{ctx}");
+    }
+    // And with close_range allowed, the same setup.
+    let out = run(dir.path(), &setup, &["run", "-q", "--", fdlist, "fdlist"]);
+    out.expect_code(0);
+    assert_eq!(out.stdout, "0\n1\n2\n", "{}", out.describe());
+}
+
+#[test]
+fn emfile_at_the_clone_is_a_per_run_failure_never_a_lost_timeout() {
+    // From a descriptor limit too small for coldtrace itself up to one that fits: every limit
+    // ends in 125 with one line, or in the timeout's 143 — never exit 0 after the whole sleep.
+    let dir = TempDir::new("fallback-emfile");
+    let mut clone_failed = false;
+    for nofile in 4..64 {
+        let n = nofile.to_string();
+        let filter = ["--close-from", "3", "--nofile", n.as_str()];
+        let args = [
+            "run",
+            "-q",
+            "--output",
+            "null",
+            "--timeout",
+            "0.5",
+            "--",
+            "sleep",
+            "30",
+        ];
+        let out = run(dir.path(), &filter, &args);
+        let ctx = out.describe();
+        assert!(
+            out.elapsed < Duration::from_secs(15),
+            "the timeout was lost{ctx}"
+        );
+        match out.code() {
+            Some(125) => {
+                assert_eq!(out.stderr.lines().count(), 1, "one line{ctx}");
+                clone_failed |= out
+                    .stderr
+                    .contains("cannot start: Too many open files (EMFILE)");
+            }
+            Some(143) => {
+                assert!(
+                    clone_failed,
+                    "no limit made the clone fail with EMFILE{ctx}"
+                );
+                return;
+            }
+            _ => panic!("neither 125 nor 143{ctx}"),
+        }
+    }
+    panic!("no descriptor limit below 64 let coldtrace run sleep");
+}
