@@ -3,10 +3,9 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::program::{lossy, resolve, sh_program};
-use crate::batch::{BatchError, Shared};
+use crate::batch::{BatchError, Shared, SingleRun};
 use crate::measure::cache::{self, FileSet};
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
-use crate::measure::runner::Outcome;
 use crate::plan::{OutputMode, Plan, StdinMode};
 use crate::record::artifacts::{self, BatchDir};
 use crate::record::batch::{BatchContext, Counts, FailedRun};
@@ -36,7 +35,7 @@ pub struct CommandBatch<'p> {
     pub(super) interrupted_by: Option<Signal>,
     pub(super) stopped_reason: Option<String>,
     pub(super) start_failure: Option<(ChildStage, Errno)>,
-    pub(super) single_status: Option<Outcome>,
+    pub(super) single: Option<SingleRun>,
     /// The current record's JSON line, reused: no allocation per run.
     pub(super) line: Vec<u8>,
     pub(super) next_index: u64,
@@ -125,7 +124,7 @@ impl<'p> Checked<'p> {
             interrupted_by: None,
             stopped_reason: None,
             start_failure: None,
-            single_status: None,
+            single: None,
             line: Vec::with_capacity(16 * 1024),
             next_index: 0,
             last_wall_ns: None,

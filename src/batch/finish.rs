@@ -75,7 +75,8 @@ impl CommandBatch<'_> {
             stopped_reason: self.stopped_reason,
             out_dir: self.dir.map(|d| d.root().to_path_buf()),
             notices: self.notices,
-            single_outcome: self.single_status.map(|o| describe(&o)),
+            single_outcome: self.single.map(|s| describe(&s.outcome)),
+            single_run: self.single,
             start_failure: self
                 .start_failure
                 .map(|(_, errno)| format!("{}: cannot start: {errno}", self.argv[0])),
@@ -88,8 +89,8 @@ impl CommandBatch<'_> {
             128u8.saturating_add(sig.raw() as u8)
         } else if let Some((stage, errno)) = self.start_failure {
             exit_code_for_failed_start(stage, errno)
-        } else if let Some(outcome) = self.single_status.filter(|_| self.plan.is_single_run()) {
-            single_exit_code(&outcome)
+        } else if let Some(single) = self.single.filter(|_| self.plan.is_single_run()) {
+            single_exit_code(&single.outcome)
         } else if self.counts.rejected > 0 || self.stopped_reason.is_some() {
             1
         } else {

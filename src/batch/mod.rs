@@ -22,7 +22,7 @@ mod wiring;
 
 pub use command::CommandBatch;
 pub use compare::{round_order, run_compare, CompareOutcome};
-pub use outcome::{BatchOutcome, Step};
+pub use outcome::{BatchOutcome, SingleRun, Step};
 pub use program::exit_code_for_start_failure;
 pub use progress::{Observer, Unobserved};
 pub use shared::Shared;
@@ -38,6 +38,8 @@ pub struct BatchError {
     pub message: String,
     /// 125 (coldtrace's own error), 126 (not executable) or 127 (not found).
     pub exit_code: u8,
+    /// The kernel's error when the program was not found or is not executable.
+    pub cannot_start: Option<coldtrace_syscalls::Errno>,
 }
 
 impl BatchError {
@@ -46,6 +48,7 @@ impl BatchError {
         BatchError {
             message: message.into(),
             exit_code: 125,
+            cannot_start: None,
         }
     }
 }

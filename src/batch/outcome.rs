@@ -48,6 +48,19 @@ pub struct BatchOutcome {
     pub single_outcome: Option<String>,
     /// The program could not be started (`execve` failed): the one-line reason.
     pub start_failure: Option<String>,
+    /// A single run's own figures (what `coldtrace time` reports); `None` for a batch.
+    pub single_run: Option<SingleRun>,
+}
+
+/// How a single run ended, its wall time and its usage.
+#[derive(Clone, Copy, Debug)]
+pub struct SingleRun {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Spawn to exit seen; `None` if it never started.
+    pub wall_ns: Option<u64>,
+    /// Its own wait4 usage; `None` if it never started or could not be reaped.
+    pub rusage: Option<coldtrace_syscalls::ResourceUsage>,
 }
 
 /// Whether the batch goes on after a run.

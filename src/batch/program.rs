@@ -59,6 +59,7 @@ pub(crate) fn resolve(plan: &Plan) -> Result<Program, BatchError> {
                 other => format!("{}: cannot run: {other}", lossy(&plan.argv[0])),
             },
             exit_code: exit_code_for_start_failure(errno),
+            cannot_start: Some(errno),
         }
     })?;
     let mut argv = Vec::with_capacity(plan.argv.len());

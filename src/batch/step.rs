@@ -5,7 +5,7 @@
 use crate::batch::command::CommandBatch;
 use crate::batch::progress::Observer;
 use crate::batch::wiring::{spawn_options, RunIo};
-use crate::batch::{BatchError, Shared, Step};
+use crate::batch::{BatchError, Shared, SingleRun, Step};
 use crate::measure::clock;
 use crate::measure::context::ProgramInfo;
 use crate::measure::runner::{self, Outcome, RunLimits, RunResult};
@@ -198,6 +198,11 @@ impl CommandBatch<'_> {
         let outcome = measured.result.outcome;
         let wall_ns = measured.result.wall_ns;
         let interrupted_by = measured.result.interrupted_by;
+        let single = SingleRun {
+            outcome,
+            wall_ns,
+            rusage: measured.result.rusage,
+        };
         let counted = self.is_counted(role, &measured.result);
         let failure_reason = outcome.failure_reason();
         let base = RecordBase {
@@ -247,7 +252,7 @@ impl CommandBatch<'_> {
         if let Some(reason) = failure_reason {
             self.account_failure(index, role, &outcome, reason, counted, files);
         }
-        Ok(self.next_step(outcome, interrupted_by))
+        Ok(self.next_step(single, interrupted_by))
     }
 
     /// Whether a run of `role` that ended as `result` goes into the statistics.
@@ -293,16 +298,16 @@ impl CommandBatch<'_> {
         });
     }
 
-    /// Whether the batch goes on after a run that ended as `outcome`.
+    /// Whether the batch goes on after a run that ended as `run.outcome`.
     fn next_step(
         &mut self,
-        outcome: Outcome,
+        run: SingleRun,
         interrupted_by: Option<coldtrace_syscalls::Signal>,
     ) -> Step {
         if self.plan.is_single_run() {
-            self.single_status = Some(outcome);
+            self.single = Some(run);
         }
-        if let Outcome::FailedToStart { stage, errno } = outcome {
+        if let Outcome::FailedToStart { stage, errno } = run.outcome {
             self.start_failure = Some((stage, errno));
             self.stopped_reason = Some(format!(
                 "{}: cannot start: {errno}; the batch stops",

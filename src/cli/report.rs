@@ -54,10 +54,7 @@ pub fn parse_report(args: Vec<OsString>) -> Result<Command, UsageError> {
 
 /// Reads the batches and renders them.
 pub fn execute_report(args: &ReportArgs) -> Result<Output, BatchError> {
-    let rows = crate::record::reader::read_all(&args.dirs).map_err(|e| BatchError {
-        message: e.0,
-        exit_code: 125,
-    })?;
+    let rows = crate::record::reader::read_all(&args.dirs).map_err(|e| BatchError::own(e.0))?;
     let stdout = if args.json {
         format!(
             "{}\n",
