@@ -67,13 +67,14 @@ fn argv_corpus() {
             Ok(Command::Compare(_)) => "compare",
             Ok(Command::Report(_)) => "report",
             Ok(Command::Context { .. }) => "context",
+            Ok(Command::Time(_)) => "time",
             Ok(Command::Help(_)) => "help",
             Ok(Command::Version) => "version",
         })
         .map(String::from)
         .collect();
     for kind in [
-        "error", "run", "compare", "report", "context", "help", "version",
+        "error", "run", "compare", "report", "context", "time", "help", "version",
     ] {
         assert!(
             answers.iter().any(|a| a == kind),

@@ -55,6 +55,12 @@ pub fn check(args: &[OsString], result: &Result<Command, UsageError>) {
             }
         }
         Ok(Command::Report(report)) => assert!(!report.dirs.is_empty(), "{args:?}"),
+        Ok(Command::Time(time)) => {
+            // One run, and the command exactly as given: the tail of the arguments.
+            assert!(time.plan.is_single_run(), "{args:?}");
+            assert!(!time.plan.argv.is_empty(), "empty command for {args:?}");
+            assert!(args.ends_with(&time.plan.argv), "{args:?}");
+        }
         Ok(Command::Context { .. } | Command::Help(_) | Command::Version) => {}
     }
 }

@@ -101,7 +101,7 @@ impl Read {
 
 /// Reads the arguments of `sub` (without the subcommand's name).
 pub(crate) fn read(sub: Sub, args: Vec<OsString>) -> Result<Read, UsageError> {
-    let help = asks_for_help(&args);
+    let help = asks_for_help(&args, table::subcommand(sub).layout);
     match walk(sub, &args) {
         Ok(mut read) => {
             read.help = read.help.or(help);
@@ -117,9 +117,14 @@ pub(crate) fn read(sub: Sub, args: Vec<OsString>) -> Result<Read, UsageError> {
     }
 }
 
-/// `-h` or `--help` among the words before `--`.
-fn asks_for_help(args: &[OsString]) -> Option<HelpKind> {
-    let before = args.iter().take_while(|a| *a != "--");
+/// `-h` or `--help` among the words before `--` (and, where the command follows the options,
+/// before the command: `coldtrace time ls --help` runs `ls --help`).
+fn asks_for_help(args: &[OsString], layout: Layout) -> Option<HelpKind> {
+    let command_follows = layout == Layout::CommandAfterOptions;
+    let before = args
+        .iter()
+        .take_while(|a| *a != "--")
+        .take_while(|a| !command_follows || (a.len() > 1 && a.as_bytes()[0] == b'-'));
     let mut kind = None;
     for a in before {
         if a == "--help" {
@@ -406,10 +411,12 @@ fn stray_word(sub: Sub, args: &[OsString], at: usize) -> UsageError {
 /// An option `sub` does not take: another subcommand's, another tool's, or a typo.
 fn unknown_option(sub: Sub, spelled: &str) -> UsageError {
     let name = table::subcommand(sub).name;
-    let hint = if let Some(other) = other_subcommand(sub, spelled) {
-        format!("{spelled} is an option of `coldtrace {other}`, not of `coldtrace {name}`")
-    } else if let Some(foreign) = table::find_foreign(spelled) {
+    // A hyperfine or GNU time flag first: its hint names the equivalent (`-f` is `coldtrace
+    // time -f`), which says more than the subcommand that happens to take the same letter.
+    let hint = if let Some(foreign) = table::find_foreign(spelled) {
         format!("coldtrace {name} has no {spelled}: {}", foreign.instead)
+    } else if let Some(other) = other_subcommand(sub, spelled) {
+        format!("{spelled} is an option of `coldtrace {other}`, not of `coldtrace {name}`")
     } else if let Some(near) = nearest_option(sub, spelled) {
         format!("unknown option '{spelled}' (did you mean {near}?)")
     } else {
@@ -760,7 +767,7 @@ mod tests {
         let e = unknown_subcommand("comapre").0;
         assert_eq!(
             e,
-            "unknown subcommand 'comapre' (did you mean compare?); the subcommands are run, compare, report, context"
+            "unknown subcommand 'comapre' (did you mean compare?); the subcommands are run, compare, report, context, time"
         );
         assert!(unknown_subcommand("python3")
             .0

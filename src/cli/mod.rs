@@ -13,6 +13,7 @@ mod options;
 mod report;
 mod run;
 pub mod table;
+pub mod time;
 
 pub use options::{MAX_RUNS, MAX_TIMEOUT_S};
 pub use report::ReportArgs;
@@ -31,6 +32,8 @@ pub enum Command {
     Compare(Box<ComparePlan>),
     /// `coldtrace report DIR…`
     Report(ReportArgs),
+    /// `coldtrace time …`: a drop-in for GNU time.
+    Time(Box<time::TimeArgs>),
     /// `coldtrace context`
     Context {
         /// `--json`
@@ -77,6 +80,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, UsageError> {
         "compare" => compare::parse_compare(rest),
         "report" => report::parse_report(rest),
         "context" => context::parse_context(rest),
+        "time" => time::parse_time(rest, std::env::var_os("TIME")),
         other if other.starts_with('-') => Err(args::option_before_subcommand(other)),
         other => Err(args::unknown_subcommand(other)),
     }
@@ -122,6 +126,7 @@ pub fn execute(command: Command) -> Result<Output, BatchError> {
             compare::execute_compare(&plan)
         }
         Command::Report(args) => report::execute_report(&args),
+        Command::Time(args) => time::execute_time(&args),
         Command::Context { json } => Ok(context::execute_context(json)),
     }
 }

@@ -20,6 +20,8 @@ pub enum Sub {
     Report,
     /// `coldtrace context`
     Context,
+    /// `coldtrace time`: GNU time's drop-in.
+    Time,
 }
 
 /// How a subcommand's arguments are laid out, which decides what a word that is not an option
@@ -168,7 +170,8 @@ pub struct SubSpec {
 }
 
 const RUN_COMPARE: &[Sub] = &[Sub::Run, Sub::Compare];
-const ALL_SUBS: &[Sub] = &[Sub::Run, Sub::Compare, Sub::Report, Sub::Context];
+const ALL_SUBS: &[Sub] = &[Sub::Run, Sub::Compare, Sub::Report, Sub::Context, Sub::Time];
+const TIME: &[Sub] = &[Sub::Time];
 
 /// Declares an option with the fields that are usually the same filled in.
 macro_rules! opt {
@@ -401,6 +404,60 @@ static OPTIONS: &[OptSpec] =
             "Print the context block as one JSON document on stdout."
         ),
         opt!(
+            "format",
+            ['f'],
+            ["FORMAT"],
+            LastWins,
+            TIME,
+            Format,
+            "use FORMAT (GNU time's % conversions) instead of the default",
+            "Use FORMAT instead of GNU time's default format or the TIME variable: GNU time's % \
+         conversions and its \\n \\t \\\\ escapes, listed below. -f and -p replace each \
+         other (the last one given wins)."
+        ),
+        opt!("portability", ['p'], [], LastWins, TIME, Format,
+        "POSIX output: real %e, user %U, sys %S",
+        "POSIX 1003.2's three lines, `real %e`, `user %U` and `sys %S`, and never a line about \
+         a non-zero exit or a signal."),
+        opt!(
+            "verbose",
+            ['v'],
+            [],
+            LastWins,
+            TIME,
+            Format,
+            "every field, one per line, with its name",
+            "GNU time's 23 lines, one per field with its name; wins over -f, -p and TIME, in any \
+         order."
+        ),
+        opt!("output-file", ['o'], ["FILE"], LastWins, TIME, Output,
+        "write the report to FILE instead of stderr",
+        "Write the report to FILE instead of stderr. FILE is created (or truncated) before the \
+         command runs, as GNU time does; if it cannot be, nothing runs (exit 125). Unlike GNU \
+         time 1.9, the command does not inherit FILE's descriptor.",
+        aliases: ["output"]),
+        opt!(
+            "append",
+            ['a'],
+            [],
+            LastWins,
+            TIME,
+            Output,
+            "with -o, append to FILE instead of overwriting it",
+            "With -o FILE: append the report to FILE instead of overwriting it."
+        ),
+        opt!(
+            "quiet",
+            ['q'],
+            [],
+            LastWins,
+            TIME,
+            Output,
+            "no line about a non-zero exit or a signal",
+            "Leave out the line `Command exited with non-zero status N` or `Command terminated by \
+         signal N` before the report."
+        ),
+        opt!(
             "help",
             ['h'],
             [],
@@ -629,6 +686,29 @@ static SUBCOMMANDS: &[SubSpec] = &[
                 clear_refs, perf_event_paranoid).",
         epilogue: "",
         layout: Layout::Free,
+    },
+    SubSpec {
+        sub: Sub::Time,
+        name: "time",
+        usage: "time [-f FORMAT] [-o FILE] [-a] [-p] [-v] [-q] COMMAND [ARG...]",
+        summary: "a drop-in for GNU time 1.9 (/usr/bin/time)",
+        about: "Runs COMMAND once, stdin, stdout and stderr inherited, through the same runner \
+                as `coldtrace run`, then writes GNU time 1.9's report to stderr (or -o FILE): \
+                its options, TIME variable, default format, -v and -p layouts, % conversions, \
+                escapes and exit codes, to the character. Only values differ, where GNU \
+                time's are off: times are measured and rounded, not truncated to 10 ms; no \
+                forked child's copy-on-write faults are counted; max RSS is not inflated by \
+                the runner. Options end at the first word that is not one, so `coldtrace time \
+                ls -l` times `ls -l`.",
+        epilogue: "Conversions: %e %E elapsed time (seconds, [h:]m:ss), %U %S user and system \
+                   CPU seconds, %P CPU share, %M max RSS (KiB), %F %R major and minor page \
+                   faults, %w %c voluntary and involuntary context switches, %I %O file system \
+                   inputs and outputs (512-byte blocks), %x exit status, %C the command, %Z \
+                   page size, %% a percent sign; %t %K %D %p %X %W %s %r %k print 0 (Linux \
+                   never fills them). Exit codes: the command's; 128+N if it died of signal \
+                   N; 127 not found and 126 not executable, after the report, as GNU time; \
+                   125 coldtrace's own error.",
+        layout: Layout::CommandAfterOptions,
     },
 ];
 
