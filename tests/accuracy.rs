@@ -17,70 +17,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+mod common;
+use common::{cargo_target_args, compile, shipped_binary as coldtrace};
+
 const GNU_TIME: &str = "/usr/bin/time";
 const GNU_FORMAT: &str = "%M %F %R %w %c %I %O %x";
 const MIB_KIB: u64 = 1024;
 const TMPFS_MAGIC: u64 = 0x0102_1994;
 const RAMFS_MAGIC: u64 = 0x8584_58f6;
-
-// ---------------------------------------------------------------------------------------------
-// The shipped binary
-
-/// `(target triple dir name or None, target dir)` of the debug binary cargo built for us.
-fn target_layout() -> (Option<String>, PathBuf) {
-    let debug_exe = Path::new(env!("CARGO_BIN_EXE_coldtrace"));
-    let profile_dir = debug_exe.parent().expect("binary has a parent dir");
-    let base = profile_dir.parent().expect("profile dir has a parent");
-    let name = base
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if name.contains("-linux-") {
-        let target_dir = base
-            .parent()
-            .expect("triple dir has a parent")
-            .to_path_buf();
-        (Some(name), target_dir)
-    } else {
-        (None, base.to_path_buf())
-    }
-}
-
-/// Cargo arguments that select the same target and target dir as this test binary.
-fn cargo_target_args(cmd: &mut Command) {
-    let (triple, target_dir) = target_layout();
-    if let Some(triple) = triple {
-        cmd.arg("--target").arg(triple);
-    }
-    cmd.arg("--target-dir").arg(target_dir);
-}
-
-/// The release binary, built once per test binary.
-fn coldtrace() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--release", "--quiet", "--bin", "coldtrace"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        cargo_target_args(&mut cmd);
-        let status = cmd.status().expect("cannot run cargo build --release");
-        assert!(status.success(), "cargo build --release failed: {status}");
-        // The release binary sits next to the debug one: …/debug/coldtrace → …/release/coldtrace.
-        let debug_exe = Path::new(env!("CARGO_BIN_EXE_coldtrace"));
-        let profile_dir = debug_exe.parent().unwrap();
-        let release = profile_dir
-            .parent()
-            .unwrap()
-            .join("release")
-            .join(debug_exe.file_name().unwrap());
-        assert!(
-            release.is_file(),
-            "release binary not found at {}",
-            release.display()
-        );
-        release
-    })
-}
 
 // ---------------------------------------------------------------------------------------------
 // Tools and workloads
@@ -144,31 +88,6 @@ struct Workloads {
     alloc: PathBuf,
     mmap_read: PathBuf,
     tiny: PathBuf,
-}
-
-fn compile(dir: &Path, name: &str, source: &str, extra: &[&str]) -> PathBuf {
-    let src = dir.join(format!("{name}.c"));
-    let out = dir.join(name);
-    std::fs::write(&src, source).expect("write C source");
-    let result = Command::new("cc")
-        .args(["-O2"])
-        .args(extra)
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .output();
-    match result {
-        Err(e) => panic!(
-            "cannot run `cc` ({e}): a C compiler is needed to build the workloads; install one \
-             with `apt-get install gcc`"
-        ),
-        Ok(o) if !o.status.success() => panic!(
-            "cc failed on {}: {}",
-            src.display(),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-        Ok(_) => out,
-    }
 }
 
 fn workloads() -> &'static Workloads {

@@ -9,6 +9,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The binary under test.
@@ -277,4 +278,87 @@ pub fn write_file(path: &Path, contents: &[u8], mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, contents).expect("write file");
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// `(target triple dir name or None, target dir)` of the debug binary cargo built for us.
+fn target_layout() -> (Option<String>, PathBuf) {
+    let debug_exe = Path::new(env!("CARGO_BIN_EXE_coldtrace"));
+    let profile_dir = debug_exe.parent().expect("binary has a parent dir");
+    let base = profile_dir.parent().expect("profile dir has a parent");
+    let name = base
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if name.contains("-linux-") {
+        let target_dir = base
+            .parent()
+            .expect("triple dir has a parent")
+            .to_path_buf();
+        (Some(name), target_dir)
+    } else {
+        (None, base.to_path_buf())
+    }
+}
+
+/// Cargo arguments that select the same target and target dir as this test binary.
+pub fn cargo_target_args(cmd: &mut Command) {
+    let (triple, target_dir) = target_layout();
+    if let Some(triple) = triple {
+        cmd.arg("--target").arg(triple);
+    }
+    cmd.arg("--target-dir").arg(target_dir);
+}
+
+/// The shipped (release) binary, built once per test binary. Max RSS must be measured through
+/// it: the debug binary's larger text raises the floor a vfork child inherits.
+pub fn shipped_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--release", "--quiet", "--bin", "coldtrace"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        cargo_target_args(&mut cmd);
+        let status = cmd.status().expect("cannot run cargo build --release");
+        assert!(status.success(), "cargo build --release failed: {status}");
+        // The release binary sits next to the debug one: …/debug/coldtrace → …/release/coldtrace.
+        let debug_exe = Path::new(env!("CARGO_BIN_EXE_coldtrace"));
+        let profile_dir = debug_exe.parent().unwrap();
+        let release = profile_dir
+            .parent()
+            .unwrap()
+            .join("release")
+            .join(debug_exe.file_name().unwrap());
+        assert!(
+            release.is_file(),
+            "release binary not found at {}",
+            release.display()
+        );
+        release
+    })
+}
+
+/// `cc -O2 EXTRA -o DIR/NAME DIR/NAME.c`; a missing compiler fails with what to install.
+pub fn compile(dir: &Path, name: &str, source: &str, extra: &[&str]) -> PathBuf {
+    let src = dir.join(format!("{name}.c"));
+    let out = dir.join(name);
+    std::fs::write(&src, source).expect("write C source");
+    let result = Command::new("cc")
+        .args(["-O2"])
+        .args(extra)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .output();
+    match result {
+        Err(e) => panic!(
+            "cannot run `cc` ({e}): a C compiler is needed to build the workloads; install one \
+             with `apt-get install gcc`"
+        ),
+        Ok(o) if !o.status.success() => panic!(
+            "cc failed on {}: {}",
+            src.display(),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Ok(_) => out,
+    }
 }
