@@ -8,6 +8,7 @@ use crate::cli::{args, help, usage, Command, Output, UsageError};
 use crate::measure::runner::Outcome;
 use crate::plan::{ColdPlan, OutputMode, Plan, StdinMode};
 use crate::view::gnu_time::{self, Ending, Facts, Layout, Usage, DEFAULT_FORMAT};
+use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::{Errno, ResourceUsage};
 use std::ffi::OsString;
 use std::fs::File;
@@ -169,7 +170,21 @@ type Ran = (Ending, Option<u64>, Option<ResourceUsage>);
 fn ending_of(plan: &Plan, run: SingleRun) -> Result<Ran, BatchError> {
     let status = match run.outcome {
         Outcome::Finished(status) | Outcome::TimedOut { status, .. } => status,
+        // GNU time's "cannot fork": coldtrace could not create the child at all.
+        Outcome::FailedToStart {
+            stage: ChildStage::Clone,
+            errno,
+        } => {
+            return Err(BatchError::own(format!(
+                "cannot create the command's process: {errno}"
+            )))
+        }
         Outcome::FailedToStart { errno, .. } => return Ok((cannot_run(plan, errno), None, None)),
+        Outcome::WaitFailed { errno, .. } => {
+            return Err(BatchError::own(format!(
+                "waiting for the command failed ({errno}); it was killed"
+            )))
+        }
         Outcome::Unreaped { errno } => {
             return Err(BatchError::own(format!(
                 "the command ran but could not be reaped ({errno}): no status, no usage"
