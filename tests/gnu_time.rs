@@ -177,6 +177,18 @@ fn assert_same_code(ours: &Ran, gnu: &Ran) {
     );
 }
 
+/// The same exit code, and the same report once the values are masked.
+fn assert_same_words(ours: &Ran, gnu: &Ran) {
+    assert_same_code(ours, gnu);
+    assert_eq!(
+        masked(&ours.stderr),
+        masked(&gnu.stderr),
+        "{}{}",
+        ours.describe(),
+        gnu.describe()
+    );
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -433,14 +445,7 @@ fn default_layout_and_exit_lines_match_once_the_values_are_masked() {
     ];
     for args in cases {
         let (ours, gnu) = both(dir.path(), args);
-        assert_same_code(&ours, &gnu);
-        assert_eq!(
-            masked(&ours.stderr),
-            masked(&gnu.stderr),
-            "{}{}",
-            ours.describe(),
-            gnu.describe()
-        );
+        assert_same_words(&ours, &gnu);
         assert!(masked(&ours.stderr).ends_with(
             "user system :elapsed %CPU (avgtext+avgdata maxresident)k\n\
              inputs+outputs (major+minor)pagefaults swaps"
@@ -541,14 +546,7 @@ fn the_time_variable_and_which_format_wins() {
         args.extend([aux(), "-e", "5"]);
         let ours = run_full(Tool::Ours, dir.path(), &args, Some(env), "");
         let gnu = run_full(Tool::Gnu, dir.path(), &args, Some(env), "");
-        assert_same_code(&ours, &gnu);
-        assert_eq!(
-            masked(&ours.stderr),
-            masked(&gnu.stderr),
-            "{}{}",
-            ours.describe(),
-            gnu.describe()
-        );
+        assert_same_words(&ours, &gnu);
         if !flags.contains(&"-p") {
             assert_eq!(ours.stderr, gnu.stderr);
         }
