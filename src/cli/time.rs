@@ -7,6 +7,7 @@ use crate::cli::table::{self, Sub};
 use crate::cli::{args, help, usage, Command, Output, UsageError};
 use crate::measure::runner::Outcome;
 use crate::plan::{ColdPlan, OutputMode, Plan, StdinMode};
+use crate::text::escape_controls;
 use crate::view::gnu_time::{self, Ending, Facts, Layout, Usage, DEFAULT_FORMAT};
 use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::{Errno, ResourceUsage};
@@ -108,6 +109,7 @@ fn single_run(argv: Vec<OsString>) -> Plan {
         cold: ColdPlan::default(),
         minimal: true,
         counters: Vec::new(),
+        in_comparison: false,
     }
 }
 
@@ -210,9 +212,10 @@ fn cannot_run(plan: &Plan, errno: Errno) -> Ending {
     let reason = errno
         .message()
         .map_or_else(|| errno.to_string(), str::to_owned);
+    // GNU time's words; the name escaped like every echoed string (the report's %C is not).
     eprintln!(
         "coldtrace time: cannot run {}: {reason}",
-        plan.argv[0].to_string_lossy()
+        escape_controls(&plan.argv[0].to_string_lossy())
     );
     Ending::Exited(if errno == Errno::NOENT { 127 } else { 126 })
 }
