@@ -148,3 +148,168 @@ fn compare_says_which_command_lost_its_first_run() {
     assert!(ok["first_rejected"].is_null());
     assert!(ok["summary"]["wall_ns"]["first"]["n"] == 1);
 }
+
+/// The real Python interpreter (the `python3` on PATH may be a pyenv shim, a shell script that
+/// runs helper processes, whose CPU time would make every run "spread over processes").
+fn python() -> String {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 runs");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A Python script that does `first` on its first invocation only (a marker file remembers).
+fn python_first(dir: &Path, name: &str, first: &str) -> String {
+    let path = dir.join(name);
+    let marker = dir.join(format!(".{name}.ran"));
+    let text = format!(
+        "import os, sys, time, threading\nm = {marker:?}\nif not os.path.exists(m):\n    \
+         open(m, 'w').close()\n{first}\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn penalty_of(dir: &Path, argv: &[&str]) -> (Value, String) {
+    let mut args = vec!["run", "-n", "4", "-o", "b", "--"];
+    args.extend_from_slice(argv);
+    let out = ct(dir, args).run_within(std::time::Duration::from_secs(120));
+    out.expect_code(0);
+    let batch = read_batch(&dir.join("b"));
+    let p = batch["first_penalty"].clone();
+    assert!(p.is_object(), "{batch:#}{}", out.describe());
+    (p, out.stderr)
+}
+
+/// stderr with every run of whitespace made one space: sentences under the table are wrapped.
+fn prose(stderr: &str) -> String {
+    stderr.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn ns(p: &Value, key: &str) -> i64 {
+    p[key]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{key} is not a number: {p}"))
+}
+
+#[test]
+fn a_first_run_that_sleeps_is_penalised_in_blocked_time() {
+    let tmp = TempDir::new("penalty-sleep");
+    // No external command before the sleep: the shell's own test and redirection only.
+    let script = tmp.join("sleep-first.sh");
+    write_file(
+        &script,
+        b"#!/bin/sh\nm=\"${0%/*}/.slept\"\nif [ ! -e \"$m\" ]; then : > \"$m\"; exec sleep 0.3; fi\n",
+        0o755,
+    );
+    let (p, stderr) = penalty_of(tmp.path(), &[script.to_str().unwrap()]);
+    assert_eq!(p["basis"], "schedstat", "{p}");
+    assert_eq!(p["first_index"], 0);
+    let (wall, cpu, rq, blocked) = (
+        ns(&p, "wall_ns"),
+        ns(&p, "cpu_ns"),
+        ns(&p, "runqueue_ns"),
+        ns(&p, "blocked_ns"),
+    );
+    assert_eq!(cpu + rq + blocked, wall, "the parts add up: {p}");
+    assert!(blocked >= 280_000_000, "mostly blocked: {p}");
+    assert!(cpu.abs() < 50_000_000, "CPU near 0: {p}");
+    // The reference is a warm run, named by index, with its own wall time.
+    let runs = read_records(&tmp.join("b"));
+    let reference = &runs[p["reference_index"].as_u64().unwrap() as usize];
+    assert_eq!(reference["role"], "warm");
+    assert_eq!(reference["wall_ns"], p["reference_wall_ns"]);
+    assert_eq!(
+        ns(&p, "wall_ns"),
+        runs[0]["wall_ns"].as_i64().unwrap() - reference["wall_ns"].as_i64().unwrap()
+    );
+    let said = format!(
+        "+{} blocked",
+        coldtrace::view::units::human_ns(blocked as f64)
+    );
+    assert!(
+        prose(&stderr).contains("over the warm median") && prose(&stderr).contains(&said),
+        "{said} in {stderr}"
+    );
+}
+
+#[test]
+fn a_first_run_that_computes_is_penalised_in_cpu_time() {
+    let tmp = TempDir::new("penalty-cpu");
+    // 0.3 s of CPU time, however long the wall time on a loaded machine.
+    let script = python_first(
+        tmp.path(),
+        "busy.py",
+        "    while time.process_time() < 0.3:\n        pass",
+    );
+    let (p, _) = penalty_of(tmp.path(), &[&python(), &script]);
+    assert_eq!(p["basis"], "schedstat", "{p}");
+    let (cpu, blocked) = (ns(&p, "cpu_ns"), ns(&p, "blocked_ns"));
+    assert!(cpu >= 200_000_000, "mostly CPU: {p}");
+    assert!(cpu > blocked, "{p}");
+    assert_eq!(
+        cpu + ns(&p, "runqueue_ns") + blocked,
+        ns(&p, "wall_ns"),
+        "{p}"
+    );
+}
+
+#[test]
+fn a_two_thread_first_run_is_not_decomposable_and_has_no_negative_part() {
+    let tmp = TempDir::new("penalty-threads");
+    let script = python_first(
+        tmp.path(),
+        "threads.py",
+        "    def spin():\n        while time.thread_time() < 0.2:\n            pass\n    \
+         ts = [threading.Thread(target=spin) for _ in range(2)]\n    \
+         [t.start() for t in ts]\n    [t.join() for t in ts]",
+    );
+    let (p, stderr) = penalty_of(tmp.path(), &[&python(), &script]);
+    assert_eq!(p["basis"], "parallel", "{p}");
+    for part in ["cpu_ns", "runqueue_ns", "blocked_ns"] {
+        assert!(p[part].is_null(), "{part}: {p}");
+    }
+    assert!(ns(&p, "rusage_cpu_ns") >= 300_000_000, "{p}");
+    assert!(
+        prose(&stderr).contains("not decomposable: parallel work"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn without_a_warm_series_the_penalty_is_null_with_the_reason() {
+    let tmp = TempDir::new("penalty-none");
+    let data = tmp.join("DATA");
+    std::fs::write(&data, vec![1u8; 4096]).unwrap();
+    let out = ct(
+        tmp.path(),
+        [
+            "run",
+            "-n",
+            "3",
+            "-o",
+            "b",
+            "--evict",
+            data.to_str().unwrap(),
+            "--",
+            "true",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let batch = read_batch(&tmp.join("b"));
+    assert!(batch["first_penalty"].is_null());
+    assert!(
+        batch["first_penalty_unavailable"]
+            .as_str()
+            .unwrap()
+            .contains("before every counted run"),
+        "{batch:#}"
+    );
+    assert!(
+        out.stderr.contains("no first-run penalty"),
+        "{}",
+        out.describe()
+    );
+}

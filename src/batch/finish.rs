@@ -6,7 +6,9 @@ use crate::batch::command::CommandBatch;
 use crate::batch::outcome::{describe, single_exit_code};
 use crate::batch::program::exit_code_for_failed_start;
 use crate::batch::{BatchError, BatchOutcome};
+use crate::plan::ColdWhen;
 use crate::record::batch::{BatchDocument, ConfigRecord, FirstRejected};
+use crate::record::penalty::batch_penalty;
 use crate::record::run;
 use crate::record::summary::SummaryMap;
 
@@ -27,6 +29,8 @@ impl CommandBatch<'_> {
                     .clone()
                     .unwrap_or_else(|| "not counted".into()),
             });
+        let cold_every_run = plan.cold.when == Some(ColdWhen::EveryRun);
+        let penalty = batch_penalty(loaded.first.as_ref(), &loaded.warm_rows, cold_every_run);
         let complete =
             self.interrupted_by.is_none() && self.stopped_reason.is_none() && self.is_done();
         let document = BatchDocument {
@@ -42,6 +46,8 @@ impl CommandBatch<'_> {
             counts: self.counts,
             failed_runs: &self.failed,
             first_rejected,
+            first_penalty: penalty.as_ref().ok(),
+            first_penalty_unavailable: penalty.as_ref().err().copied(),
             stddev: "sample (n-1)",
             summary: SummaryMap(&summaries),
         };
@@ -65,6 +71,7 @@ impl CommandBatch<'_> {
             warm_values: loaded.warm,
             first: loaded.first,
             cold_when: plan.cold.when,
+            first_penalty: penalty,
             watching: !plan.cold.watch.is_empty(),
             cache_unknown: self.cache_unknown,
             summaries,

@@ -7,6 +7,7 @@ use crate::measure::runner::Outcome;
 use crate::plan::ColdWhen;
 use crate::record::batch::{BatchContext, Counts, FailedRun};
 use crate::record::columns::FirstRun;
+use crate::record::penalty::FirstPenalty;
 use crate::record::summary::MetricSummary;
 use coldtrace_syscalls::Signal;
 
@@ -28,6 +29,8 @@ pub struct BatchOutcome {
     pub watching: bool,
     /// Why some watched files' residency is unknown (the first time it was), in words.
     pub cache_unknown: Option<String>,
+    /// The first run's penalty over the reference warm run, or why there is none.
+    pub first_penalty: Result<FirstPenalty, &'static str>,
     /// When the cold action happened (`None`: no cold action).
     pub cold_when: Option<ColdWhen>,
     /// Failed runs.

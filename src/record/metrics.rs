@@ -173,6 +173,15 @@ pub const METRICS: &[Metric] = &[
 /// Index of `max_rss_kib` in [`METRICS`] (it has an at-the-floor count).
 pub const MAX_RSS: usize = 3;
 
+/// The position of the metric named `name` in [`METRICS`] (a name from the table itself; an
+/// unknown one is a bug, and gives a position past the end, whose values are absent).
+pub fn metric_index(name: &str) -> usize {
+    METRICS
+        .iter()
+        .position(|m| m.name == name)
+        .unwrap_or(usize::MAX)
+}
+
 /// Whether a metric is the residency of the watched files: shown whenever files are watched,
 /// 0 % included, and "unknown" where the kernel would not say.
 pub fn is_residency(name: &str) -> bool {

@@ -11,6 +11,7 @@ pub mod columns;
 pub mod compare;
 pub mod context;
 pub mod metrics;
+pub mod penalty;
 pub mod reader;
 pub mod run;
 pub mod stats;

@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod context;
+pub mod explain;
 pub mod gnu_time;
 pub mod lines;
 pub mod progress;

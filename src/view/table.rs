@@ -61,6 +61,7 @@ pub fn table(outcome: &BatchOutcome, title: &str, colour: bool) -> String {
     let _ = writeln!(out, "{}", style.bold(title));
     metric_rows(&mut out, outcome, &style);
     strip_and_floor(&mut out, outcome);
+    crate::view::explain::explain(&mut out, outcome, &style);
     rejected_lines(&mut out, outcome, &style);
     first_rejected_line(&mut out, outcome, &style);
     cache_unknown_line(&mut out, outcome, &style);

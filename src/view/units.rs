@@ -17,6 +17,12 @@ pub fn human_ns(ns: f64) -> String {
     }
 }
 
+/// `+1.23 ms`, `-845 µs`: a difference of durations, with its sign.
+pub fn signed_ns(ns: i64) -> String {
+    let sign = if ns < 0 { '-' } else { '+' };
+    format!("{sign}{}", human_ns(ns.unsigned_abs() as f64))
+}
+
 /// `12.3 MiB`, `900 KiB`.
 pub fn human_kib(kib: f64) -> String {
     if kib >= 1024.0 * 1024.0 {
