@@ -2,7 +2,7 @@
 //! cc) that makes `clone` with `CLONE_PIDFD`, `pidfd_open` and `close_range` fail as an old
 //! kernel or a container's profile would: a `--timeout` and a forwarded SIGTERM are never
 //! lost, the child still gets exactly fds 0, 1, 2, each fallback is said once, and EMFILE at
-//! the clone is a per-run failure with exit 125. Before the fix the same filters gave exit 0
+//! the clone is a per-run failure with exit 125, and a wait that fails kills the command. Before the fix the same filters gave exit 0
 //! after the whole sleep (no timeout, no forwarding) and leaked descriptor 5000.
 #![forbid(unsafe_code)]
 
@@ -228,4 +228,24 @@ fn emfile_at_the_clone_is_a_per_run_failure_never_a_lost_timeout() {
         }
     }
     panic!("no descriptor limit below 64 let coldtrace run sleep");
+}
+
+#[test]
+fn a_wait_that_fails_kills_the_command_and_says_why() {
+    // ppoll refused: coldtrace cannot wait with a deadline, so it must not wait at all.
+    let dir = TempDir::new("fallback-wait-failed");
+    let args = ["run", "-o", "out", "--timeout", "20", "--", "sleep", "30"];
+    let out = run(dir.path(), &["--ppoll", EPERM], &args);
+    let ctx = out.describe();
+    out.expect_code(125);
+    assert!(
+        out.elapsed < Duration::from_secs(10),
+        "the command was left to run{ctx}"
+    );
+    let records = read_records(&dir.join("out"));
+    assert_eq!(records.len(), 1, "{ctx}");
+    let outcome = &records[0]["outcome"];
+    assert_eq!(outcome["kind"], "wait_failed", "{outcome}");
+    assert_eq!(outcome["errno"], 1, "{outcome}");
+    assert_eq!(outcome["signal_name"], "SIGKILL", "{outcome}");
 }
