@@ -9,19 +9,18 @@
 //! `syscalls/tests/child_disassembly.rs` checks — and ends in `execve` or `exit_group(127)`.
 //! The pidfd comes from the clone itself, so nothing can fail between spawn and wait.
 //!
-//! # Safe to call from a multi-threaded program
-//! The calling thread blocks every signal around `clone`; other threads keep running and
-//! handling signals in the parent. The child is a new process: signals directed at the parent
-//! never reach it, and signals sent to it stay pending (all blocked) until it has reset every
-//! handled signal to `SIG_DFL`. Synchronous SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGSYS cannot be
-//! blocked, but the kernel delivers a blocked synchronous signal by resetting it to `SIG_DFL`
-//! first (`force_sig_info_to_task`), so it kills the child rather than running a handler.
-//! With `CLONE_VFORK` the child keeps the calling thread's `sigaltstack` (the kernel clears it
-//! only for `CLONE_VM` without `CLONE_VFORK`); since no handler runs, it is never used. Other
-//! threads cannot reach `ChildInputs` (a local of the suspended frame) or the stack (borrowed
-//! mutably); the image strings are borrowed shared, so nobody mutates them. The vfork wait is
-//! `TASK_KILLABLE`: a fatal signal can end the parent during it, but then no parent code runs
-//! again, and the child holds its own reference to the shared memory.
+//! # Safe to call from a multi-threaded program (the proof the clone block refers to)
+//! - Signals aimed at the parent never reach the child (a new process); signals aimed at the
+//!   child stay pending — the calling thread blocked them all — until it has reset every
+//!   handled one. Synchronous SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGSYS cannot be blocked, but the
+//!   kernel resets a blocked synchronous signal to `SIG_DFL` before delivering it
+//!   (`force_sig_info_to_task`): it kills the child rather than run a handler.
+//! - The child keeps the calling thread's `sigaltstack` (cleared only for `CLONE_VM` without
+//!   `CLONE_VFORK`); no handler runs, so it is never used.
+//! - Other threads keep running on the same memory, but cannot reach `ChildInputs` (a local
+//!   of the suspended frame) nor the stack (borrowed mutably); the image is borrowed shared.
+//! - The vfork wait is `TASK_KILLABLE`: a fatal signal may end the parent meanwhile, but then
+//!   no parent code runs again, and the child holds its own reference to the memory.
 #![allow(unsafe_code)]
 
 use super::{sigaction_default, sigaction_query, sigprocmask, syscall6};
@@ -68,10 +67,8 @@ impl ChildStack {
         use rustix::mm::{MapFlags, MprotectFlags, ProtFlags};
         let page = rustix::param::page_size();
         let len = Self::USABLE_BYTES + page;
-        let (rw, flags) = (
-            ProtFlags::READ | ProtFlags::WRITE,
-            MapFlags::PRIVATE | MapFlags::STACK,
-        );
+        let rw = ProtFlags::READ | ProtFlags::WRITE;
+        let flags = MapFlags::PRIVATE | MapFlags::STACK;
         // SAFETY: a null hint lets the kernel pick fresh addresses; no existing mapping or
         // Rust-owned memory is replaced. The mapping is owned by the returned value alone.
         let base = unsafe { rustix::mm::mmap_anonymous(core::ptr::null_mut(), len, rw, flags) }
@@ -82,8 +79,8 @@ impl ChildStack {
         unsafe { rustix::mm::mprotect(base, page, MprotectFlags::empty()) }.map_err(Errno::from)?;
         let touched = stack
             .top()
-            .wrapping_byte_sub(Self::PRETOUCHED_BYTES)
-            .cast::<u8>();
+            .cast::<u8>()
+            .wrapping_sub(Self::PRETOUCHED_BYTES);
         // SAFETY: `touched..top` lies inside the writable part of the mapping (16 KiB < 64 KiB),
         // is page aligned, owned by `stack`, and not borrowed by anything; bytes are plain `u8`.
         unsafe { core::ptr::write_bytes(touched, 0, Self::PRETOUCHED_BYTES) };
@@ -143,36 +140,23 @@ pub(crate) fn spawn(
         failed_errno: 0,
         _image: PhantomData,
     };
-    let flags = cf::CLONE_VM | cf::CLONE_VFORK | cf::SIGCHLD;
-    let flags = if plan.pidfd {
-        flags | cf::CLONE_PIDFD
-    } else {
-        flags
-    };
-    let (arg, mut pidfd) = (
-        &mut inputs as *mut ChildInputs<'_> as *mut c_void,
-        -1 as c_int,
-    );
+    let pidfd_flag = if plan.pidfd { cf::CLONE_PIDFD } else { 0 };
+    let flags = cf::CLONE_VM | cf::CLONE_VFORK | pidfd_flag | cf::SIGCHLD;
+    let arg = &mut inputs as *mut ChildInputs<'_> as *mut c_void;
+    let mut pidfd: c_int = -1;
+    let (top, slot) = (stack.top(), &mut pidfd as *mut c_int);
     // SAFETY:
     // - Nothing returns twice: `child_entry` ends in execve or exit_group, never returns.
     // - Stack valid and aligned: `stack.top()` is the 16-byte-aligned top of a live, writable
     //   64 KiB mapping borrowed mutably for this call.
-    // - Lives long enough: `arg` and `&mut pidfd` point into this frame, and CLONE_VFORK
+    // - Lives long enough: `arg` and `slot` point into this frame, and CLONE_VFORK
     //   suspends this thread until the child has exec'd or exited.
     // - No aliasing: this frame does not touch `inputs` until clone returns; the child's
     //   `&mut` is the only reference meanwhile. The kernel writes `pidfd` (an `int`) before the
     //   child runs. The vfork completion orders the child's writes before clone returns here.
     // - Signals: all are blocked in this thread; see "Safe to call from a multi-threaded
     //   program" above for why no handler can run in the child.
-    let pid = unsafe {
-        clone(
-            child_entry,
-            stack.top(),
-            flags,
-            arg,
-            &mut pidfd as *mut c_int,
-        )
-    };
+    let pid = unsafe { clone(child_entry, top, flags, arg, slot) };
     let clone_errno = (pid < 0).then(|| {
         // SAFETY: `__errno_location` has no preconditions; it returns this thread's errno slot.
         let slot = unsafe { __errno_location() };

@@ -78,15 +78,11 @@ pub(crate) unsafe fn syscall6(nr: usize, args: [usize; 6]) -> usize {
 pub(crate) fn wait4(pid: i32, options: i32) -> Result<Option<(i32, i32, Rusage)>, Errno> {
     let mut status: i32 = 0;
     let mut usage = MaybeUninit::<Rusage>::uninit();
-    let (status_ptr, usage_ptr) = (&mut status as *mut i32 as usize, usage.as_mut_ptr());
-    let args = [
-        pid as isize as usize,
-        status_ptr,
-        options as usize,
-        usage_ptr as usize,
-        0,
-        0,
-    ];
+    let (st, ru) = (
+        &mut status as *mut i32 as usize,
+        usage.as_mut_ptr() as usize,
+    );
+    let args = [pid as isize as usize, st, options as usize, ru, 0, 0];
     // SAFETY:
     // - Valid and aligned: `status` is a live `i32`; `usage` a live `MaybeUninit<Rusage>` whose
     //   layout is the kernel's 64-bit `struct rusage` (asserted in `abi`).
@@ -144,14 +140,8 @@ pub(crate) fn sigaction_query(signal: usize, old: &mut KernelSigaction) -> i32 {
 #[inline(always)]
 pub(crate) fn sigaction_default(signal: usize) -> i32 {
     let action = KernelSigaction::DEFAULT;
-    let args = [
-        signal,
-        &action as *const KernelSigaction as usize,
-        0,
-        8,
-        0,
-        0,
-    ];
+    let act = &action as *const KernelSigaction as usize;
+    let args = [signal, act, 0, 8, 0, 0];
     // SAFETY: `action` is a live, all-zero `KernelSigaction` (SIG_DFL, no flags, no restorer)
     // that the kernel reads for 32 bytes; no handler address is installed; no old action asked.
     errno_of(unsafe { syscall6(nr::RT_SIGACTION, args) })
@@ -175,14 +165,10 @@ pub(crate) fn kill_group(pgid: i32, signal: i32) -> Result<(), Errno> {
 }
 
 fn kill_unchecked(pid: i32, signal: i32) -> Result<(), Errno> {
+    let args = [pid as isize as usize, signal as usize, 0, 0, 0, 0];
     // SAFETY: integer arguments only; sending a signal touches no memory of this process (one
     // to ourselves is handled by the signal machinery like any other).
-    check(unsafe {
-        syscall6(
-            nr::KILL,
-            [pid as isize as usize, signal as usize, 0, 0, 0, 0],
-        )
-    })?;
+    check(unsafe { syscall6(nr::KILL, args) })?;
     Ok(())
 }
 

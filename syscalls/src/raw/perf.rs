@@ -28,16 +28,13 @@ pub(crate) fn perf_event_open(
     if attr.size as usize > size_of::<PerfEventAttr>() {
         return Err(Errno::INVAL);
     }
-    let (attr_ptr, pid, cpu) = (
-        attr as *mut PerfEventAttr as usize,
-        pid as isize,
-        cpu as isize,
-    );
+    let attr_ptr = attr as *mut PerfEventAttr as usize;
+    let (pid, cpu, group) = (pid as isize as usize, cpu as isize, group_fd as isize);
     let args = [
         attr_ptr,
-        pid as usize,
+        pid,
         cpu as usize,
-        group_fd as isize as usize,
+        group as usize,
         flags as usize,
         0,
     ];
