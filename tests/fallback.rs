@@ -109,6 +109,24 @@ fn timeout_is_kept_without_pidfds_and_the_fallback_is_said_once() {
 }
 
 #[test]
+fn timeout_is_kept_when_pidfd_send_signal_is_refused() {
+    // The pidfd still comes from the clone; the signals fall back to kill() on the unreaped
+    // child's group.
+    let dir = TempDir::new("fallback-send-signal");
+    for errno in [ENOSYS, EPERM] {
+        let filter = ["--pidfd-send-signal", errno];
+        let args = ["run", "-q", "--timeout", "1", "--", "sleep", "30"];
+        let out = run(dir.path(), &filter, &args);
+        let ctx = out.describe();
+        out.expect_code(143);
+        assert!(
+            out.elapsed < Duration::from_secs(15),
+            "the timeout was lost{ctx}"
+        );
+    }
+}
+
+#[test]
 fn pidfd_open_refused_alone_changes_nothing() {
     let dir = TempDir::new("fallback-pidfd-open");
     let filter = ["--pidfd-open", ENOSYS];

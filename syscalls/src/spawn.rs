@@ -524,16 +524,18 @@ impl Child {
         wait::stopped_by(self.pid, self.pidfd())
     }
 
-    /// Sends `signal` to the child (`pidfd_send_signal`; without a pidfd, `kill` after
-    /// checking that the child is still unreaped, so `ESRCH` rather than another process).
+    /// Sends `signal` to the child through its pidfd (`pidfd_send_signal`). Without a pidfd,
+    /// or where that call is refused (ENOSYS, EPERM from a seccomp filter), `kill` after
+    /// checking that the child is still unreaped: `ESRCH` rather than another process.
     pub fn signal(&self, signal: Signal) -> Result<(), Errno> {
-        match &self.pidfd {
-            Some(fd) => crate::raw::pidfd_send_signal(fd.as_fd(), signal.raw(), 0),
-            None => {
-                wait::still_unreaped(self.pid, None)?;
-                crate::raw::kill(self.pid, signal.raw())
+        if let Some(fd) = &self.pidfd {
+            match crate::raw::pidfd_send_signal(fd.as_fd(), signal.raw(), 0) {
+                Err(Errno::NOSYS | Errno::PERM) => {}
+                other => return other,
             }
         }
+        wait::still_unreaped(self.pid, self.pidfd())?;
+        crate::raw::kill(self.pid, signal.raw())
     }
 
     /// Sends `signal` to the child's process group if the child leads one of its own, else to
@@ -547,7 +549,7 @@ impl Child {
         if let Some(fd) = &self.pidfd {
             let flag = crate::abi::PIDFD_SIGNAL_PROCESS_GROUP;
             match crate::raw::pidfd_send_signal(fd.as_fd(), signal.raw(), flag) {
-                Err(Errno::INVAL) => {}
+                Err(Errno::INVAL | Errno::NOSYS | Errno::PERM) => {}
                 other => return other,
             }
         }

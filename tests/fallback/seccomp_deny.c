@@ -1,7 +1,8 @@
 /* seccomp_deny: runs a command under a seccomp filter that makes chosen system calls fail,
  * as an old kernel or a container's profile would. Test helper for coldtrace's fallbacks.
  *
- *   seccomp_deny [--clone-pidfd ERRNO] [--pidfd-open ERRNO] [--close-range ERRNO] [--ppoll ERRNO]
+ *   seccomp_deny [--clone-pidfd ERRNO] [--pidfd-open ERRNO] [--pidfd-send-signal ERRNO]
+ *                [--close-range ERRNO] [--ppoll ERRNO]
  *                [--close-from N] [--nofile N] [--fd N] -- PROGRAM ARGS...
  *   seccomp_deny fdlist          prints the open descriptors, one per line
  *
@@ -28,6 +29,9 @@
 #endif
 #ifndef __NR_pidfd_open
 #define __NR_pidfd_open 434
+#endif
+#ifndef __NR_pidfd_send_signal
+#define __NR_pidfd_send_signal 424
 #endif
 #ifndef __NR_close_range
 #define __NR_close_range 436
@@ -57,7 +61,7 @@ int main(int argc, char **argv) {
             if (fcntl(fd, F_GETFD) != -1) printf("%d\n", fd);
         return 0;
     }
-    int clone_err = 0, open_err = 0, range_err = 0, ppoll_err = 0, i = 1;
+    int clone_err = 0, open_err = 0, send_err = 0, range_err = 0, ppoll_err = 0, i = 1;
     long nofile = 0, extra_fd = -1, close_from = -1;
     for (; i < argc && strcmp(argv[i], "--") != 0; i += 2) {
         if (i + 1 >= argc) { fprintf(stderr, "seccomp_deny: %s needs a value\n", argv[i]); return 2; }
@@ -66,6 +70,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--pidfd-open") == 0) open_err = (int)v;
         else if (strcmp(argv[i], "--close-range") == 0) range_err = (int)v;
         else if (strcmp(argv[i], "--ppoll") == 0) ppoll_err = (int)v;
+        else if (strcmp(argv[i], "--pidfd-send-signal") == 0) send_err = (int)v;
         else if (strcmp(argv[i], "--nofile") == 0) nofile = v;
         else if (strcmp(argv[i], "--close-from") == 0) close_from = v;
         else if (strcmp(argv[i], "--fd") == 0) extra_fd = v;
@@ -90,6 +95,7 @@ int main(int argc, char **argv) {
     if (open_err) deny(__NR_pidfd_open, open_err);
     if (range_err) deny(__NR_close_range, range_err);
     if (ppoll_err) deny(__NR_ppoll, ppoll_err);
+    if (send_err) deny(__NR_pidfd_send_signal, send_err);
     if (clone_err) {
         /* if nr == clone: A = low word of args[0]; if A & CLONE_PIDFD: ERRNO; else ALLOW */
         emit(BPF_JMP | BPF_JEQ | BPF_K, 0, 4, __NR_clone);
