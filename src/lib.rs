@@ -5,7 +5,8 @@
 //! the system state around it from the rest of [`measure`]); each run becomes a
 //! [`record::run::RunRecord`] streamed to `runs.jsonl` ([`record::artifacts`]); [`record`]
 //! summarises the counted runs; [`view`] draws the tables. `report` reads batch directories back
-//! ([`record::reader`]). [`text`] and [`serialize`] are leaves that everything may use.
+//! ([`record::reader`]). [`text`], [`serialize`] and [`untrusted`] (paths coldtrace did not
+//! create, opened without blocking) are leaves that everything may use.
 //!
 //! All unsafe code lives in the `coldtrace-syscalls` crate (`syscalls/src/raw/`); this crate
 //! forbids it.
@@ -28,4 +29,5 @@ pub mod plan;
 pub mod record;
 pub mod serialize;
 pub mod text;
+pub mod untrusted;
 pub mod view;

@@ -180,7 +180,9 @@ fn any_unknown_file_means_no_figure() {
             (100, FileProbe::Unknown(UnknownReason::CachestatDenied)),
             (
                 100,
-                FileProbe::Unknown(UnknownReason::Open(coldtrace_syscalls::Errno::ACCES)),
+                FileProbe::Unknown(UnknownReason::Open(coldtrace::untrusted::OpenError::Os(
+                    coldtrace_syscalls::Errno::ACCES,
+                ))),
             ),
         ],
     );

@@ -332,3 +332,233 @@ fn a_symlink_loop_given_to_report_is_called_a_loop() {
     out.expect_code(125);
     assert_one_escaped_line(&out);
 }
+
+// ---------------------------------------------------------------- opening what coldtrace did not create
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
+}
+
+/// Starts coldtrace, sends `signal` after `after`, and collects it under the deadline.
+fn signalled_after(
+    c: common::Ct,
+    after: Duration,
+    signal: rustix::process::Signal,
+) -> common::Output {
+    let shown = c.shown();
+    let mut cmd = c.cmd;
+    let started = Instant::now();
+    let child = cmd.spawn().expect("spawn coldtrace");
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    std::thread::sleep(after);
+    rustix::process::kill_process(pid, signal).expect("signal coldtrace");
+    common::finish(child, shown, started, DEADLINE)
+}
+
+#[test]
+fn a_fifo_as_stdin_waits_for_its_writer_and_signals_still_stop_coldtrace() {
+    use rustix::process::Signal as S;
+    let dir = TempDir::new("fifostdin");
+    mkfifo(&dir.join("f"));
+    let reader = script(&dir, "fi", "cat");
+    let r = reader.to_str().unwrap();
+    for (signal, code) in [(S::INT, 130), (S::TERM, 143)] {
+        let _ = std::fs::remove_dir_all(dir.join("d"));
+        let c = ct(dir.path(), ["run", "-n2", "-od", "--stdin=f", "--", r]);
+        let out = signalled_after(c, Duration::from_millis(500), signal);
+        out.expect_code(code);
+        assert!(out.elapsed < Duration::from_secs(5), "{}", out.describe());
+        assert_no_raw_controls(&out);
+        let records = assert_records_whole(&dir.join("d"), true);
+        assert!(records.is_empty(), "no run was started: {records:?}");
+        assert_eq!(read_batch(&dir.join("d"))["complete"], false);
+        assert!(
+            !dir.join("d/runs").exists(),
+            "no artifacts of a run that never started"
+        );
+        assert_no_survivor(&reader);
+    }
+    // With a writer that comes late, the command reads what it wrote (it did not get an
+    // early EOF from a FIFO opened without blocking).
+    let fifo = dir.join("f");
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(400));
+        std::fs::write(fifo, b"late words\n").unwrap();
+    });
+    let _ = std::fs::remove_dir_all(dir.join("d"));
+    let out = ct(dir.path(), ["run", "-od", "--stdin=f", "--", r]).run_within(DEADLINE);
+    writer.join().unwrap();
+    out.expect_code(0);
+    assert_eq!(
+        std::fs::read(dir.join("d/runs/000/stdout")).unwrap(),
+        b"late words\n"
+    );
+    assert_records_whole(&dir.join("d"), true);
+}
+
+#[test]
+fn stdin_must_be_a_file_a_fifo_or_a_device_never_a_directory() {
+    let dir = TempDir::new("stdindir");
+    let marker = script(&dir, "sd", "touch MARKER");
+    for args in [
+        vec!["run", "--stdin", "/tmp", "--", marker.to_str().unwrap()],
+        vec![
+            "run",
+            "-n",
+            "3",
+            "--stdin",
+            ".",
+            "--",
+            marker.to_str().unwrap(),
+        ],
+        vec!["compare", "--stdin", "/", marker.to_str().unwrap(), "true"],
+    ] {
+        let out = ct(dir.path(), &args).run_within(DEADLINE);
+        out.expect_code(125);
+        assert_one_escaped_line(&out);
+        assert!(
+            out.stderr.contains("it is a directory"),
+            "{}",
+            out.describe()
+        );
+        assert!(!dir.join("MARKER").exists(), "{}", out.describe());
+    }
+    // A character device is a legitimate stdin (and reaches the child blocking as usual).
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "--json",
+            "--stdin",
+            "/dev/zero",
+            "--output",
+            "null",
+            "--",
+            "head",
+            "-c",
+            "3",
+        ],
+    )
+    .run_within(DEADLINE);
+    out.expect_code(0);
+    assert_eq!(out.json()["outcome"]["code"], 0);
+}
+
+/// A finished batch of two runs in `dir/name`.
+fn a_batch(dir: &TempDir, name: &str) -> std::path::PathBuf {
+    let out = ct(
+        dir.path(),
+        ["run", "-q", "-n", "2", "-o", name, "--", "true"],
+    )
+    .run_within(DEADLINE);
+    out.expect_code(0);
+    dir.join(name)
+}
+
+#[test]
+fn report_refuses_fifos_devices_and_directories_planted_in_a_batch() {
+    let dir = TempDir::new("reportplant");
+    let batch = a_batch(&dir, "b");
+    for name in ["batch.json", "runs.jsonl"] {
+        let real = batch.join(name);
+        let saved = dir.join(format!("saved-{name}"));
+        std::fs::rename(&real, &saved).unwrap();
+        for (plant, what) in [
+            ("fifo", "a FIFO"),
+            ("zero", "a character device"),
+            ("dir", "a directory"),
+        ] {
+            match plant {
+                "fifo" => mkfifo(&real),
+                "zero" => std::os::unix::fs::symlink("/dev/zero", &real).unwrap(),
+                _ => std::fs::create_dir(&real).unwrap(),
+            }
+            let out = ct(dir.path(), ["report", "b"]).run_within(Duration::from_secs(10));
+            out.expect_code(125);
+            assert_one_escaped_line(&out);
+            assert!(
+                out.stderr.contains(what) && out.stderr.contains(name),
+                "{}",
+                out.describe()
+            );
+            if plant == "dir" {
+                std::fs::remove_dir(&real).unwrap();
+            } else {
+                std::fs::remove_file(&real).unwrap();
+            }
+        }
+        std::fs::rename(&saved, &real).unwrap();
+    }
+    ct(dir.path(), ["report", "b"])
+        .run_within(DEADLINE)
+        .expect_code(0);
+}
+
+#[test]
+fn report_reads_within_bounds_whatever_a_file_claims() {
+    let dir = TempDir::new("reportbound");
+    let batch = a_batch(&dir, "b");
+    // A batch.json of 1 GiB (sparse): left unread, with a note; the records still count.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(batch.join("batch.json"))
+        .unwrap();
+    f.set_len(1 << 30).unwrap();
+    let out = ct(dir.path(), ["report", "--json", "b"]).run_within(Duration::from_secs(10));
+    out.expect_code(0);
+    let rows = out.json();
+    assert_eq!(rows[0]["counted"], 2, "{rows:#}");
+    let notes = rows[0]["notes"].to_string();
+    assert!(notes.contains("larger than 64 MiB"), "{notes}");
+    // A runs.jsonl whose first line never ends: an error at the bound, not an endless read.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(batch.join("runs.jsonl"))
+        .unwrap();
+    f.set_len(0).unwrap();
+    f.set_len(1 << 30).unwrap();
+    let out = ct(dir.path(), ["report", "b"]).run_within(Duration::from_secs(20));
+    out.expect_code(125);
+    assert_one_escaped_line(&out);
+    assert!(
+        out.stderr.contains("line 1: longer than 64 MiB"),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn a_tree_file_swapped_for_a_fifo_after_the_walk_is_neither_opened_blocking_nor_counted() {
+    use coldtrace::measure::cache::FileSet;
+    let dir = TempDir::new("swapfifo");
+    std::fs::create_dir(dir.join("tree")).unwrap();
+    std::fs::write(dir.join("tree/a"), vec![7u8; 8192]).unwrap();
+    std::fs::write(dir.join("tree/b"), vec![7u8; 8192]).unwrap();
+    let set = FileSet::collect(&[dir.join("tree")]).unwrap();
+    assert_eq!(set.len(), 2);
+    std::fs::remove_file(dir.join("tree/b")).unwrap();
+    mkfifo(&dir.join("tree/b"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let residency = set.residency();
+        let evicted = set.evict();
+        let _ = tx.send((residency, evicted));
+    });
+    let (residency, evicted) = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("residency and eviction return (a FIFO must not block them)");
+    assert_eq!(residency.unknown_files, 1, "{residency:?}");
+    assert_eq!(residency.resident_ratio, None, "{residency:?}");
+    assert_eq!((evicted.files, evicted.failed), (1, 1), "{evicted:?}");
+    let why = evicted.first_error.unwrap_or_default();
+    assert!(why.contains("FIFO"), "{why}");
+    // Keep `dir` alive until the probe thread is done with its paths.
+    drop(dir);
+}

@@ -7,10 +7,11 @@ use crate::batch::{BatchError, Shared, SingleRun};
 use crate::measure::cache::{self, FileSet};
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
 use crate::plan::{OutputMode, Plan, StdinMode};
-use crate::record::artifacts::{self, BatchDir};
+use crate::record::artifacts::BatchDir;
 use crate::record::batch::{BatchContext, Counts, FailedRun};
 use crate::record::columns::Columns;
 use crate::record::run::RunRecord;
+use crate::untrusted::{self, OpenError, Want};
 use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::{Errno, Program, Signal};
 use std::fs::File;
@@ -222,11 +223,13 @@ fn check_cold_state(plan: &Plan) -> Result<(), BatchError> {
     Ok(())
 }
 
-/// The `--stdin FILE` path, checked to open now (it is opened afresh for every run).
+/// The `--stdin FILE` path, examined now without opening it (it is opened afresh for every
+/// run, and a FIFO's writer may be waiting for that open): a regular file, a FIFO or a
+/// character device, readable.
 fn check_stdin(plan: &Plan) -> Result<Option<PathBuf>, BatchError> {
     match &plan.stdin {
         StdinMode::File(path) => {
-            File::open(path).map_err(|e| stdin_error(path, &e))?;
+            untrusted::examine(path, Want::Input).map_err(|e| stdin_error(path, &e))?;
             Ok(Some(path.clone()))
         }
         _ => Ok(None),
@@ -250,10 +253,6 @@ fn first_notices(plan: &Plan, out_dir: Option<&Path>, shared: &Shared<'_>) -> Ve
 }
 
 /// `--stdin PATH: why it cannot be opened`.
-pub(super) fn stdin_error(path: &Path, e: &std::io::Error) -> BatchError {
-    BatchError::own(format!(
-        "--stdin {}: {}",
-        path.display(),
-        artifacts::explain(e)
-    ))
+pub(super) fn stdin_error(path: &Path, e: &OpenError) -> BatchError {
+    BatchError::own(format!("--stdin {}: {e}", path.display()))
 }

@@ -99,7 +99,9 @@ impl CommandBatch<'_> {
             return Ok(stop);
         }
         let cold_action = self.cold_action(role)?;
-        let io = self.wire_io(shared, index)?;
+        let Some(io) = self.wire_io(shared, index)? else {
+            return Ok(Step::Stop);
+        };
         let measured = self.measure_run(shared, &io, observer);
         self.record_run(index, role, slot, cold_action, measured, io.files)
     }

@@ -7,10 +7,12 @@ use crate::batch::Signals;
 use crate::batch::{BatchError, Shared};
 use crate::plan::{OutputMode, Plan, StdinMode};
 use crate::record::artifacts::RunFiles;
-use coldtrace_syscalls::SpawnOptions;
+use crate::untrusted::{self, OpenError, Want};
+use coldtrace_syscalls::{SignalFd, SpawnOptions};
 use std::fs::File;
 use std::io::Seek;
 use std::os::fd::AsFd;
+use std::path::Path;
 
 /// The descriptors one run owns: its artifact files and its stdin file.
 pub(super) struct RunIo {
@@ -21,20 +23,29 @@ pub(super) struct RunIo {
 }
 
 impl CommandBatch<'_> {
-    /// Opens what run `index` writes to and reads from, and empties the stderr sink.
+    /// Opens what run `index` reads from and writes to, and empties the stderr sink. `None`
+    /// when a signal asked to stop while a FIFO given as `--stdin` waited for its writer (the
+    /// batch is marked interrupted; nothing of the run was created).
     pub(super) fn wire_io(
         &mut self,
         shared: &mut Shared<'_>,
         index: u64,
-    ) -> Result<RunIo, BatchError> {
+    ) -> Result<Option<RunIo>, BatchError> {
         let plan = self.plan;
+        let stdin_file = match &self.stdin_file_path {
+            Some(path) => match open_stdin(path, &shared.signals.fd) {
+                Ok(file) => Some(file),
+                Err(OpenError::Interrupted(sig)) => {
+                    self.interrupted_by = Some(sig);
+                    return Ok(None);
+                }
+                Err(e) => return Err(stdin_error(path, &e)),
+            },
+            None => None,
+        };
         let files = match (&self.dir, plan.output) {
             (Some(d), OutputMode::File) => Some(d.run_files(index)?),
             _ => None,
-        };
-        let stdin_file = match &self.stdin_file_path {
-            Some(path) => Some(File::open(path).map_err(|e| stdin_error(path, &e))?),
-            None => None,
         };
         if plan.stdin == StdinMode::Null {
             shared.open_dev_null_in()?;
@@ -46,8 +57,16 @@ impl CommandBatch<'_> {
         if files.is_none() && plan.output == OutputMode::Null {
             shared.dev_null()?;
         }
-        Ok(RunIo { files, stdin_file })
+        Ok(Some(RunIo { files, stdin_file }))
     }
+}
+
+/// `--stdin PATH` for one run: opened without blocking, checked on its descriptor, and for a
+/// FIFO its writer waited for (signals still stop coldtrace meanwhile).
+fn open_stdin(path: &Path, signals: &SignalFd) -> Result<File, OpenError> {
+    let opened = untrusted::open(path, Want::Input)?;
+    untrusted::ready_for_child(&opened, signals)?;
+    Ok(File::from(opened.fd))
 }
 
 /// The streams and process settings a run is spawned with.

@@ -267,7 +267,8 @@ impl ProgramInfo {
 
 /// The `#!` line of a file, without `#!`, trimmed.
 fn read_shebang(path: &Path) -> Option<String> {
-    let file = std::fs::File::open(path).ok()?;
+    let opened = crate::untrusted::open(path, crate::untrusted::Want::Regular).ok()?;
+    let file = std::fs::File::from(opened.fd);
     let mut head = Vec::with_capacity(SHEBANG_MAX);
     file.take(SHEBANG_MAX as u64).read_to_end(&mut head).ok()?;
     let rest = head.strip_prefix(b"#!")?;

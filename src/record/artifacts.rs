@@ -132,7 +132,10 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Artifact
         file.write_all(bytes)?;
         file.sync_all()?;
         fs::rename(&tmp, &dest)?;
-        File::open(dir)?.sync_all()
+        // The directory is the user's path: opened without blocking, and it must still be one.
+        let opened = crate::untrusted::open(dir, crate::untrusted::Want::Directory)
+            .map_err(crate::untrusted::OpenError::into_io)?;
+        File::from(opened.fd).sync_all()
     })();
     result.map_err(|e| {
         let _ = fs::remove_file(&tmp);

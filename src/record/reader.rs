@@ -9,9 +9,11 @@
 
 use crate::record::stats::{ratio, Summary};
 use crate::serialize_struct;
+use crate::untrusted::{self, OpenError, Want};
+use coldtrace_syscalls::Errno;
 use serde_json::Value;
 use std::fs;
-use std::io;
+use std::io::{self, BufRead, Read};
 use std::path::{Path, PathBuf};
 
 /// A batch directory that cannot be read: one line naming the file (and line).
@@ -139,7 +141,21 @@ fn comparison_members(dir: &Path) -> Result<Option<Vec<PathBuf>>, ReportError> {
     Ok(Some(members))
 }
 
-/// Reads one batch directory.
+/// The largest `batch.json` read: coldtrace's own are tens of KiB (failed runs add ~100 bytes
+/// each); a larger one is left unread with a note, never held in memory.
+pub const BATCH_DOCUMENT_LIMIT: u64 = 64 << 20;
+/// The longest line of `runs.jsonl` read: a record is a few KiB; its argv is at most the
+/// kernel's argument limit (6 MiB), escaped.
+pub const RECORD_LINE_LIMIT: u64 = 64 << 20;
+
+fn unreadable(path: &Path, e: OpenError) -> ReportError {
+    let why = crate::record::artifacts::explain(&e.into_io());
+    ReportError(format!("{}: {why}", path.display()))
+}
+
+/// Reads one batch directory. Its files are opened without blocking and must be regular
+/// files (a FIFO or a device planted there is an error, not a hang or an endless read); lines
+/// and documents are read up to a limit.
 pub fn read_batch(dir: &Path) -> Result<BatchRow, ReportError> {
     let shown = dir.display().to_string();
     let meta = fs::metadata(dir).map_err(|e| {
@@ -158,29 +174,23 @@ pub fn read_batch(dir: &Path) -> Result<BatchRow, ReportError> {
         ..BatchRow::default()
     };
     let batch_path = dir.join("batch.json");
-    match fs::read(&batch_path) {
+    match untrusted::read_bounded(&batch_path, BATCH_DOCUMENT_LIMIT) {
         Ok(bytes) => parse_batch_document(&bytes, &batch_path.display().to_string(), &mut row)?,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+        Err(OpenError::Os(e)) if e == Errno::NOENT => {
             row.notes
                 .push("no batch.json (the batch did not finish)".into());
         }
-        Err(e) => {
-            return Err(ReportError(format!(
-                "{}: {}",
-                batch_path.display(),
-                crate::record::artifacts::explain(&e)
-            )))
-        }
+        Err(OpenError::TooLarge { limit }) => row.notes.push(format!(
+            "batch.json is larger than {} MiB: not read (label, kernel and completion unknown)",
+            limit >> 20
+        )),
+        Err(e) => return Err(unreadable(&batch_path, e)),
     }
     let runs_path = dir.join("runs.jsonl");
-    let bytes = fs::read(&runs_path).map_err(|e| {
-        ReportError(format!(
-            "{}: {}",
-            runs_path.display(),
-            crate::record::artifacts::explain(&e)
-        ))
-    })?;
-    parse_runs(&bytes, &runs_path.display().to_string(), &mut row)?;
+    let opened =
+        untrusted::open(&runs_path, Want::Regular).map_err(|e| unreadable(&runs_path, e))?;
+    let reader = io::BufReader::with_capacity(64 * 1024, fs::File::from(opened.fd));
+    read_runs(reader, &runs_path.display().to_string(), &mut row)?;
     Ok(row)
 }
 
@@ -230,17 +240,83 @@ pub fn parse_batch_document(
 /// Any other malformed line, or a record whose schema is not `coldtrace.run/1`: one line
 /// naming `name` and the line number (1-based).
 pub fn parse_runs(bytes: &[u8], name: &str, row: &mut BatchRow) -> Result<(), ReportError> {
-    let mut warm_walls = Vec::new();
-    let mut line_no = 0u64;
+    let mut runs = Runs::default();
     for line in bytes.split_inclusive(|&b| b == b'\n') {
-        line_no += 1;
+        if runs.take(line, name, row)? == Flow::Stop {
+            break;
+        }
+    }
+    runs.finish(row);
+    Ok(())
+}
+
+/// As [`parse_runs`], reading `runs.jsonl` line by line: memory is one line (at most
+/// [`RECORD_LINE_LIMIT`]) and the warm wall times, however long the file.
+///
+/// # Errors
+/// As [`parse_runs`]; a read error, or a line longer than the limit.
+pub fn read_runs(
+    mut reader: impl io::BufRead,
+    name: &str,
+    row: &mut BatchRow,
+) -> Result<(), ReportError> {
+    let mut runs = Runs::default();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = (&mut reader)
+            .take(RECORD_LINE_LIMIT + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| {
+                ReportError(format!(
+                    "{name}: line {}: {}",
+                    runs.line_no + 1,
+                    crate::record::artifacts::explain(&e)
+                ))
+            })?;
+        if n == 0 {
+            break;
+        }
+        if line.len() as u64 > RECORD_LINE_LIMIT {
+            return Err(ReportError(format!(
+                "{name}: line {}: longer than {} MiB, not a record coldtrace wrote",
+                runs.line_no + 1,
+                RECORD_LINE_LIMIT >> 20
+            )));
+        }
+        if runs.take(&line, name, row)? == Flow::Stop {
+            break;
+        }
+    }
+    runs.finish(row);
+    Ok(())
+}
+
+#[derive(PartialEq)]
+enum Flow {
+    Next,
+    Stop,
+}
+
+/// `runs.jsonl` as it is read: the line count and the warm runs' wall times.
+#[derive(Default)]
+struct Runs {
+    line_no: u64,
+    warm_walls: Vec<f64>,
+}
+
+impl Runs {
+    /// One line (with its `\n`, if any) into `row`.
+    fn take(&mut self, line: &[u8], name: &str, row: &mut BatchRow) -> Result<Flow, ReportError> {
+        self.line_no += 1;
+        let line_no = self.line_no;
         let complete_line = line.last() == Some(&b'\n');
         let record: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
             Err(_) if !complete_line => {
                 row.notes
                     .push(format!("runs.jsonl line {line_no} is cut short (skipped)"));
-                break;
+                return Ok(Flow::Stop);
             }
             Err(e) => {
                 return Err(ReportError(format!(
@@ -273,23 +349,26 @@ pub fn parse_runs(bytes: &[u8], name: &str, row: &mut BatchRow) -> Result<(), Re
         if role == "first" {
             first_figures(&record, counted, row);
         }
-        if !counted {
-            continue;
+        if counted {
+            row.counted += 1;
+            if role != "first" {
+                self.warm_walls.extend(f64_at(&record, &["wall_ns"]));
+            }
         }
-        row.counted += 1;
-        if role != "first" {
-            warm_walls.extend(f64_at(&record, &["wall_ns"]));
+        Ok(Flow::Next)
+    }
+
+    /// After the last line: the warm median, the ratio and the notes.
+    fn finish(self, row: &mut BatchRow) {
+        if self.line_no == 0 {
+            row.notes.push("runs.jsonl is empty".into());
         }
+        row.warm_median_wall_ns = Summary::of(&self.warm_walls).map(|s| s.median);
+        if row.first_rejected.is_none() {
+            row.first_to_warm = ratio(row.first_wall_ns, row.warm_median_wall_ns);
+        }
+        note_promoted_first(row);
     }
-    if line_no == 0 {
-        row.notes.push("runs.jsonl is empty".into());
-    }
-    row.warm_median_wall_ns = Summary::of(&warm_walls).map(|s| s.median);
-    if row.first_rejected.is_none() {
-        row.first_to_warm = ratio(row.first_wall_ns, row.warm_median_wall_ns);
-    }
-    note_promoted_first(row);
-    Ok(())
 }
 
 /// The figures of the run with role `first`, counted or rejected (a rejected one is shown as

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 use super::WatchedFile;
+use crate::untrusted::{self, OpenError, Want};
 use coldtrace_syscalls::Errno;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, CWD};
@@ -10,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 /// Opens the files of a set one after another for probing or advising: read-only,
 /// close-on-exec, and `O_NOATIME` where the kernel permits it (owner or `CAP_FOWNER`), so that
-/// looking does not change atimes.
+/// looking does not change atimes. Through [`untrusted::open_at`]: a file swapped for a FIFO
+/// or a device since the walk neither blocks nor is probed (it is not a regular file).
 ///
 /// Each parent directory is resolved once (`O_PATH`) and files are opened relative to it
 /// ([openat(2)]): files of one directory are consecutive in walk order, and re-walking every
@@ -30,7 +32,7 @@ impl Opener {
         }
     }
 
-    pub(super) fn open(&mut self, file: &WatchedFile) -> Result<OwnedFd, Errno> {
+    pub(super) fn open(&mut self, file: &WatchedFile) -> Result<OwnedFd, OpenError> {
         let (Some(parent), Some(name)) = (file.path.parent(), file.path.file_name()) else {
             return self.open_at(CWD, &file.path, file);
         };
@@ -53,14 +55,18 @@ impl Opener {
         }
     }
 
-    fn open_at<D: AsFd>(&self, dir: D, path: &Path, file: &WatchedFile) -> Result<OwnedFd, Errno> {
-        let base = OFlags::RDONLY | OFlags::CLOEXEC;
+    fn open_at<D: AsFd>(
+        &self,
+        dir: D,
+        path: &Path,
+        file: &WatchedFile,
+    ) -> Result<OwnedFd, OpenError> {
         if self.euid == 0 || self.euid == file.owner_uid {
-            match rustix::fs::openat(&dir, path, base | OFlags::NOATIME, Mode::empty()) {
-                Err(rustix::io::Errno::PERM) => {}
-                other => return other.map_err(Errno::from),
+            match untrusted::open_at(&dir, path, Want::Regular, OFlags::NOATIME) {
+                Err(OpenError::Os(e)) if e == Errno::PERM => {}
+                other => return other.map(|o| o.fd),
             }
         }
-        rustix::fs::openat(&dir, path, base, Mode::empty()).map_err(Errno::from)
+        untrusted::open_at(&dir, path, Want::Regular, OFlags::empty()).map(|o| o.fd)
     }
 }

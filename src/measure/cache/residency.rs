@@ -4,6 +4,7 @@
 
 use super::open::Opener;
 use super::{FileSet, WatchedFile};
+use crate::untrusted::OpenError;
 use coldtrace_syscalls::cache as raw;
 use coldtrace_syscalls::Errno;
 use rustix::fd::{AsFd, OwnedFd};
@@ -184,8 +185,8 @@ pub enum UnknownReason {
     /// `mincore` (no cachestat, or overlayfs) would claim every page resident: no write
     /// permission.
     MincoreUntrustworthy,
-    /// The file could not be opened.
-    Open(Errno),
+    /// The file could not be opened (or is no longer a regular file).
+    Open(OpenError),
     /// The probe failed otherwise.
     Probe(Errno),
 }
