@@ -313,3 +313,84 @@ fn without_a_warm_series_the_penalty_is_null_with_the_reason() {
         out.describe()
     );
 }
+
+#[test]
+fn a_cold_cat_of_64_mib_names_the_file_it_read_and_the_read_in_its_penalty() {
+    let tmp = TempDir::new("paged-in");
+    let file = tmp.join("data.bin");
+    let mut bytes = vec![0u8; 64 << 20];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = (i * 7 + i / 4096) as u8;
+    }
+    std::fs::write(&file, &bytes).unwrap();
+    std::fs::File::open(&file).unwrap().sync_all().unwrap();
+    drop(bytes);
+    let other = tmp.join("other.txt");
+    std::fs::write(&other, b"not read").unwrap();
+    let f = file.to_str().unwrap();
+    let out = ct(
+        tmp.path(),
+        [
+            "run",
+            "-n",
+            "3",
+            "-o",
+            "b",
+            "--evict",
+            f,
+            "--watch",
+            other.to_str().unwrap(),
+            "--cold-first-only",
+            "--",
+            "cat",
+            f,
+        ],
+    )
+    .run_within(std::time::Duration::from_secs(120));
+    out.expect_code(0);
+    if coldtrace::measure::cache::is_tmpfs(tmp.path()) == Some(true) {
+        panic!(
+            "{} is on tmpfs: nothing can be evicted there",
+            tmp.path().display()
+        );
+    }
+    let runs = read_records(&tmp.join("b"));
+    let top = &runs[0]["paged_in"][0];
+    assert_eq!(top["path"], f, "{}", runs[0]["paged_in"]);
+    assert!(top["bytes"].as_u64().unwrap() >= 60 << 20, "{top}");
+    assert_eq!(
+        runs[0]["paged_in"].as_array().unwrap().len(),
+        1,
+        "other.txt not read"
+    );
+    assert_eq!(runs[0]["cache"]["paged_in_files"], 1);
+    for warm in &runs[1..] {
+        assert_eq!(
+            warm["paged_in"],
+            Value::Array(vec![]),
+            "warm runs read from the cache"
+        );
+        assert_eq!(warm["cache"]["paged_in_bytes"], 0);
+    }
+    // The whole list, largest first, beside the first run's outputs.
+    let tsv = std::fs::read_to_string(tmp.join("b/runs/000/paged_in.tsv")).unwrap();
+    let lines: Vec<&str> = tsv.lines().collect();
+    assert_eq!(lines[0], "bytes\tpath");
+    assert_eq!(lines[1], format!("{}\t{f}", top["bytes"]));
+    assert_eq!(lines.len(), 2, "{tsv}");
+    // The penalty's evidence shows the read; the table names the file.
+    let batch = read_batch(&tmp.join("b"));
+    let evidence = &batch["first_penalty"]["evidence"];
+    assert!(
+        evidence["read_bytes"].as_i64().unwrap() >= 60 << 20,
+        "{evidence}"
+    );
+    assert!(evidence["block_in"].as_i64().unwrap() * 512 >= 60 << 20);
+    let text = prose(&out.stderr);
+    assert!(
+        text.contains("into the page cache (1 file): data.bin 64.0 MiB"),
+        "{}",
+        out.describe()
+    );
+    assert!(text.contains("read from storage"), "{}", out.describe());
+}

@@ -3,8 +3,9 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::program::{lossy, resolve, sh_program};
+use crate::batch::watch::FirstPagedIn;
 use crate::batch::{BatchError, Shared, SingleRun};
-use crate::measure::cache::{self, FileSet};
+use crate::measure::cache::{self, FileSet, Ledger};
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
 use crate::plan::{OutputMode, Plan, StdinMode};
 use crate::record::artifacts::BatchDir;
@@ -44,6 +45,10 @@ pub struct CommandBatch<'p> {
     pub(super) notices: Vec<String>,
     /// Why some watched files' residency is unknown, the first time it was.
     pub(super) cache_unknown: Option<String>,
+    /// Each watched file's residency before the current run (a memfd, not the heap).
+    pub(super) ledger: Option<Ledger>,
+    /// What the first run brought into the page cache.
+    pub(super) first_paged_in: Option<FirstPagedIn>,
 }
 
 /// A command's plan checked against the system before anything is created or run: the program
@@ -131,6 +136,12 @@ impl<'p> Checked<'p> {
             last_wall_ns: None,
             notices,
             cache_unknown: None,
+            ledger: if plan.cold.watch.is_empty() {
+                None
+            } else {
+                Ledger::new()
+            },
+            first_paged_in: None,
         })
     }
 }
@@ -193,15 +204,6 @@ impl<'p> CommandBatch<'p> {
             ));
         }
         notes
-    }
-
-    /// The residency of the watched files now (`None` without `--watch`/`--evict`).
-    pub(super) fn residency(&self) -> Option<cache::Residency> {
-        let roots = &self.plan.cold.watch;
-        if roots.is_empty() {
-            return None;
-        }
-        FileSet::collect(roots).map(|set| set.residency()).ok()
     }
 }
 

@@ -74,6 +74,7 @@ impl CommandBatch<'_> {
             first_penalty: penalty,
             watching: !plan.cold.watch.is_empty(),
             cache_unknown: self.cache_unknown,
+            first_paged_in: self.first_paged_in,
             summaries,
             failed: self.failed,
             counts: self.counts,

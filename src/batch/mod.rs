@@ -18,6 +18,7 @@ mod progress;
 mod shared;
 mod signals;
 mod step;
+mod watch;
 mod wiring;
 
 pub use command::CommandBatch;
@@ -27,6 +28,7 @@ pub use program::exit_code_for_start_failure;
 pub use progress::{Observer, Unobserved};
 pub use shared::Shared;
 pub use signals::Signals;
+pub use watch::{FirstPagedIn, PAGED_IN_TOP};
 
 use crate::plan::Plan;
 use crate::record::artifacts::ArtifactError;

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::program::exit_code_for_failed_start;
+use crate::batch::watch::FirstPagedIn;
 use crate::measure::runner::Outcome;
 use crate::plan::ColdWhen;
 use crate::record::batch::{BatchContext, Counts, FailedRun};
@@ -29,6 +30,8 @@ pub struct BatchOutcome {
     pub watching: bool,
     /// Why some watched files' residency is unknown (the first time it was), in words.
     pub cache_unknown: Option<String>,
+    /// What the first run brought into the page cache (with `--watch`/`--evict`).
+    pub first_paged_in: Option<FirstPagedIn>,
     /// The first run's penalty over the reference warm run, or why there is none.
     pub first_penalty: Result<FirstPenalty, &'static str>,
     /// When the cold action happened (`None`: no cold action).

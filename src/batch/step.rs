@@ -6,6 +6,7 @@ use crate::batch::command::CommandBatch;
 use crate::batch::progress::Observer;
 use crate::batch::wiring::{spawn_options, RunIo};
 use crate::batch::{BatchError, Shared, SingleRun, Step};
+use crate::measure::cache::PagedFile;
 use crate::measure::clock;
 use crate::measure::context::ProgramInfo;
 use crate::measure::runner::{self, Outcome, RunLimits, RunResult};
@@ -24,6 +25,7 @@ struct Measured {
     boot_id: Option<String>,
     uptime_s: Option<f64>,
     cache: Option<CacheRecord>,
+    paged_in: Option<Vec<PagedFile>>,
     system_delta: Option<SystemDelta>,
 }
 
@@ -70,6 +72,7 @@ impl<'a> RecordBase<'a> {
             child_io: result.child_io,
             sched: result.sched,
             cache: measured.cache,
+            paged_in: measured.paged_in.map(run::PagedInList),
             cold_action,
             system_delta: measured.system_delta,
             interrupted_by: run::signal_name(result.interrupted_by),
@@ -106,7 +109,7 @@ impl CommandBatch<'_> {
         self.record_run(index, role, slot, cold_action, measured, io.files)
     }
 
-    fn role_of(&self, index: u64) -> Role {
+    pub(super) fn role_of(&self, index: u64) -> Role {
         let warmup = u64::from(self.plan.warmup);
         if index < warmup {
             Role::Warmup
@@ -125,6 +128,8 @@ impl CommandBatch<'_> {
         observer: &mut dyn Observer,
     ) -> Measured {
         let plan = self.plan;
+        // Before the streams are borrowed for the spawn; only their wiring comes between.
+        let residency_before = self.watch_before();
         let options = spawn_options(
             plan,
             io,
@@ -150,7 +155,6 @@ impl CommandBatch<'_> {
         // /proc/uptime is CLOCK_BOOTTIME; reading the clock (vDSO) costs no system call.
         let uptime_s = (!minimal).then(clock::boottime_s);
         let started_at = clock::rfc3339_utc_now();
-        let residency_before = self.residency();
         let system_before = (!minimal).then(|| shared.sampler.sample());
         let or = if plan.timeout_ns.is_some() {
             " or to time out"
@@ -170,16 +174,14 @@ impl CommandBatch<'_> {
             },
         );
         let system_after = (!minimal).then(|| shared.sampler.sample());
-        let residency_after = self.residency();
+        let (cache, paged_in) = self.watch_after(residency_before).unzip();
         Measured {
             result,
             started_at,
             boot_id,
             uptime_s,
-            cache: match (residency_before, residency_after) {
-                (Some(before), Some(after)) => Some(CacheRecord { before, after }),
-                _ => None,
-            },
+            cache,
+            paged_in,
             system_delta: match (&system_before, &system_after) {
                 (Some(before), Some(after)) => Some(SystemDelta::between(before, after)),
                 _ => None,

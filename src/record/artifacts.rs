@@ -199,6 +199,30 @@ impl BatchDir {
         })
     }
 
+    /// Writes `runs/NNN/NAME` (creating `runs/NNN/` when the run has no other artifact) and
+    /// returns its path relative to the batch directory.
+    pub fn write_run_file(
+        &self,
+        index: u64,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<String, ArtifactError> {
+        let rel = PathBuf::from("runs").join(format!("{index:03}"));
+        for dir in [self.root.join("runs"), self.root.join(&rel)] {
+            match fs::DirBuilder::new().mode(0o755).create(&dir) {
+                Err(e) if !(e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir()) => {
+                    return Err(error("cannot create", &dir, &e))
+                }
+                _ => {}
+            }
+        }
+        let path = self.root.join(&rel).join(name);
+        create_new(&path)
+            .and_then(|mut f| f.write_all(bytes))
+            .map_err(|e| error("cannot write", &path, &e))?;
+        Ok(rel.join(name).display().to_string())
+    }
+
     /// Appends one record line to `runs.jsonl` with a single `write(2)` of the whole line, so a
     /// crash of coldtrace leaves only complete lines (or, at worst, one cut last line).
     pub fn append_record(&mut self, line: &[u8]) -> Result<(), ArtifactError> {

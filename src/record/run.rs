@@ -5,7 +5,7 @@
 //! absent measurement is `null`.
 #![forbid(unsafe_code)]
 
-use crate::measure::cache::Residency;
+use crate::measure::cache::{PagedFile, Residency};
 use crate::measure::context::ProgramInfo;
 use crate::measure::floor::FloorReading;
 use crate::measure::runner::Outcome;
@@ -140,10 +140,41 @@ impl Serialize for OutcomeRecord {
 pub struct CacheRecord {
     /// Right before the spawn (after any eviction).
     pub before: Residency,
-    /// Right after the reap.
+    /// Right after the reap (of the files watched before it).
     pub after: Residency,
+    /// Bytes the run brought into the page cache, over the files whose residency was known
+    /// before and after (net growth per file); `null` when none was.
+    pub paged_in_bytes: Option<u64>,
+    /// Files that gained pages.
+    pub paged_in_files: Option<u64>,
 }
-serialize_struct!(CacheRecord { before, after });
+serialize_struct!(CacheRecord {
+    before,
+    after,
+    paged_in_bytes,
+    paged_in_files
+});
+
+/// A file the run brought into the page cache, as records list it.
+pub struct PagedInRecord<'a>(pub &'a PagedFile);
+
+impl Serialize for PagedInRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("path", &self.0.path.to_string_lossy())?;
+        m.serialize_entry("bytes", &self.0.bytes)?;
+        m.end()
+    }
+}
+
+/// The files a run brought into the page cache, largest first.
+pub struct PagedInList(pub Vec<PagedFile>);
+
+impl Serialize for PagedInList {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(PagedInRecord))
+    }
+}
 
 /// What was done to make the run cold.
 #[derive(Clone, Debug, Default)]
@@ -235,6 +266,9 @@ pub struct RunRecord<'a> {
     pub sched: Option<ChildSched>,
     /// Residency of watched files.
     pub cache: Option<CacheRecord>,
+    /// The watched files this run brought into the page cache, the largest first (at most
+    /// 20); `null` without `--watch`/`--evict`.
+    pub paged_in: Option<PagedInList>,
     /// Eviction / cache dropping before this run.
     pub cold_action: Option<ColdAction>,
     /// System-wide counter deltas over the run (not the child's own).
@@ -257,7 +291,7 @@ pub struct RunRecord<'a> {
 serialize_struct!(RunRecord<'_> {
     schema, index, role, label, started_at, boot_id, uptime_s, argv, program, cwd, outcome,
     counted, failure_reason, wall_ns, rusage, max_rss_at_floor, runner, child_io, sched, cache,
-    cold_action, system_delta, interrupted_by, stopped_by, orphans_reaped, artifacts,
+    paged_in, cold_action, system_delta, interrupted_by, stopped_by, orphans_reaped, artifacts,
 } optional { slot, counters });
 
 /// Signal name for records.

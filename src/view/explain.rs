@@ -2,12 +2,27 @@
 //! median and its parts, with the evidence. It words what record computed; it computes nothing.
 #![forbid(unsafe_code)]
 
-use crate::batch::BatchOutcome;
+use crate::batch::{BatchOutcome, FirstPagedIn};
+use crate::measure::cache::PagedFile;
 use crate::plan::ColdWhen;
 use crate::record::penalty::{Basis, FirstPenalty};
+use crate::text::unbreakable;
 use crate::view::lines;
 use crate::view::style::Style;
-use crate::view::units::{human_bytes, human_ns, signed_ns};
+use crate::view::units;
+
+/// A figure that is never broken across lines.
+fn human_bytes(bytes: f64) -> String {
+    unbreakable(&units::human_bytes(bytes))
+}
+
+fn human_ns(ns: f64) -> String {
+    unbreakable(&units::human_ns(ns))
+}
+
+fn signed_ns(ns: i64) -> String {
+    unbreakable(&units::signed_ns(ns))
+}
 
 /// Every explaining sentence of a batch, each wrapped to 80 columns.
 pub fn explain(out: &mut String, outcome: &BatchOutcome, style: &Style) {
@@ -18,6 +33,63 @@ pub fn explain(out: &mut String, outcome: &BatchOutcome, style: &Style) {
         }
         Err(_) => {}
     }
+    if let Some(first) = &outcome.first_paged_in {
+        lines::sentence(out, &paged_in_sentence(first));
+    }
+}
+
+/// `the first run brought 13.6 MiB of the watched files into the page cache (212 files):
+/// libpython3.11.so 5.1 MiB, _json.so 200 KiB, …; every file in runs/000/paged_in.tsv`.
+pub fn paged_in_sentence(first: &FirstPagedIn) -> String {
+    let p = &first.paged;
+    if p.known_files == 0 {
+        return "the first run's paged-in files are unknown: no watched file's residency was \
+                known before and after it"
+            .into();
+    }
+    if p.files == 0 {
+        return "the first run brought none of the watched files into the page cache".into();
+    }
+    let shown: Vec<&PagedFile> = p.top.iter().take(5).collect();
+    let names: Vec<String> = shown
+        .iter()
+        .map(|f| format!("{} {}", short_name(f, &shown), human_bytes(f.bytes as f64)))
+        .collect();
+    let more = if p.files > shown.len() as u64 {
+        ", …"
+    } else {
+        ""
+    };
+    let all = first
+        .artifact
+        .as_ref()
+        .map_or(String::new(), |a| format!("; every file in {a}"));
+    format!(
+        "the first run brought {} of the watched files into the page cache ({} file{}): {}{more}{all}",
+        human_bytes(p.bytes as f64),
+        p.files,
+        if p.files == 1 { "" } else { "s" },
+        names.join(", ")
+    )
+}
+
+/// A file's name, with its directory when another shown file has the same name
+/// (`json/__init__.py`).
+fn short_name(file: &PagedFile, shown: &[&PagedFile]) -> String {
+    let name = |f: &PagedFile| {
+        f.path
+            .file_name()
+            .map_or(f.path.to_string_lossy(), |n| n.to_string_lossy())
+            .into_owned()
+    };
+    let own = name(file);
+    let clash = shown.iter().filter(|f| name(f) == own).count() > 1;
+    let parent = file.path.parent().and_then(|p| p.file_name());
+    let text = match (clash, parent) {
+        (true, Some(dir)) => format!("{}/{own}", dir.to_string_lossy()),
+        _ => own,
+    };
+    crate::text::escape_controls(&text)
 }
 
 /// `first run +153.20 ms over the warm median (run #3): +98.10 ms blocked (76.7 MiB read from
@@ -102,6 +174,11 @@ mod tests {
     use super::*;
     use crate::record::penalty::Evidence;
 
+    /// The sentence as printed (no-break spaces are printed as spaces).
+    fn plain(text: String) -> String {
+        text.replace('\u{a0}', " ")
+    }
+
     fn penalty(basis: Basis) -> FirstPenalty {
         FirstPenalty {
             first_index: 0,
@@ -127,7 +204,7 @@ mod tests {
 
     #[test]
     fn the_parts_are_named_with_their_evidence() {
-        let text = penalty_sentence(&penalty(Basis::Schedstat));
+        let text = plain(penalty_sentence(&penalty(Basis::Schedstat)));
         assert_eq!(
             text,
             "first run +153.00 ms over the warm median (run #3): +111.00 ms blocked \
@@ -137,10 +214,37 @@ mod tests {
     }
 
     #[test]
+    fn the_top_five_files_are_named_with_their_directory_when_names_clash() {
+        let file = |path: &str, bytes: u64| PagedFile {
+            path: path.into(),
+            bytes,
+        };
+        let first = FirstPagedIn {
+            paged: crate::measure::cache::PagedIn {
+                top: vec![
+                    file("/p/lib/libpython3.11.so.1.0", 5 << 20),
+                    file("/p/json/__init__.py", 8192),
+                    file("/p/email/__init__.py", 4096),
+                ],
+                files: 212,
+                bytes: 13 << 20,
+                known_files: 900,
+            },
+            artifact: Some("runs/000/paged_in.tsv".into()),
+        };
+        assert_eq!(
+            plain(paged_in_sentence(&first)),
+            "the first run brought 13.0 MiB of the watched files into the page cache \
+             (212 files): libpython3.11.so.1.0 5.0 MiB, json/__init__.py 8 KiB, \
+             email/__init__.py 4 KiB, …; every file in runs/000/paged_in.tsv"
+        );
+    }
+
+    #[test]
     fn parallel_work_gives_the_cpu_difference_alone() {
         let mut p = penalty(Basis::Parallel);
         (p.cpu_ns, p.runqueue_ns, p.blocked_ns) = (None, None, None);
-        let text = penalty_sentence(&p);
+        let text = plain(penalty_sentence(&p));
         assert!(text.contains("not decomposable: parallel work"), "{text}");
         assert!(text.contains("rusage CPU +40.00 ms"), "{text}");
         assert!(

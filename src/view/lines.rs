@@ -34,7 +34,7 @@ fn labelled(out: &mut String, label: Option<&str>, text: &str, style: &Style) {
 
 fn put(out: &mut String, label: &str, separator: &str, text: &str, style: &Style) {
     let used = 2 + label.chars().count() + separator.chars().count();
-    let lines = crate::text::wrap_words(text, used, WIDTH);
+    let lines = crate::text::wrap_words(text, WIDTH.saturating_sub(used), WIDTH - 4);
     let shown = if label.is_empty() {
         String::new()
     } else {

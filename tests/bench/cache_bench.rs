@@ -1,11 +1,13 @@
 #![forbid(unsafe_code)]
 //! Times `FileSet::collect`, `residency` and `evict` on a tree of ~10,000 small files on a
-//! disk-backed directory, and on the Python site-packages if there is one.
+//! disk-backed directory, and on the Python site-packages if there is one; and the per-file
+//! attribution of a run (`Ledger::before` and `Ledger::after`: each file's residency kept in a
+//! memfd before the run, compared file by file after it).
 //!
 //! `cargo run --release --example cache_bench [ROUNDS]`; prints a Markdown table (median of
 //! ROUNDS, default 7). The tree is kept in /var/tmp/coldtrace-bench-tree for later runs.
 
-use coldtrace::measure::cache::{cachestat_available, is_tmpfs, FileSet};
+use coldtrace::measure::cache::{cachestat_available, is_tmpfs, FileSet, Ledger};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -46,8 +48,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("- rounds: {rounds} (median shown); each round warms every file by reading it,");
     println!("  then times residency, evict, and residency again (cold)\n");
-    println!("| tree | files | MiB | collect ms | residency ms | evict ms | residency after evict ms | ratio before → after |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---|");
+    println!("| tree | files | MiB | collect ms | residency ms | evict ms | residency after evict ms | ratio before → after | ledger before ms | ledger after ms |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|");
     bench(&tree, rounds)?;
     match site_packages() {
         Some(dir) => bench(&dir, rounds)?,
@@ -58,6 +60,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 fn bench(root: &Path, rounds: usize) -> Result<(), Box<dyn std::error::Error>> {
     let (mut collect, mut residency, mut evict, mut cold) = (vec![], vec![], vec![], vec![]);
+    let (mut ledger_before, mut ledger_after) = (vec![], vec![]);
+    let mut ledger = Ledger::new().ok_or("no memfd")?;
     let mut ratios = (None, None);
     let mut last = None;
     for _ in 0..rounds {
@@ -84,12 +88,19 @@ fn bench(root: &Path, rounds: usize) -> Result<(), Box<dyn std::error::Error>> {
             );
         }
         ratios = (before.resident_ratio, after.resident_ratio);
+        // Attribution around a run that reads nothing: both passes over every (cold) file.
+        let t = Instant::now();
+        let _ = ledger.before(&set);
+        ledger_before.push(t.elapsed());
+        let t = Instant::now();
+        let _ = ledger.after(20, &mut |_| {});
+        ledger_after.push(t.elapsed());
         last = Some(set);
     }
     let set = last.ok_or("no rounds")?;
     let ratio = |r: Option<f64>| r.map_or("unknown".to_owned(), |r| format!("{:.1}%", r * 100.0));
     println!(
-        "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} → {} |",
+        "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} → {} | {:.1} | {:.1} |",
         root.display(),
         set.len(),
         set.total_bytes() as f64 / (1 << 20) as f64,
@@ -99,6 +110,8 @@ fn bench(root: &Path, rounds: usize) -> Result<(), Box<dyn std::error::Error>> {
         median_ms(&mut cold),
         ratio(ratios.0),
         ratio(ratios.1),
+        median_ms(&mut ledger_before),
+        median_ms(&mut ledger_after),
     );
     Ok(())
 }

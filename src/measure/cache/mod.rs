@@ -22,11 +22,13 @@
 
 mod evict;
 mod files;
+mod ledger;
 mod open;
 mod residency;
 
 pub use evict::{drop_caches, drop_caches_permitted, is_tmpfs, EvictReport};
 pub use files::{FileSet, WatchedFile};
+pub use ledger::{Ledger, PagedFile, PagedIn};
 pub use residency::{
     aggregate, cachestat_available, choose_method, FileProbe, Method, Prober, Residency, Totals,
     UnknownReason, OVERLAYFS_MAGIC,

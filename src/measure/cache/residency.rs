@@ -389,7 +389,7 @@ impl Totals {
 }
 
 /// The system page size (the unit of every residency figure).
-fn page_size() -> u64 {
+pub(super) fn page_size() -> u64 {
     rustix::param::page_size() as u64
 }
 

@@ -1,0 +1,97 @@
+//! The watched files around a run: their residency right before it and right after it, and
+//! which of them the run brought into the page cache (the top ones for the record, every one in
+//! `runs/NNN/paged_in.tsv` for the first run). It measures through the cache module and keeps
+//! nothing per file in the heap across the spawn; building the record is step.rs's job.
+#![forbid(unsafe_code)]
+
+use crate::batch::command::CommandBatch;
+use crate::measure::cache::{FileSet, PagedFile, PagedIn, Residency};
+use crate::record::run::{CacheRecord, Role};
+
+/// Files that gained pages kept per record, largest first.
+pub const PAGED_IN_TOP: usize = 20;
+
+/// What the first run brought into the page cache, for the table.
+#[derive(Clone, Debug, Default)]
+pub struct FirstPagedIn {
+    /// Its top files and totals.
+    pub paged: PagedIn,
+    /// `runs/NNN/paged_in.tsv`, relative to the batch directory, when written.
+    pub artifact: Option<String>,
+}
+
+impl CommandBatch<'_> {
+    /// The residency of the watched files now, each file's remembered for [`Self::watch_after`]
+    /// (`None` without `--watch`/`--evict`). The tree is walked afresh and dropped at once.
+    pub(super) fn watch_before(&mut self) -> Option<Residency> {
+        let roots = &self.plan.cold.watch;
+        if roots.is_empty() {
+            return None;
+        }
+        let set = FileSet::collect(roots).ok()?;
+        Some(match &mut self.ledger {
+            Some(ledger) => ledger.before(&set),
+            None => set.residency(),
+        })
+    }
+
+    /// The residency after the run and what each watched file gained during it.
+    pub(super) fn watch_after(
+        &mut self,
+        before: Option<Residency>,
+    ) -> Option<(CacheRecord, Vec<PagedFile>)> {
+        let before = before?;
+        let first = self.role_of(self.next_index) == Role::First;
+        let mut all = Vec::new();
+        let (after, paged) = match &mut self.ledger {
+            Some(ledger) => {
+                let keep = |f: &PagedFile| {
+                    if first {
+                        all.push(f.clone());
+                    }
+                };
+                let (after, paged) = ledger.after(PAGED_IN_TOP, &mut { keep });
+                (after, Some(paged))
+            }
+            None => (
+                FileSet::collect(&self.plan.cold.watch).ok()?.residency(),
+                None,
+            ),
+        };
+        let known = paged.as_ref().filter(|p| p.known_files > 0);
+        let cache = CacheRecord {
+            before,
+            after,
+            paged_in_bytes: known.map(|p| p.bytes),
+            paged_in_files: known.map(|p| p.files),
+        };
+        let top = paged.as_ref().map_or(Vec::new(), |p| p.top.clone());
+        if let (true, Some(paged)) = (first, paged) {
+            self.keep_first_paged_in(paged, all);
+        }
+        Some((cache, top))
+    }
+
+    /// Keeps the first run's top files for the table and writes every file it paged in, largest
+    /// first, to `runs/NNN/paged_in.tsv` (a failure to write it is said, not fatal).
+    fn keep_first_paged_in(&mut self, paged: PagedIn, mut all: Vec<PagedFile>) {
+        all.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.path.cmp(&b.path)));
+        let mut text = String::from("bytes\tpath\n");
+        for f in &all {
+            let path = crate::text::escape_controls(&f.path.to_string_lossy());
+            text.push_str(&format!("{}\t{path}\n", f.bytes));
+        }
+        let artifact = match &self.dir {
+            Some(dir) => match dir.write_run_file(self.next_index, "paged_in.tsv", text.as_bytes())
+            {
+                Ok(rel) => Some(rel),
+                Err(e) => {
+                    self.notices.push(e.message);
+                    None
+                }
+            },
+            None => None,
+        };
+        self.first_paged_in = Some(FirstPagedIn { paged, artifact });
+    }
+}
