@@ -569,8 +569,10 @@ fn vfork_child_inherits_the_parents_peak_unless_reset() {
 
 /// Issue 8: after coldtrace itself has grown and shrunk back, the next child's max RSS is still
 /// its own. A `--watch` over 30,000 files makes coldtrace build (and drop) a large file list
-/// before and after every run; GNU time's `%M` of coldtrace shows that it really grew, while
-/// every record's floor and the child's max RSS stay where they are without the watch.
+/// before every run; coldtrace's own VmRSS, sampled from outside while the batch runs, shows
+/// that it really grew (its peak RSS cannot show it: the high-water mark is reset right before
+/// each spawn, and nothing grows after one), while every record's floor and the child's max
+/// RSS stay where they are without the watch.
 #[test]
 fn after_coldtrace_grows_and_shrinks_the_childs_max_rss_is_still_its_own() {
     require_gnu_time();
@@ -591,9 +593,7 @@ fn after_coldtrace_grows_and_shrinks_the_childs_max_rss_is_still_its_own() {
     }
     let dir = w.dir.join("batch-grown");
     let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(GNU_TIME)
-        .args(["-f", "%M"])
-        .arg(coldtrace())
+    let mut child = Command::new(coldtrace())
         .args([
             "run",
             "-q",
@@ -607,18 +607,26 @@ fn after_coldtrace_grows_and_shrinks_the_childs_max_rss_is_still_its_own() {
         ])
         .arg(&w.minimal)
         .stdin(Stdio::null())
-        .output()
-        .expect("run coldtrace under GNU time");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let coldtrace_peak_kib: u64 = String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .expect("GNU time's %M");
+        .spawn()
+        .expect("run coldtrace");
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut coldtrace_peak_kib = 0u64;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        let rss = std::fs::read_to_string(&status_path)
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+            .unwrap_or(0);
+        coldtrace_peak_kib = coldtrace_peak_kib.max(rss);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
+    assert!(status.success(), "coldtrace failed: {status:?}");
     let records: Vec<Value> = std::fs::read_to_string(dir.join("runs.jsonl"))
         .expect("runs.jsonl")
         .lines()
@@ -626,7 +634,7 @@ fn after_coldtrace_grows_and_shrinks_the_childs_max_rss_is_still_its_own() {
         .collect();
     let (plain_ct, _gnu) = max_rss_medians(&[s(&w.minimal)], 5);
     eprintln!(
-        "accuracy: grown: coldtrace's own peak {coldtrace_peak_kib} KiB; child max RSS {:?} vs {plain_ct} without the watch",
+        "accuracy: grown: coldtrace's own VmRSS peaked at {coldtrace_peak_kib} KiB; child max RSS {:?} vs {plain_ct} without the watch",
         records.iter().map(|r| rusage(r, "max_rss_kib")).collect::<Vec<_>>()
     );
     assert!(
