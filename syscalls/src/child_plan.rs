@@ -64,8 +64,8 @@ pub(crate) struct ChildPlan<'a> {
     pub stdio: [c_int; 3],
     /// Sorted descriptors ≥ 3 to keep (their close-on-exec flag is cleared).
     pub keep: &'a [c_int],
-    /// `None`: close the rest with `close_range`; `Some`: close exactly these.
-    pub close_list: Option<&'a [c_int]>,
+    /// How to close every other descriptor above 2.
+    pub closing: Closing<'a>,
     pub cwd: Option<&'a CStr>,
     pub new_process_group: bool,
     /// `Some(set)`: the caller vouches that only these signals have handlers.
@@ -74,10 +74,44 @@ pub(crate) struct ChildPlan<'a> {
     pub pidfd: bool,
 }
 
+/// How the child closes the descriptors it must not inherit.
+pub(crate) enum Closing<'a> {
+    /// `close_range(from, to, 0)` for each inclusive range (the gaps between kept ones).
+    Ranges(&'a [[usize; 2]]),
+    /// `close(fd)` for each: the parent's listing of `/proc/self/fd`, less the kept ones.
+    Each(&'a [c_int]),
+}
+
+/// The gaps above 2 between the sorted, kept descriptors `keep` (each ≥ 3), up to `u32::MAX`.
+pub(crate) fn gaps(keep: &[c_int]) -> Vec<[usize; 2]> {
+    let mut ranges = Vec::with_capacity(keep.len() + 1);
+    let mut from = 3usize;
+    for &fd in keep {
+        let fd = fd as usize;
+        if fd > from {
+            ranges.push([from, fd - 1]);
+        }
+        from = fd + 1;
+    }
+    ranges.push([from, u32::MAX as usize]);
+    ranges
+}
+
 /// A started child: its PID and, when asked for and the kernel knows `CLONE_PIDFD`, its pidfd.
 pub(crate) struct Spawned {
     pub pid: i32,
     pub pidfd: Option<OwnedFd>,
     /// `CLONE_PIDFD` was passed, yet the slot still holds -1: the kernel (< 5.2) ignored it.
     pub pidfd_ignored: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn gaps_leave_exactly_the_kept_descriptors() {
+        assert_eq!(super::gaps(&[]), [[3, u32::MAX as usize]]);
+        let expected = [[4, 6], [8, u32::MAX as usize]];
+        assert_eq!(super::gaps(&[3, 7]), expected);
+        assert_eq!(super::gaps(&[5, 6]), [[3, 4], [7, u32::MAX as usize]]);
+    }
 }

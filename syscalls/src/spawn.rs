@@ -2,7 +2,7 @@
 //! spawned many times, and the [`Child`] handle.
 #![forbid(unsafe_code)]
 
-use crate::child_plan::ChildPlan;
+use crate::child_plan::{ChildPlan, Closing};
 use crate::errno::Errno;
 use crate::raw::child;
 use crate::rusage::ResourceUsage;
@@ -373,18 +373,24 @@ impl Program {
         if keep.first().is_some_and(|&fd| fd < 3) {
             return Err(SpawnError::parent(Errno::INVAL));
         }
-        let close_list = if close_range_works() {
-            None
+        let (ranges, list) = if close_range_works() {
+            (crate::child_plan::gaps(&keep), Vec::new())
         } else {
-            Some(open_descriptors(&keep).map_err(|errno| SpawnError {
+            let list = open_descriptors(&keep).map_err(|errno| SpawnError {
                 stage: ChildStage::CloseDescriptors,
                 errno,
-            })?)
+            })?;
+            (Vec::new(), list)
+        };
+        let closing = if ranges.is_empty() {
+            Closing::Each(&list)
+        } else {
+            Closing::Ranges(&ranges)
         };
         let mut plan = ChildPlan {
             stdio,
             keep: &keep,
-            close_list: close_list.as_deref(),
+            closing,
             cwd: options.cwd,
             new_process_group: options.new_process_group,
             handled: options.handled_signals.map(SigSet::bits),

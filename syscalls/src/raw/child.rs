@@ -26,7 +26,7 @@
 use super::{sigaction_default, sigaction_query, sigprocmask, syscall6};
 use crate::abi::{clone_flags as cf, nr, KernelSigaction, MaskHow, F_SETFD, SIG_DFL, SIG_IGN};
 pub use crate::child_plan::ExecImage;
-use crate::child_plan::{ChildPlan, Spawned};
+use crate::child_plan::{ChildPlan, Closing, Spawned};
 use crate::errno::{errno_of, Errno};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use core::marker::PhantomData;
@@ -237,7 +237,7 @@ fn prepare_and_exec(c: &ChildInputs<'_>) -> (u32, i32) {
     stage!(5, dup3(fd0, 0));
     stage!(5, dup3(fd1, 1));
     stage!(5, dup3(fd2, 2));
-    stage!(6, close_descriptors(c.plan.keep, c.plan.close_list));
+    stage!(6, close_descriptors(c.plan.keep, &c.plan.closing));
     stage!(7, sigprocmask(MaskHow::SetMask, Some(&c.mask), &mut 0));
     let args = [c.path as usize, c.argv as usize, c.envp as usize, 0, 0, 0];
     // SAFETY: `path` is NUL-terminated; `argv` and `envp` are NULL-terminated arrays of
@@ -287,10 +287,10 @@ fn dup3(fd: c_int, target: usize) -> i32 {
     errno_of(unsafe { syscall6(nr::DUP3, [fd as usize, target, 0, 0, 0, 0]) })
 }
 
-/// Clears close-on-exec on every kept descriptor, then closes all others above 2: with
-/// `close_range` between the kept ones, or exactly the parent's `list` of open descriptors.
+/// Clears close-on-exec on every kept descriptor, then closes the others as the parent planned:
+/// `close_range` over the gaps between kept ones, or `close` on each listed open one.
 #[inline(always)]
-fn close_descriptors(keep: &[c_int], list: Option<&[c_int]>) -> i32 {
+fn close_descriptors(keep: &[c_int], closing: &Closing<'_>) -> i32 {
     let mut rest = keep;
     while let [fd, tail @ ..] = rest {
         // SAFETY: integer arguments only; clears a flag of the child's own descriptor.
@@ -300,35 +300,28 @@ fn close_descriptors(keep: &[c_int], list: Option<&[c_int]>) -> i32 {
         }
         rest = tail;
     }
-    if let Some(mut rest) = list {
-        while let [fd, tail @ ..] = rest {
-            // SAFETY: integer argument only; closes a descriptor of the child's own table (EBADF
-            // for one closed meanwhile is harmless and ignored).
-            let _ = unsafe { syscall6(nr::CLOSE, [*fd as usize, 0, 0, 0, 0, 0]) };
-            rest = tail;
-        }
-        return 0;
-    }
-    let (mut from, mut rest, last) = (3usize, keep, u32::MAX as usize);
-    loop {
-        let (upto, tail) = match rest {
-            [fd, tail @ ..] => ((*fd as usize).wrapping_sub(1), Some(tail)),
-            [] => (last, None),
-        };
-        if upto >= from {
-            // SAFETY: integer arguments only; closes descriptors of the child's own table,
-            // none of which code running in the child uses.
-            let ret = unsafe { syscall6(nr::CLOSE_RANGE, [from, upto, 0, 0, 0, 0]) };
-            let e = errno_of(ret);
-            if e != 0 {
-                return e;
+    match *closing {
+        Closing::Ranges(mut rest) => {
+            while let [[from, to], tail @ ..] = rest {
+                // SAFETY: integer arguments only; closes descriptors of the child's own table,
+                // none of which code running in the child uses.
+                let e = errno_of(unsafe { syscall6(nr::CLOSE_RANGE, [*from, *to, 0, 0, 0, 0]) });
+                if e != 0 {
+                    return e;
+                }
+                rest = tail;
             }
         }
-        match tail {
-            Some(tail) => (from, rest) = (upto.wrapping_add(2), tail),
-            None => return 0,
+        Closing::Each(mut rest) => {
+            while let [fd, tail @ ..] = rest {
+                // SAFETY: integer argument only; closes a descriptor of the child's own table
+                // (EBADF for one closed meanwhile is harmless and ignored).
+                let _ = unsafe { syscall6(nr::CLOSE, [*fd as usize, 0, 0, 0, 0, 0]) };
+                rest = tail;
+            }
         }
     }
+    0
 }
 
 /// `exit_group(status)`: ends the child without running any Rust code.
