@@ -26,9 +26,10 @@
 //! | `child::spawn` | `clone(CLONE_VM \| CLONE_VFORK \| CLONE_PIDFD \| SIGCHLD)`, the errno read, the pidfd wrapped | inputs in the suspended parent's frame; fresh fd | [clone(2)](https://man7.org/linux/man-pages/man2/clone.2.html), [vfork(2)](https://man7.org/linux/man-pages/man2/vfork.2.html) |
 //! | `child_entry` and the child's calls | `transmute` of the argument to `&mut`, raw syscalls | the only reference to the inputs while the parent is suspended; nothing but syscalls, checked by disassembly | [execve(2)](https://man7.org/linux/man-pages/man2/execve.2.html) |
 //! | `perf::perf_event_open` | kernel reads `attr.size` bytes, may write `size` back; new fd owned | exclusively lent `#[repr(C)]` struct, size checked; fresh fd | [perf_event_open(2)](https://man7.org/linux/man-pages/man2/perf_event_open.2.html) |
+//! | `test_support` (unit tests only) | hand-declared `signal`, called to install a test handler | the C signature; handlers only make raw syscalls | [signal(2)](https://man7.org/linux/man-pages/man2/signal.2.html) |
 //!
 //! Why the C library's `clone` as the trampoline, and raw syscalls (never the C wrappers, which
-//! set the thread-local `errno`) everywhere else: `syscalls/README.md`, "The trampoline".
+//! set the thread-local `errno`) everywhere else: `syscalls/README.md`, tour step 3.
 #![allow(unsafe_code)]
 
 pub mod child;
