@@ -203,18 +203,27 @@ fn report_reads_good_cut_and_garbage_batches() {
     );
     assert_eq!(rows[0]["first_on_boot"], true);
     // Human and Markdown renderings of the same rows.
+    // The reader's notes go to stderr (the table stays pipeable), and under the Markdown table.
     let table = ct(tmp.path(), ["report", "a", "b"]).run();
     assert!(
         table.stdout.contains("first")
+            && !table.stdout.contains("note:")
             && table
-                .stdout
+                .stderr
                 .contains("note: b: runs.jsonl line 3 is cut short"),
         "{}",
-        table.stdout
+        table.describe()
     );
     let md = ct(tmp.path(), ["report", "--markdown", "a", "b"]).run();
+    let md_lines: Vec<&str> = md.stdout.lines().collect();
     assert!(
-        md.stdout.starts_with("| batch |") && md.stdout.lines().count() == 4,
+        md.stdout.starts_with("| batch |")
+            && md_lines[..4].iter().all(|l| l.starts_with('|'))
+            && md_lines[4].is_empty()
+            && md_lines[5..].iter().all(|l| l.starts_with("- "))
+            && md
+                .stdout
+                .contains("- note: b: runs.jsonl line 3 is cut short"),
         "{}",
         md.stdout
     );

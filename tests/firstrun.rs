@@ -67,8 +67,21 @@ fn a_rejected_first_run_is_shown_as_the_first_run_and_no_warm_run_is_promoted() 
         .expect("a wall row")
         .to_string();
     assert!(wall_row.contains('✗'), "{}", out.describe());
-    let shown = coldtrace::view::units::human_ns(first_wall);
-    assert!(wall_row.contains(&shown), "{shown} in {wall_row}");
+    // `wall  ms  253.4 ✗  …`: the row's unit, then the first cell (four significant digits).
+    let cells: Vec<&str> = wall_row.split_whitespace().collect();
+    let per_unit = match cells[1] {
+        "s" => 1e9,
+        "ms" => 1e6,
+        "µs" => 1e3,
+        _ => 1.0,
+    };
+    let shown: f64 = cells[2].parse().expect("the first cell is a number");
+    assert!(
+        (shown * per_unit - first_wall).abs() <= first_wall * 1e-3,
+        "{first_wall} ns shown as {} {} in {wall_row}",
+        cells[2],
+        cells[1]
+    );
     let said: Vec<&str> = out
         .stderr_lines()
         .into_iter()
@@ -388,7 +401,7 @@ fn a_cold_cat_of_64_mib_names_the_file_it_read_and_the_read_in_its_penalty() {
     assert!(evidence["block_in"].as_i64().unwrap() * 512 >= 60 << 20);
     let text = prose(&out.stderr);
     assert!(
-        text.contains("into the page cache (1 file): data.bin 64.0 MiB"),
+        text.contains("into the page cache (1 file): data.bin 64 MiB"),
         "{}",
         out.describe()
     );

@@ -11,6 +11,7 @@ use crate::cli::{help, json_line, usage, Command, Output, UsageError};
 use crate::plan::ComparePlan;
 use crate::view::progress::ProgressLine;
 use crate::view::style::use_colour;
+use crate::view::terminal::{self, Stream};
 use std::ffi::OsString;
 
 /// Parses `coldtrace compare [OPTIONS] 'CMD A' 'CMD B'…`.
@@ -95,16 +96,18 @@ pub fn execute_compare(plan: &ComparePlan) -> Result<Output, crate::batch::Batch
     let mut progress = ProgressLine::new(plan.quiet);
     let outcome = run_compare(plan, &signals, &mut progress)?;
     if !plan.quiet {
+        let width = terminal::width(Stream::Stderr);
         let mut said: Vec<&str> = Vec::new();
         for notice in outcome.batches.iter().flat_map(|b| b.notices.iter()) {
             if !said.contains(&notice.as_str()) {
-                eprintln!("coldtrace: {}", crate::text::escape_controls(notice));
+                let text = crate::text::escape_controls(notice);
+                eprint!("{}", crate::view::progress::notice_text(&text, width));
                 said.push(notice);
             }
         }
         eprint!(
             "{}",
-            crate::view::compare::compare_table(&outcome, use_colour())
+            crate::view::compare::compare_table(&outcome, use_colour(), width)
         );
     }
     Ok(Output {

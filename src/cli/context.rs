@@ -37,7 +37,10 @@ pub fn execute_context(json: bool) -> Output {
             serde_json::to_string_pretty(&context).unwrap_or_default()
         )
     } else {
-        crate::view::context::render_context(&context)
+        crate::view::context::render_context(
+            &context,
+            crate::view::terminal::width(crate::view::terminal::Stream::Stdout),
+        )
     };
     Output {
         stdout,

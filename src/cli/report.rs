@@ -63,7 +63,12 @@ pub fn execute_report(args: &ReportArgs) -> Result<Output, BatchError> {
     } else if args.markdown {
         crate::view::report::render_markdown(&rows)
     } else {
-        crate::view::report::render_table(&rows)
+        // The notes are about reading, not the batches: stderr, so that the table can be piped.
+        for note in crate::view::report::notes(&rows) {
+            eprintln!("coldtrace: note: {note}");
+        }
+        let width = crate::view::terminal::width(crate::view::terminal::Stream::Stdout);
+        crate::view::report::render_table(&rows, width)
     };
     Ok(Output {
         stdout,

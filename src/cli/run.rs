@@ -10,8 +10,10 @@ use crate::cli::{help, json_line, usage, Command, Output, UsageError};
 use crate::measure::perf::{default_events, PerfEvent};
 use crate::plan::{ColdPlan, ColdWhen, OutputMode, Plan, StdinMode};
 use crate::text::escape_controls;
-use crate::view::progress::ProgressLine;
+use crate::view::progress::{notice_text, ProgressLine};
 use crate::view::style::use_colour;
+use crate::view::table;
+use crate::view::terminal::{self, Stream};
 use crate::view::units::shorten;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -224,8 +226,9 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
         // Nothing ran: one line, like a PATH lookup failure, not an empty table.
         eprintln!("coldtrace: error: {}", escape_controls(message));
     } else if !plan.quiet {
+        let width = terminal::width(Stream::Stderr);
         for notice in &outcome.notices {
-            eprintln!("coldtrace: {}", escape_controls(notice));
+            eprint!("{}", notice_text(&escape_controls(notice), width));
         }
         let argv: Vec<String> = plan
             .argv
@@ -234,21 +237,21 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
             .collect();
         let what = if plan.is_single_run() {
             "1 run".to_string()
+        } else if outcome.counts.counted == 0 {
+            "no counted run".to_string()
         } else {
             format!("{} runs", outcome.counts.counted)
         };
-        let label = plan
-            .label
-            .as_deref()
-            .map_or(String::new(), |l| format!(" [{}]", shorten(l, 60)));
-        let title = escape_controls(&format!(
-            "coldtrace: {what} of {}{label}",
-            shorten(&crate::text::quote(&argv), 160)
-        ));
-        eprint!(
-            "{}",
-            crate::view::table::table(&outcome, &title, use_colour())
+        let label = plan.label.as_deref().map_or(String::new(), |l| {
+            format!(" [{}]", shorten(&escape_controls(l), 60))
+        });
+        let title = table::heading(
+            &format!("coldtrace: {what} of "),
+            &escape_controls(&crate::text::quote(&argv)),
+            &label,
+            width,
         );
+        eprint!("{}", table::table(&outcome, &title, use_colour(), width));
     }
     Ok(Output {
         stdout: json_line(plan.json, &outcome.json),

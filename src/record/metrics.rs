@@ -17,6 +17,9 @@ pub enum Unit {
     Bytes,
     /// A plain count.
     Count,
+    /// A count of 512-byte blocks (`ru_inblock`/`ru_oublock` on Linux, whatever the unit of
+    /// the underlying device).
+    Blocks512,
     /// A fraction 0..=1.
     Ratio,
 }
@@ -30,6 +33,7 @@ impl Unit {
             Unit::Kib => "KiB",
             Unit::Bytes => "bytes",
             Unit::Count => "count",
+            Unit::Blocks512 => "512-byte blocks",
             Unit::Ratio => "ratio",
         }
     }
@@ -88,8 +92,8 @@ pub const METRICS: &[Metric] = &[
     rusage_metric!(max_rss_kib, "max RSS", Unit::Kib),
     rusage_metric!(minor_faults, "minor faults", Unit::Count),
     rusage_metric!(major_faults, "major faults", Unit::Count),
-    rusage_metric!(block_in, "block in (512 B)", Unit::Count),
-    rusage_metric!(block_out, "block out (512 B)", Unit::Count),
+    rusage_metric!(block_in, "block in", Unit::Blocks512),
+    rusage_metric!(block_out, "block out", Unit::Blocks512),
     rusage_metric!(voluntary_switches, "voluntary cs", Unit::Count),
     rusage_metric!(involuntary_switches, "involuntary cs", Unit::Count),
     Metric {

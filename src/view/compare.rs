@@ -1,81 +1,171 @@
-//! `compare`'s table: each command's warm median side by side, its ratio to the first
-//! command's with the interval, then the verdicts. It renders an outcome; it computes nothing.
+//! `compare`'s table: each command's warm median side by side, one unit per row, its ratio to
+//! the first command's and the interval in cells of their own (aligned whether or not an
+//! interval exists), then the verdicts. It renders an outcome; it computes nothing.
 #![forbid(unsafe_code)]
 
 use crate::batch::CompareOutcome;
-use crate::record::metrics::METRICS;
+use crate::record::compare::MetricComparison;
+use crate::record::metrics::{Metric, METRICS};
+use crate::view::grid::{Align, Grid};
+use crate::view::lines::Note;
 use crate::view::style::Style;
-use crate::view::units::{human, shorten};
+use crate::view::units::{fold, shorten, Scale};
 use std::fmt::Write;
 
-/// The commands of a comparison side by side: each command's warm median, and its ratio to
-/// the first command's with the 95 % interval; then the verdicts.
-pub fn compare_table(outcome: &CompareOutcome, colour: bool) -> String {
+/// The commands of a comparison side by side in `width` columns: each command's warm median,
+/// and its ratio to the first command's with the 95 % interval; then the verdicts. When the
+/// commands do not fit side by side, they are shown in groups, each beside the first.
+pub fn compare_table(outcome: &CompareOutcome, colour: bool, width: usize) -> String {
     let style = Style { on: colour };
     let mut out = String::new();
     let n = outcome.commands.len();
-    let _ = writeln!(
-        out,
-        "{}",
-        style.bold(&format!("coldtrace: {n} commands compared, interleaved"))
-    );
-    for (c, batch) in outcome.commands.iter().zip(&outcome.batches) {
-        let _ = writeln!(
-            out,
-            "  [{}] {}  ({} counted, {} rejected)",
-            c.index,
-            crate::text::escape_controls(&shorten(&c.command, 100)),
-            c.counts.counted,
-            c.counts.rejected
-        );
-        if let Some(text) = crate::view::table::first_rejected_text(batch) {
-            let _ = writeln!(out, "      {} {text}", style.warn("✗"));
+    let title = format!("coldtrace: {n} commands compared, interleaved");
+    let _ = writeln!(out, "{}", style.bold(&shorten(&title, width)));
+    for (i, line) in command_lines(outcome).iter().enumerate() {
+        let _ = writeln!(out, "  {}", shorten(line, width - 2));
+        if let Some(text) = first_rejected(outcome, i) {
+            let mut note = String::new();
+            Note::marked("✗", text).write(&mut note, &style, width - 4);
+            for line in note.lines() {
+                let _ = writeln!(out, "    {line}");
+            }
         }
     }
-    let mut header = format!("  {:<20}", "warm median");
-    for c in &outcome.commands {
-        let _ = write!(header, " {:>30}", format!("[{}]", c.index));
+    for (i, group) in groups(outcome, width).iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        for line in grid(outcome, group).lines(width) {
+            let _ = writeln!(out, "{line}");
+        }
     }
-    let _ = writeln!(out, "{header}");
-    for (cmp, metric) in outcome.comparison.iter().zip(METRICS) {
-        if cmp
+    for line in verdicts(outcome, &style) {
+        for folded in fold(&line, width, "  ", "    ") {
+            let _ = writeln!(out, "{folded}");
+        }
+    }
+    out
+}
+
+/// The comparison as Markdown: the commands, the whole table, the verdicts as a list.
+pub fn compare_markdown(outcome: &CompareOutcome) -> String {
+    let style = Style { on: false };
+    let mut out = format!(
+        "**coldtrace: {} commands compared, interleaved**\n\n",
+        outcome.commands.len()
+    );
+    for (i, line) in command_lines(outcome).iter().enumerate() {
+        let _ = writeln!(out, "- {}", line.replace('|', "\\|"));
+        if let Some(text) = first_rejected(outcome, i) {
+            let _ = writeln!(out, "  - ✗ {}", text.replace('|', "\\|"));
+        }
+    }
+    let all: Vec<usize> = (1..outcome.commands.len()).collect();
+    let _ = write!(out, "\n{}\n", grid(outcome, &all).markdown());
+    for line in verdicts(outcome, &style) {
+        let _ = writeln!(out, "- {line}");
+    }
+    out
+}
+
+/// Why command `i` has no first run, when its first run was rejected.
+fn first_rejected(outcome: &CompareOutcome, i: usize) -> Option<String> {
+    crate::view::table::first_rejected_text(outcome.batches.get(i)?)
+}
+
+fn command_lines(outcome: &CompareOutcome) -> Vec<String> {
+    outcome
+        .commands
+        .iter()
+        .map(|c| {
+            format!(
+                "[{}] {}  ({} counted, {} rejected)",
+                c.index,
+                crate::text::escape_controls(&c.command),
+                c.counts.counted,
+                c.counts.rejected
+            )
+        })
+        .collect()
+}
+
+/// The commands beside the first, in groups that fit `width` (all of them when they fit).
+fn groups(outcome: &CompareOutcome, width: usize) -> Vec<Vec<usize>> {
+    let others: Vec<usize> = (1..outcome.commands.len()).collect();
+    let mut per = others.len().max(1);
+    while per > 1 && grid(outcome, &others[..per]).fitted_width(width) > width {
+        per -= 1;
+    }
+    others.chunks(per).map(<[usize]>::to_vec).collect()
+}
+
+fn shown(cmp: &MetricComparison, metric: &Metric) -> bool {
+    metric.name == "wall_ns"
+        || cmp
             .commands
             .iter()
-            .all(|r| r.warm_median.is_none_or(|v| v == 0.0))
-            && !matches!(metric.name, "wall_ns")
-        {
+            .any(|r| r.warm_median.is_some_and(|v| v != 0.0))
+}
+
+/// Metric and unit, the first command's median, then for each command of `others` its median,
+/// ratio to the first and interval.
+fn grid(outcome: &CompareOutcome, others: &[usize]) -> Grid {
+    let mut grid = Grid::new(2)
+        .shrinkable("metric", Align::Left, 8)
+        .column("unit", Align::Left)
+        .column("[0]\nmedian", Align::Right);
+    for &c in others {
+        grid = grid
+            .column(&format!("[{c}]\nmedian"), Align::Right)
+            .column("\nratio", Align::Right)
+            .column("\n95% CI", Align::Right);
+    }
+    for (cmp, metric) in outcome.comparison.iter().zip(METRICS) {
+        if !shown(cmp, metric) {
             continue;
         }
-        let mut line = format!("  {:<20}", metric.label);
-        for r in &cmp.commands {
-            let value = r.warm_median.map_or("—".into(), |v| human(metric.unit, v));
-            let cell = match (r.command, r.ratio_to_first, r.ci_low, r.ci_high) {
-                (0, _, _, _) => value,
-                (_, Some(x), Some(lo), Some(hi)) => format!("{value} {x:.2}× [{lo:.2}–{hi:.2}]"),
-                (_, Some(x), _, _) => format!("{value} {x:.2}×"),
-                _ => value,
-            };
-            let _ = write!(line, " {cell:>30}");
+        let scale = Scale::for_values(
+            metric.unit,
+            cmp.commands.iter().filter_map(|r| r.warm_median),
+        );
+        let median = |c: usize| {
+            cmp.commands
+                .get(c)
+                .and_then(|r| r.warm_median)
+                .map_or("—".into(), |v| scale.cell(v))
+        };
+        let mut row = vec![metric.label.to_string(), scale.unit.to_string(), median(0)];
+        for &c in others {
+            let r = cmp.commands.get(c);
+            row.push(median(c));
+            row.push(
+                r.and_then(|r| r.ratio_to_first)
+                    .map_or("—".into(), |x| format!("{x:.2}×")),
+            );
+            row.push(match r.map(|r| (r.ci_low, r.ci_high)) {
+                Some((Some(lo), Some(hi))) => format!("{lo:.2}–{hi:.2}"),
+                _ => String::new(),
+            });
         }
-        let _ = writeln!(out, "{line}");
+        grid.row(row);
     }
-    let verdicts: Vec<&str> = outcome
+    grid
+}
+
+/// The verdicts in words (only where an interval excludes 1), and an interruption.
+fn verdicts(outcome: &CompareOutcome, style: &Style) -> Vec<String> {
+    let mut lines: Vec<String> = outcome
         .comparison
         .iter()
         .filter(|c| matches!(c.metric, "wall_ns" | "user_us" | "sys_us" | "max_rss_kib"))
-        .flat_map(|c| c.commands.iter().filter_map(|r| r.verdict.as_deref()))
+        .flat_map(|c| c.commands.iter().filter_map(|r| r.verdict.clone()))
+        .map(|v| crate::text::escape_controls(&v))
         .collect();
-    if verdicts.is_empty() {
-        let _ = writeln!(
-            out,
-            "  no difference in wall, CPU or max RSS: every 95% interval includes 1"
-        );
-    }
-    for v in verdicts {
-        let _ = writeln!(out, "  {v}");
+    if lines.is_empty() {
+        lines.push("no difference in wall, CPU or max RSS: every 95% interval includes 1".into());
     }
     if let Some(sig) = outcome.interrupted_by {
-        let _ = writeln!(out, "  {}", style.interrupted(sig));
+        lines.push(style.interrupted(sig));
     }
-    out
+    lines
 }

@@ -3,11 +3,23 @@
 #![forbid(unsafe_code)]
 
 use crate::record::context::ContextDocument;
-use crate::view::units::{human_kib, human_uptime};
+use crate::view::units::{fold, human_kib, human_uptime};
 use std::fmt::Write;
 
-/// The context block as aligned `name  value` lines.
-pub fn render_context(c: &ContextDocument) -> String {
+/// The context block as aligned `name  value` lines, each folded to `width` columns (a long
+/// path or CPU model continues under its value).
+pub fn render_context(c: &ContextDocument, width: usize) -> String {
+    let mut out = String::new();
+    for line in lines(c).lines() {
+        let (name, value) = line.split_at(line.len().min(14));
+        for folded in fold(value, width, name, &" ".repeat(14)) {
+            let _ = writeln!(out, "{folded}");
+        }
+    }
+    out
+}
+
+fn lines(c: &ContextDocument) -> String {
     let s = &c.system;
     let q = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
     let kib = |v: Option<u64>| v.map_or("?".into(), |k| human_kib(k as f64));

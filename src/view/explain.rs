@@ -7,8 +7,7 @@ use crate::measure::cache::PagedFile;
 use crate::plan::ColdWhen;
 use crate::record::penalty::{Basis, FirstPenalty};
 use crate::text::unbreakable;
-use crate::view::lines;
-use crate::view::style::Style;
+use crate::view::lines::Note;
 use crate::view::units;
 
 /// A figure that is never broken across lines.
@@ -24,18 +23,20 @@ fn signed_ns(ns: i64) -> String {
     unbreakable(&units::signed_ns(ns))
 }
 
-/// Every explaining sentence of a batch, each wrapped to 80 columns.
-pub fn explain(out: &mut String, outcome: &BatchOutcome, style: &Style) {
+/// Every explaining sentence of a batch, as notes under its table.
+pub fn notes(outcome: &BatchOutcome) -> Vec<Note> {
+    let mut notes = Vec::new();
     match &outcome.first_penalty {
-        Ok(p) => lines::sentence(out, &penalty_sentence(p)),
+        Ok(p) => notes.push(Note::plain(penalty_sentence(p))),
         Err(why) if outcome.cold_when == Some(ColdWhen::EveryRun) => {
-            lines::warning(out, "no first-run penalty", why, style);
+            notes.push(Note::warning("no first-run penalty", *why));
         }
         Err(_) => {}
     }
     if let Some(first) = &outcome.first_paged_in {
-        lines::sentence(out, &paged_in_sentence(first));
+        notes.push(Note::plain(paged_in_sentence(first)));
     }
+    notes
 }
 
 /// `the first run brought 13.6 MiB of the watched files into the page cache (212 files):
@@ -92,9 +93,9 @@ fn short_name(file: &PagedFile, shown: &[&PagedFile]) -> String {
     crate::text::escape_controls(&text)
 }
 
-/// `first run +153.20 ms over the warm median (run #3): +98.10 ms blocked (76.7 MiB read from
-/// storage, 87 major faults, 70.00 ms I/O stall system-wide), +40.00 ms CPU (+17.00 ms sys),
-/// +2.00 ms waiting for a CPU`.
+/// `first run +153.2 ms over the warm median (run #3): +98.1 ms blocked (76.69 MiB read from
+/// storage, 87 major faults, 70 ms I/O stall system-wide), +40 ms CPU (+17 ms sys), +2 ms
+/// waiting for a CPU`.
 pub fn penalty_sentence(p: &FirstPenalty) -> String {
     let head = if p.wall_ns >= 0 {
         format!(
@@ -207,9 +208,9 @@ mod tests {
         let text = plain(penalty_sentence(&penalty(Basis::Schedstat)));
         assert_eq!(
             text,
-            "first run +153.00 ms over the warm median (run #3): +111.00 ms blocked \
-             (76.7 MiB read from storage, 87 major faults, 70.00 ms I/O stall system-wide), \
-             +40.00 ms CPU (+17.00 ms sys), +2.00 ms waiting for a CPU"
+            "first run +153 ms over the warm median (run #3): +111 ms blocked \
+             (76.69 MiB read from storage, 87 major faults, 70 ms I/O stall system-wide), \
+             +40 ms CPU (+17 ms sys), +2 ms waiting for a CPU"
         );
     }
 
@@ -234,8 +235,8 @@ mod tests {
         };
         assert_eq!(
             plain(paged_in_sentence(&first)),
-            "the first run brought 13.0 MiB of the watched files into the page cache \
-             (212 files): libpython3.11.so.1.0 5.0 MiB, json/__init__.py 8 KiB, \
+            "the first run brought 13 MiB of the watched files into the page cache \
+             (212 files): libpython3.11.so.1.0 5 MiB, json/__init__.py 8 KiB, \
              email/__init__.py 4 KiB, …; every file in runs/000/paged_in.tsv"
         );
     }
@@ -246,11 +247,11 @@ mod tests {
         (p.cpu_ns, p.runqueue_ns, p.blocked_ns) = (None, None, None);
         let text = plain(penalty_sentence(&p));
         assert!(text.contains("not decomposable: parallel work"), "{text}");
-        assert!(text.contains("rusage CPU +40.00 ms"), "{text}");
+        assert!(text.contains("rusage CPU +40 ms"), "{text}");
         assert!(
             text.ends_with(
-                "; evidence: 76.7 MiB read from storage, 87 major faults, \
-             70.00 ms I/O stall system-wide"
+                "; evidence: 76.69 MiB read from storage, 87 major faults, \
+             70 ms I/O stall system-wide"
             ),
             "{text}"
         );

@@ -1,85 +1,134 @@
-//! The plain sentences under a table (why the first run was slow, what stayed cached, what
-//! looks disturbed), wrapped to fit 80 columns. It lays out text; what to say is decided by the
-//! table that calls it.
+//! The plain sentences under a table (why the first run was slow, what stayed cached, what was
+//! rejected, the context): each a [`Note`], folded to the table's width for a terminal or one
+//! list item in Markdown. It lays out text; what to say is decided by the table that calls it.
 #![forbid(unsafe_code)]
 
 use crate::view::style::Style;
+use crate::view::units::{fold, shorten};
 use std::fmt::Write;
 
-/// The width human output fits in.
-pub const WIDTH: usize = 80;
-
-/// Writes `  TEXT` wrapped at [`WIDTH`], later lines indented by four spaces.
-pub fn sentence(out: &mut String, text: &str) {
-    labelled(out, None, text, &Style { on: false });
+/// What stands before a note's text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lead {
+    /// Nothing.
+    None,
+    /// `LABEL: `, the label in the warning colour: something that needs a second look.
+    Warning(String),
+    /// `MARK ` (`✗`), in the warning colour.
+    Mark(String),
 }
 
-/// Writes `  LABEL: TEXT` wrapped at [`WIDTH`] (later lines indented by four spaces), the label
-/// in the warning colour: something that needs a second look.
-pub fn warning(out: &mut String, label: &str, text: &str, style: &Style) {
-    labelled(out, Some(label), text, style);
+/// One sentence under a table, and lines quoted verbatim under it (a command's stderr).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// Before the text.
+    pub lead: Lead,
+    /// The sentence.
+    pub text: String,
+    /// Lines shown as they are (already escaped), each cut to the width.
+    pub quoted: Vec<String>,
 }
 
-/// Writes `  MARK TEXT` wrapped at [`WIDTH`], the mark (`✗`) in the warning colour.
-pub fn marked(out: &mut String, mark: &str, text: &str, style: &Style) {
-    put(out, mark, " ", text, style);
-}
-
-fn labelled(out: &mut String, label: Option<&str>, text: &str, style: &Style) {
-    match label {
-        Some(label) => put(out, label, ": ", text, style),
-        None => put(out, "", "", text, style),
-    }
-}
-
-fn put(out: &mut String, label: &str, separator: &str, text: &str, style: &Style) {
-    let used = 2 + label.chars().count() + separator.chars().count();
-    let lines = crate::text::wrap_words(text, WIDTH.saturating_sub(used), WIDTH - 4);
-    let shown = if label.is_empty() {
-        String::new()
-    } else {
-        format!("{}{separator}", style.warn(label))
-    };
-    let mut first = true;
-    for line in &lines {
-        if first {
-            let _ = writeln!(out, "  {shown}{line}");
-            first = false;
-        } else {
-            let _ = writeln!(out, "    {line}");
+impl Note {
+    /// A sentence.
+    pub fn plain(text: impl Into<String>) -> Note {
+        Note {
+            lead: Lead::None,
+            text: text.into(),
+            quoted: Vec::new(),
         }
     }
-    if lines.is_empty() && !label.is_empty() {
-        let _ = writeln!(out, "  {shown}");
+
+    /// `LABEL: TEXT`, the label in the warning colour.
+    pub fn warning(label: &str, text: impl Into<String>) -> Note {
+        Note {
+            lead: Lead::Warning(label.to_string()),
+            ..Note::plain(text)
+        }
+    }
+
+    /// `MARK TEXT`, the mark in the warning colour.
+    pub fn marked(mark: &str, text: impl Into<String>) -> Note {
+        Note {
+            lead: Lead::Mark(mark.to_string()),
+            ..Note::plain(text)
+        }
+    }
+
+    /// The lead as shown (coloured or not).
+    fn lead(&self, style: &Style) -> String {
+        match &self.lead {
+            Lead::None => String::new(),
+            Lead::Warning(label) => format!("{}: ", style.warn(label)),
+            Lead::Mark(mark) => format!("{} ", style.warn(mark)),
+        }
+    }
+
+    /// Writes `  LEAD TEXT` folded at `width` (later lines indented by four spaces), then the
+    /// quoted lines as `    | line`.
+    pub fn write(&self, out: &mut String, style: &Style, width: usize) {
+        let text = format!("{}{}", self.lead(style), self.text);
+        for line in fold(&text, width, "  ", "    ") {
+            let _ = writeln!(out, "{line}");
+        }
+        for line in &self.quoted {
+            let _ = writeln!(out, "{}", shorten(&format!("    | {line}"), width));
+        }
+    }
+
+    /// Writes the note as one Markdown list item, the quoted lines as a code block under it.
+    pub fn markdown(&self, out: &mut String) {
+        let text = format!("{}{}", self.lead(&Style { on: false }), self.text);
+        let _ = writeln!(out, "- {}", text.replace('|', "\\|"));
+        if !self.quoted.is_empty() {
+            out.push('\n');
+            for line in &self.quoted {
+                let _ = writeln!(out, "      {line}");
+            }
+            out.push('\n');
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::view::units::display_width;
 
     #[test]
     fn every_line_fits_and_later_lines_are_indented() {
-        let mut out = String::new();
         let text = "residency unknown for 38534 of 38534 files: 38534 cachestat refused \
                     with EPERM (no write permission); attribution needs write access or root";
-        warning(
-            &mut out,
-            "cached before/after unknown",
-            text,
-            &Style { on: false },
-        );
-        let lines: Vec<&str> = out.lines().collect();
-        assert!(lines.len() >= 2, "{out}");
-        assert!(lines[0].starts_with("  cached before/after unknown: residency"));
-        for line in &lines[1..] {
-            assert!(
-                line.starts_with("    ") && !line.starts_with("     "),
-                "{out}"
+        for width in [40, 80, 120] {
+            let mut out = String::new();
+            Note::warning("cached before/after unknown", text).write(
+                &mut out,
+                &Style { on: true },
+                width,
             );
+            let lines: Vec<&str> = out.lines().collect();
+            assert!(lines.len() >= 2, "{out}");
+            assert!(lines[0].starts_with("  \x1b[33mcached before/after unknown\x1b[0m: "));
+            for line in &lines[1..] {
+                assert!(
+                    line.starts_with("    ") && !line.starts_with("     "),
+                    "{out}"
+                );
+            }
+            for line in &lines {
+                assert!(display_width(line) <= width, "{line}");
+            }
         }
-        for line in &lines {
-            assert!(line.chars().count() <= WIDTH, "{line}");
-        }
+    }
+
+    #[test]
+    fn markdown_is_one_item_with_the_quoted_lines_as_code() {
+        let mut out = String::new();
+        let note = Note {
+            quoted: vec!["Traceback".into()],
+            ..Note::marked("✗", "the first run was rejected")
+        };
+        note.markdown(&mut out);
+        assert_eq!(out, "- ✗ the first run was rejected\n\n      Traceback\n\n");
     }
 }

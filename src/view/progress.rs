@@ -4,7 +4,7 @@
 
 use crate::batch::Observer;
 use crate::view::units::human_ns;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 /// Shows `run i/N, last wall` on a terminal, and notices unless quiet.
 pub struct ProgressLine {
@@ -17,11 +17,23 @@ impl ProgressLine {
     /// Progress shown only on a terminal and without `--quiet`; notices only without `--quiet`.
     pub fn new(quiet: bool) -> ProgressLine {
         ProgressLine {
-            on: !quiet && std::io::stderr().is_terminal(),
+            on: !quiet
+                && crate::view::terminal::escapes_allowed(crate::view::terminal::Stream::Stderr),
             quiet,
             drawn: false,
         }
     }
+}
+
+/// A notice as printed: `coldtrace: ` and the text folded to `width`, indented after the first
+/// line.
+pub fn notice_text(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for line in crate::view::units::fold(text, width, "coldtrace: ", "  ") {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
 }
 
 impl Observer for ProgressLine {
@@ -36,7 +48,11 @@ impl Observer for ProgressLine {
 
     fn notice(&mut self, text: &str) {
         if !self.quiet {
-            eprintln!("coldtrace: {}", crate::text::escape_controls(text));
+            let width = crate::view::terminal::width(crate::view::terminal::Stream::Stderr);
+            eprint!(
+                "{}",
+                notice_text(&crate::text::escape_controls(text), width)
+            );
         }
     }
 

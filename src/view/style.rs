@@ -2,10 +2,9 @@
 //! It decorates strings; deciding what to say is the tables' job.
 #![forbid(unsafe_code)]
 
-/// Whether to colour stderr: a terminal, and `NO_COLOR` unset or empty.
+/// Whether to colour stderr: a terminal, `NO_COLOR` unset or empty, `TERM` not `dumb`.
 pub fn use_colour() -> bool {
-    use std::io::IsTerminal;
-    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    crate::view::terminal::escapes_allowed(crate::view::terminal::Stream::Stderr)
 }
 
 /// Bold and warning colour, or plain text when colour is off.

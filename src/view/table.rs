@@ -1,16 +1,25 @@
-//! The table of one batch (or a single run) on stderr: first run against the warm runs, metric
-//! by metric, then what was rejected and the context. It renders an outcome; it computes nothing.
+//! The table of one batch (or a single run): first run against the warm runs, metric by metric,
+//! one unit per row, then the notes under it (the first run explained, rejected runs, the floor,
+//! the context), laid out for a width or as Markdown. It renders an outcome; it computes nothing.
 #![forbid(unsafe_code)]
 
 use crate::batch::BatchOutcome;
 use crate::plan::ColdWhen;
 use crate::record::metrics::{is_residency, Metric, MAX_RSS, METRICS};
+use crate::record::stats::Summary;
 use crate::record::summary::MetricSummary;
 use crate::text::escape_controls;
-use crate::view::lines;
+use crate::view::grid::{Align, Grid};
+use crate::view::lines::Note;
 use crate::view::style::Style;
-use crate::view::units::{human, human_uptime};
+use crate::view::units::{display_width, human_uptime, shorten, Scale};
 use std::fmt::Write;
+
+/// How many rejected runs are named before "and N more".
+pub const REJECTED_SHOWN: usize = 5;
+
+/// The figure of a rejected first run, shown with this mark: it is in no statistic.
+const REJECTED_MARK: &str = " ✗";
 
 /// Eight-level bars for a series, bucketed to at most `width` columns (bucket maximum).
 pub fn sparkline(values: &[f64], width: usize) -> String {
@@ -38,11 +47,18 @@ pub fn sparkline(values: &[f64], width: usize) -> String {
         .collect()
 }
 
+/// The first line of a table: `lead`, then `command` shortened so that the line (with `tail`)
+/// fits `width`.
+pub fn heading(lead: &str, command: &str, tail: &str, width: usize) -> String {
+    let room = width.saturating_sub(display_width(lead) + display_width(tail));
+    format!("{lead}{}{tail}", shorten(command, room.max(8)))
+}
+
 fn row_visible(summary: &MetricSummary, rejected_first: Option<f64>, watching: bool) -> bool {
     if watching && is_residency(summary.name) {
         return true;
     }
-    let any = |s: &Option<crate::record::stats::Summary>| s.is_some_and(|s| s.max > 0.0);
+    let any = |s: &Option<Summary>| s.is_some_and(|s| s.max > 0.0);
     let always = matches!(
         summary.name,
         "wall_ns" | "user_us" | "sys_us" | "max_rss_kib" | "major_faults" | "block_in"
@@ -51,184 +67,255 @@ fn row_visible(summary: &MetricSummary, rejected_first: Option<f64>, watching: b
         && (always || any(&summary.all) || rejected_first.is_some_and(|v| v > 0.0))
 }
 
-/// The figure of a rejected first run, shown with this mark: it is in no statistic.
-const REJECTED_MARK: &str = " ✗";
+/// Whether there is no table to show: a batch in which no run was counted (a rejected first
+/// run alone is not a table either).
+fn nothing_to_tabulate(outcome: &BatchOutcome) -> bool {
+    outcome.single_outcome.is_none() && outcome.counts.counted == 0
+}
 
-/// The table for a batch (or a single run), with its context lines.
-pub fn table(outcome: &BatchOutcome, title: &str, colour: bool) -> String {
+/// The table for a batch (or a single run) in `width` columns, with the notes under it.
+pub fn table(outcome: &BatchOutcome, title: &str, colour: bool, width: usize) -> String {
     let style = Style { on: colour };
     let mut out = String::new();
-    let _ = writeln!(out, "{}", style.bold(title));
-    metric_rows(&mut out, outcome, &style);
-    strip_and_floor(&mut out, outcome);
-    crate::view::explain::explain(&mut out, outcome, &style);
-    rejected_lines(&mut out, outcome, &style);
-    first_rejected_line(&mut out, outcome, &style);
-    cache_unknown_line(&mut out, outcome, &style);
-    context_lines(&mut out, outcome, &style);
+    let _ = writeln!(out, "{}", style.bold(&shorten(title, width)));
+    if nothing_to_tabulate(outcome) {
+        Note::plain(nothing_counted(outcome)).write(&mut out, &style, width);
+    } else {
+        for line in metric_grid(outcome, &style).lines(width) {
+            let _ = writeln!(out, "{line}");
+        }
+        if outcome.walls_ns.len() > 1 {
+            let lead = "  wall per run  ";
+            let room = width.saturating_sub(display_width(lead)).min(60);
+            let _ = writeln!(out, "{lead}{}", sparkline(&outcome.walls_ns, room));
+        }
+    }
+    for note in notes(outcome) {
+        note.write(&mut out, &style, width);
+    }
     out
 }
 
-/// The header and one row per visible metric.
-fn metric_rows(out: &mut String, outcome: &BatchOutcome, style: &Style) {
-    let has_warm = outcome.summaries.iter().any(|s| s.warm.is_some());
-    let rejected_first = outcome.first.as_ref().is_some_and(|f| !f.counted);
-    let first = if rejected_first { "first ✗" } else { "first" };
-    if has_warm {
-        let _ = writeln!(
-            out,
-            "  {:<20} {:>11} {:>12} {:>25} {:>8}",
-            "metric", first, "warm median", "warm min … max", "first/warm"
-        );
+/// The batch's table as Markdown: the whole table, then its notes as a list.
+pub fn markdown(outcome: &BatchOutcome, title: &str) -> String {
+    let style = Style { on: false };
+    let mut out = format!("**{}**\n\n", title.replace('|', "\\|"));
+    if nothing_to_tabulate(outcome) {
+        let _ = writeln!(out, "{}\n", nothing_counted(outcome));
     } else {
-        let value = if rejected_first { first } else { "value" };
-        let _ = writeln!(out, "  {:<20} {:>11}", "metric", value);
+        out.push_str(&metric_grid(outcome, &style).markdown());
+        out.push('\n');
     }
+    for note in notes(outcome) {
+        note.markdown(&mut out);
+    }
+    out
+}
+
+/// The line shown instead of an empty table when no run was counted.
+fn nothing_counted(outcome: &BatchOutcome) -> String {
+    let c = &outcome.counts;
+    let measured = c.recorded - c.warmup;
+    if measured == 0 {
+        "no run was measured".to_string()
+    } else if c.rejected == measured {
+        format!("all {measured} runs were rejected: there is nothing to summarise")
+    } else {
+        format!(
+            "{} of {measured} runs were rejected and none was counted",
+            c.rejected
+        )
+    }
+}
+
+/// One row per shown metric: its unit, the first run, the warm runs' median, mean ± σ and
+/// range, and the first run over the warm median.
+fn metric_grid(outcome: &BatchOutcome, style: &Style) -> Grid {
+    let has_warm = outcome.summaries.iter().any(|s| s.warm.is_some());
     let rejected = outcome.first.as_ref().filter(|f| !f.counted);
+    let first = if rejected.is_some() {
+        "first ✗"
+    } else {
+        "first"
+    };
+    let mut grid = Grid::new(2)
+        .shrinkable("metric", Align::Left, 10)
+        .column("unit", Align::Left);
+    grid = if has_warm {
+        grid.column(first, Align::Right)
+            .column("warm\nmedian", Align::Right)
+            .optional("warm\nmean ± σ", Align::Right, 1)
+            .optional("warm\nmin … max", Align::Right, 0)
+            .column("first/\nwarm", Align::Right)
+    } else {
+        grid.column(
+            if rejected.is_some() { first } else { "value" },
+            Align::Right,
+        )
+    };
     for (i, (summary, metric)) in outcome.summaries.iter().zip(METRICS).enumerate() {
         let rejected_value = rejected.and_then(|f| f.row.get(i));
         if !row_visible(summary, rejected_value, outcome.watching) {
             continue;
         }
-        let absent = if outcome.watching && is_residency(metric.name) {
-            "unknown"
-        } else {
-            "—"
+        let row = Row {
+            summary,
+            metric,
+            rejected: rejected.map(|_| rejected_value),
+            absent: if outcome.watching && is_residency(metric.name) {
+                "unknown"
+            } else {
+                "—"
+            },
         };
-        let first = match rejected {
-            Some(_) => rejected_value.map_or(format!("{absent}{REJECTED_MARK}"), |v| {
-                format!("{}{REJECTED_MARK}", human(metric.unit, v))
-            }),
-            None => first_cell(summary, metric, absent),
-        };
-        let line = metric_row(summary, metric, first, has_warm, absent, style);
-        let _ = writeln!(out, "{line}");
+        grid.row(row.cells(has_warm, style));
     }
+    grid
 }
 
-fn floor_note(count: u64) -> &'static str {
-    if count > 0 {
-        " ≤ floor"
-    } else {
-        ""
-    }
+/// One metric's row.
+struct Row<'a> {
+    summary: &'a MetricSummary,
+    metric: &'a Metric,
+    /// `Some` when the first run was rejected: its own value (shown marked), if it has one.
+    rejected: Option<Option<f64>>,
+    /// What an absent value reads as (`—`, or `unknown` for a residency that could not be read).
+    absent: &'static str,
 }
 
-/// The first run's cell: its value, marked when at the runner's floor.
-fn first_cell(summary: &MetricSummary, metric: &Metric, absent: &str) -> String {
-    let first = summary
-        .first
-        .map_or(absent.into(), |s| human(metric.unit, s.median));
-    let at = summary.runs_at_floor;
-    format!("{first}{}", at.map_or("", |a| floor_note(a.first)))
-}
-
-fn metric_row(
-    summary: &MetricSummary,
-    metric: &Metric,
-    first: String,
-    has_warm: bool,
-    absent: &str,
-    style: &Style,
-) -> String {
-    let at = summary.runs_at_floor;
-    if !has_warm {
-        return format!("  {:<20} {:>11}", metric.label, first);
-    }
-    let (median, range) = match summary.warm {
-        Some(w) => (
-            format!(
-                "{}{}",
-                human(metric.unit, w.median),
-                at.map_or("", |a| floor_note(a.warm))
-            ),
-            format!(
-                "{} … {}",
-                human(metric.unit, w.min),
-                human(metric.unit, w.max)
-            ),
-        ),
-        None => (absent.into(), absent.into()),
-    };
-    // A ratio of two residencies says nothing the two figures do not.
-    let ratio = summary
-        .first_to_warm_median
-        .filter(|_| !is_residency(metric.name))
-        .map_or("—".into(), |r| format!("{r:.2}×"));
-    let ratio = if ratio != "—" && summary.first_to_warm_median.is_some_and(|r| r >= 1.5) {
-        style.warn(&ratio)
-    } else {
-        ratio
-    };
-    format!(
-        "  {:<20} {:>11} {:>12} {:>25} {:>8}",
-        metric.label, first, median, range, ratio
-    )
-}
-
-/// The strip of wall times, and the runs whose max RSS is at the runner's floor.
-fn strip_and_floor(out: &mut String, outcome: &BatchOutcome) {
-    if outcome.walls_ns.len() > 1 {
-        let _ = writeln!(
-            out,
-            "  wall per run         {}",
-            sparkline(&outcome.walls_ns, 60)
+impl Row<'_> {
+    fn cells(&self, has_warm: bool, style: &Style) -> Vec<String> {
+        let s = self.summary;
+        let first_value = self.rejected.flatten();
+        let values = [s.first, s.warm].into_iter().flatten();
+        let scale = Scale::for_values(
+            self.metric.unit,
+            values
+                .flat_map(|s| [s.min, s.max, s.mean, s.stddev.unwrap_or(0.0)])
+                .chain(first_value),
         );
+        // `≤`: the max RSS is not above coldtrace's own floor, so the command's may be lower.
+        let mark = |count: Option<u64>| if count > Some(0) { "≤" } else { "" };
+        let at = s.runs_at_floor;
+        let first = match self.rejected {
+            Some(v) => format!(
+                "{}{REJECTED_MARK}",
+                v.map_or(self.absent.into(), |v| scale.cell(v))
+            ),
+            None => s.first.map_or(self.absent.into(), |f| {
+                format!("{}{}", mark(at.map(|a| a.first)), scale.cell(f.median))
+            }),
+        };
+        // No figure at all (every residency unknown): no unit either.
+        let shown = s.first.is_some() || s.warm.is_some() || first_value.is_some();
+        let unit = if shown { scale.unit } else { "" };
+        let mut row = vec![self.metric.label.to_string(), unit.to_string(), first];
+        if !has_warm {
+            return row;
+        }
+        match s.warm {
+            Some(w) => {
+                row.push(format!(
+                    "{}{}",
+                    mark(at.map(|a| a.warm)),
+                    scale.cell(w.median)
+                ));
+                row.push(match w.stddev {
+                    Some(sd) => format!("{} ± {}", scale.cell(w.mean), scale.cell(sd)),
+                    None => scale.cell(w.mean),
+                });
+                row.push(format!("{} … {}", scale.cell(w.min), scale.cell(w.max)));
+            }
+            None => row.extend([self.absent.into(), self.absent.into(), self.absent.into()]),
+        }
+        // A ratio of two residencies says nothing the two figures do not.
+        let ratio = s
+            .first_to_warm_median
+            .filter(|_| !is_residency(self.metric.name));
+        row.push(match ratio {
+            Some(r) if r >= 1.5 => style.warn(&format!("{r:.2}×")),
+            Some(r) => format!("{r:.2}×"),
+            None => "—".into(),
+        });
+        row
     }
+}
+
+/// Everything said under the table, in order.
+fn notes(outcome: &BatchOutcome) -> Vec<Note> {
+    let mut notes = Vec::new();
     if let Some(at) = outcome.summaries.get(MAX_RSS).and_then(|s| s.runs_at_floor) {
         if at.all > 0 {
-            let _ = writeln!(
-                out,
-                "  ≤ floor: {} of {} runs' max RSS is not above coldtrace's own peak RSS, so it may be the runner's, not the command's",
+            notes.push(Note::plain(format!(
+                "≤ floor: {} of {} runs' max RSS is not above coldtrace's own peak RSS, so it may be the runner's, not the command's",
                 at.all, outcome.counts.counted
-            );
+            )));
         }
     }
+    notes.extend(crate::view::explain::notes(outcome));
+    notes.extend(rejected(outcome));
+    if let Some(text) = first_rejected_text(outcome) {
+        notes.push(Note::marked("✗", text));
+    }
+    if let Some(why) = &outcome.cache_unknown {
+        let text = format!("{why}; attribution needs write access to the files, or root");
+        notes.push(Note::warning("cached before/after", text));
+    }
+    notes.extend(context(outcome));
+    notes
 }
 
-/// How a single run ended, or which runs of a batch were rejected (with the last stderr lines).
-fn rejected_lines(out: &mut String, outcome: &BatchOutcome, style: &Style) {
+/// How a single run ended, or which runs of a batch were rejected (the first few, with the last
+/// stderr lines of the last one).
+fn rejected(outcome: &BatchOutcome) -> Vec<Note> {
     let failed = &outcome.failed;
     if let Some(single) = &outcome.single_outcome {
-        let _ = writeln!(out, "  outcome: {single}");
-        return;
+        return vec![Note::plain(format!("outcome: {single}"))];
     }
     if failed.is_empty() {
-        let _ = writeln!(out, "  rejected: none");
-        return;
+        return vec![Note::plain("rejected: none")];
     }
-    let rejected: Vec<String> = failed
+    let mut named: Vec<String> = failed
         .iter()
+        .take(REJECTED_SHOWN)
         .map(|f| format!("#{} {}", f.index, escape_controls(&f.reason)))
         .collect();
+    if failed.len() > REJECTED_SHOWN {
+        let more = failed.len() - REJECTED_SHOWN;
+        named.push(match &outcome.out_dir {
+            Some(dir) => format!(
+                "and {more} more — see {}",
+                escape_controls(&dir.join("batch.json").display().to_string())
+            ),
+            None => format!("and {more} more (--out DIR keeps them all in batch.json)"),
+        });
+    }
     let verb = if failed.iter().all(|f| f.counted) {
         "failed (counted, --ignore-failure)"
     } else {
         "rejected"
     };
-    let _ = writeln!(
-        out,
-        "  {}: {} of {} — {}",
-        style.warn(verb),
-        failed.len(),
-        outcome.counts.recorded,
-        rejected.join("; ")
-    );
-    if let Some(tail) = failed.iter().rev().find_map(|f| f.stderr_tail.as_deref()) {
-        let _ = writeln!(out, "  last lines of the failed run's stderr:");
-        for line in tail.lines() {
+    let mut notes = vec![Note::warning(
+        verb,
+        format!(
+            "{} of {} — {}",
+            failed.len(),
+            outcome.counts.recorded,
+            named.join("; ")
+        ),
+    )];
+    if let Some((index, tail)) = failed
+        .iter()
+        .rev()
+        .find_map(|f| Some((f.index, f.stderr_tail.as_deref()?)))
+    {
+        notes.push(Note {
             // The command's own bytes: shown, never interpreted by the terminal.
-            let _ = writeln!(out, "    | {}", escape_controls(line));
-        }
+            quoted: tail.lines().map(escape_controls).collect(),
+            ..Note::plain(format!("last lines of the stderr of run #{index}:"))
+        });
     }
-}
-
-/// One line when the run with role `first` was rejected: its figures stay in the first column,
-/// marked, and no warm run takes its place.
-fn first_rejected_line(out: &mut String, outcome: &BatchOutcome, style: &Style) {
-    if let Some(text) = first_rejected_text(outcome) {
-        lines::marked(out, "✗", &text, style);
-    }
+    notes
 }
 
 /// `✗ the cold run was rejected (#0: exited with code 1); no warm run replaces it`, when the
@@ -242,47 +329,42 @@ pub fn first_rejected_text(outcome: &BatchOutcome) -> Option<String> {
         "the first run was rejected"
     };
     Some(format!(
-        "{what} (#{}: {reason}); no warm run replaces it",
-        first.index
+        "{what} (#{}: {}); no warm run replaces it",
+        first.index,
+        escape_controls(reason)
     ))
 }
 
-/// Why "cached before/after" says unknown, and what attribution needs.
-fn cache_unknown_line(out: &mut String, outcome: &BatchOutcome, style: &Style) {
-    if let Some(why) = &outcome.cache_unknown {
-        let text = format!("{why}; attribution needs write access to the files, or root");
-        lines::warning(out, "cached before/after", &text, style);
-    }
-}
-
 /// The machine, interruption or early stop, and where the records are.
-fn context_lines(out: &mut String, outcome: &BatchOutcome, style: &Style) {
+fn context(outcome: &BatchOutcome) -> Vec<Note> {
     let sys = &outcome.context.system;
-    let boot = sys
-        .boot_id
-        .as_deref()
-        .map_or("?".to_string(), |b| b.chars().take(8).collect());
+    let boot = sys.boot_id.as_deref().map_or("?".to_string(), |b| {
+        escape_controls(&b.chars().take(8).collect::<String>())
+    });
     let uptime = sys.uptime_s.map_or("?".to_string(), human_uptime);
-    let _ = writeln!(
-        out,
-        "  context: boot {boot}, up {uptime}, kernel {}, {} CPUs",
-        sys.kernel_release.as_deref().unwrap_or("?"),
+    let mut notes = vec![Note::plain(format!(
+        "context: boot {boot}, up {uptime}, kernel {}, {} CPUs",
+        escape_controls(sys.kernel_release.as_deref().unwrap_or("?")),
         sys.cpu_count.map_or("?".to_string(), |n| n.to_string())
-    );
+    ))];
     if let Some(sig) = outcome.interrupted_by {
-        let _ = writeln!(out, "  {}", style.interrupted(sig));
+        notes.push(Note::warning(
+            &format!("interrupted by {sig}"),
+            "the summary covers the runs that finished",
+        ));
     }
     if let Some(reason) = &outcome.stopped_reason {
-        let reason = escape_controls(reason);
-        let _ = writeln!(out, "  {}", style.warn(&format!("stopped: {reason}")));
+        notes.push(Note::warning("stopped", escape_controls(reason)));
     }
     if let Some(dir) = &outcome.out_dir {
-        let dir = escape_controls(&dir.display().to_string());
-        let _ = writeln!(
-            out,
-            "  records: {dir}/runs.jsonl, summary: {dir}/batch.json"
-        );
+        let at = |file: &str| escape_controls(&dir.join(file).display().to_string());
+        notes.push(Note::plain(format!(
+            "records: {}, summary: {}",
+            at("runs.jsonl"),
+            at("batch.json")
+        )));
     }
+    notes
 }
 
 #[cfg(test)]
@@ -295,5 +377,12 @@ mod tests {
         assert_eq!(s, "█▁▁▁");
         assert_eq!(sparkline(&[1.0; 200], 50).chars().count(), 50);
         assert_eq!(sparkline(&[], 10), "");
+    }
+
+    #[test]
+    fn a_heading_shortens_the_command_to_fit() {
+        let h = heading("coldtrace: 5 runs of ", &"x".repeat(200), " [cold]", 80);
+        assert_eq!(display_width(&h), 80);
+        assert!(h.ends_with("x… [cold]"), "{h}");
     }
 }
