@@ -7,7 +7,7 @@ use crate::cli::args;
 use crate::cli::table::Sub;
 use crate::cli::{help, usage, Command, Output, UsageError};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `coldtrace report`.
 #[derive(Debug, Clone)]
@@ -18,6 +18,10 @@ pub struct ReportArgs {
     pub json: bool,
     /// A Markdown table.
     pub markdown: bool,
+    /// `--svg FILE`: the picture as SVG.
+    pub svg: Option<PathBuf>,
+    /// `--html FILE`: the picture on an HTML page.
+    pub html: Option<PathBuf>,
 }
 
 /// Parses `coldtrace report [--json|--markdown] DIR...`.
@@ -45,10 +49,22 @@ pub fn parse_report(args: Vec<OsString>) -> Result<Command, UsageError> {
             "report: give at least one batch directory, e.g. coldtrace report cold/ warm/",
         ));
     }
+    let file = |flag: &str| -> Result<Option<PathBuf>, UsageError> {
+        let value = read.last(flag).and_then(|o| o.values.first().cloned());
+        match value {
+            Some(f) if f.is_empty() => Err(usage(format!(
+                "report: {flag} needs a file name (got ''), e.g. {flag} picture.{}",
+                &flag[2..]
+            ))),
+            other => Ok(other.map(PathBuf::from)),
+        }
+    };
     Ok(Command::Report(ReportArgs {
         dirs,
         json,
         markdown,
+        svg: file("--svg")?,
+        html: file("--html")?,
     }))
 }
 
@@ -70,8 +86,48 @@ pub fn execute_report(args: &ReportArgs) -> Result<Output, BatchError> {
         let width = crate::view::terminal::width(crate::view::terminal::Stream::Stdout);
         crate::view::report::render_table(&rows, width)
     };
+    if args.svg.is_some() || args.html.is_some() {
+        draw(args)?;
+    }
     Ok(Output {
         stdout,
         exit_code: 0,
     })
+}
+
+/// `--svg FILE` and `--html FILE`: the batches read again as series (streamed), drawn, and
+/// each file replaced atomically (a browser reloading it never sees half a picture).
+fn draw(args: &ReportArgs) -> Result<(), BatchError> {
+    let pictures =
+        crate::record::reader::read_pictures(&args.dirs).map_err(|e| BatchError::own(e.0))?;
+    if let Some(path) = &args.svg {
+        write_file(path, &crate::view::picture::render_svg(&pictures))?;
+    }
+    if let Some(path) = &args.html {
+        let dirs: Vec<String> = args.dirs.iter().map(|d| d.display().to_string()).collect();
+        write_file(
+            path,
+            &crate::view::picture::html::render_html(&pictures, &dirs),
+        )?;
+    }
+    Ok(())
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), BatchError> {
+    let (dir, name) = match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => (dir, name.to_string_lossy().into_owned()),
+        _ => {
+            return Err(BatchError::own(format!(
+                "{}: not a file name; give a path such as picture.svg",
+                path.display()
+            )))
+        }
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    crate::record::artifacts::write_atomic(dir, &name, text.as_bytes())
+        .map_err(|e| BatchError::own(e.message))
 }

@@ -393,6 +393,12 @@ static OPTIONS: &[OptSpec] =
             "the rows as a Markdown table",
             "Print the rows as a Markdown table on stdout."
         ),
+        opt!("svg", [], ["FILE"], LastWins, &[Sub::Report], Format,
+        "also draw the batches as an SVG picture in FILE",
+        "Also draw every batch as an SVG picture in FILE (replaced atomically if it exists):          the wall time of every run in order, the first run, warm-ups, disturbed and rejected          runs marked; the warm runs' distribution; the first-run penalty's parts; and for a          comparison or a parameter scan each command's warm runs side by side with the 95%          interval of its ratio to the first. Hand-written SVG, nothing loaded from the network."),
+        opt!("html", [], ["FILE"], LastWins, &[Sub::Report], Format,
+        "also draw the batches on a self-contained HTML page in FILE",
+        "As --svg, on an HTML page (FILE replaced atomically if it exists): the same picture          inline, one figure per directory, with no script and nothing loaded from the network,          so it shows the same offline."),
         opt!(
             "json",
             [],
@@ -668,7 +674,7 @@ static SUBCOMMANDS: &[SubSpec] = &[
     SubSpec {
         sub: Sub::Report,
         name: "report",
-        usage: "report [--json | --markdown] DIR...",
+        usage: "report [--json | --markdown] [--svg FILE] [--html FILE] DIR...",
         summary: "compare batch directories (across boots too)",
         about: "One row per batch directory (one per command for a comparison directory). Reads \
                 complete, interrupted or truncated batches: a cut last line of runs.jsonl is \

@@ -1,5 +1,6 @@
 //! What a batch leaves behind and how it is summarised: the wire types (schema-versioned), the
-//! batch directory on disk, metric columns and statistics, and reading batches back.
+//! batch directory on disk, metric columns and statistics, and reading batches back (as rows
+//! for the table and as series for the picture).
 //!
 //! Nothing here measures, spawns or renders: records are built from what [`crate::measure`]
 //! returned, and the view draws them.
@@ -14,6 +15,7 @@ pub mod metrics;
 pub mod penalty;
 pub mod reader;
 pub mod run;
+pub mod series;
 pub mod stats;
 pub mod summary;
 

@@ -1,5 +1,6 @@
 //! Batch directories read back (`runs.jsonl`, `batch.json`) into one row per batch, across
-//! batches and boots, for `report`. It only reads: it never spawns and never renders.
+//! batches and boots, for `report`, and into series of runs for its picture (`runs.jsonl`
+//! streamed line by line). It only reads: it never spawns and never renders.
 //!
 //! The per-run records in `runs.jsonl` are the source of truth (they survive a `kill -9`);
 //! `batch.json`, when present, adds the context (kernel) and the label. A cut last line — what a
@@ -7,6 +8,7 @@
 //! names the file and the line.
 #![forbid(unsafe_code)]
 
+use crate::record::series::{Compared, Comparison, Penalty, Picture, RunPoint, Series};
 use crate::record::stats::{ratio, Summary};
 use crate::serialize_struct;
 use crate::untrusted::{self, OpenError, Want};
@@ -174,24 +176,47 @@ pub fn read_batch(dir: &Path) -> Result<BatchRow, ReportError> {
         ..BatchRow::default()
     };
     let batch_path = dir.join("batch.json");
-    match untrusted::read_bounded(&batch_path, BATCH_DOCUMENT_LIMIT) {
-        Ok(bytes) => parse_batch_document(&bytes, &batch_path.display().to_string(), &mut row)?,
-        Err(OpenError::Os(e)) if e == Errno::NOENT => {
-            row.notes
-                .push("no batch.json (the batch did not finish)".into());
-        }
-        Err(OpenError::TooLarge { limit }) => row.notes.push(format!(
-            "batch.json is larger than {} MiB: not read (label, kernel and completion unknown)",
-            limit >> 20
-        )),
-        Err(e) => return Err(unreadable(&batch_path, e)),
+    let missing = "no batch.json (the batch did not finish)";
+    if let Some(bytes) = read_document(&batch_path, missing, &mut row.notes)? {
+        parse_batch_document(&bytes, &batch_path.display().to_string(), &mut row)?;
     }
+    let (reader, name) = open_runs(dir)?;
+    read_runs(reader, &name, &mut row)?;
+    Ok(row)
+}
+
+/// A `batch.json`, read up to [`BATCH_DOCUMENT_LIMIT`]; `None` with a note in `notes` when it
+/// is missing (`missing` says what that means) or too large.
+fn read_document(
+    path: &Path,
+    missing: &str,
+    notes: &mut Vec<String>,
+) -> Result<Option<Vec<u8>>, ReportError> {
+    match untrusted::read_bounded(path, BATCH_DOCUMENT_LIMIT) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(OpenError::Os(e)) if e == Errno::NOENT => {
+            notes.push(missing.into());
+            Ok(None)
+        }
+        Err(OpenError::TooLarge { limit }) => {
+            notes.push(format!(
+                "batch.json is larger than {} MiB: not read (label, kernel and completion unknown)",
+                limit >> 20
+            ));
+            Ok(None)
+        }
+        Err(e) => Err(unreadable(path, e)),
+    }
+}
+
+/// `DIR/runs.jsonl` opened for streaming (a regular file, opened without blocking), and its
+/// name for messages.
+fn open_runs(dir: &Path) -> Result<(impl io::BufRead, String), ReportError> {
     let runs_path = dir.join("runs.jsonl");
     let opened =
         untrusted::open(&runs_path, Want::Regular).map_err(|e| unreadable(&runs_path, e))?;
     let reader = io::BufReader::with_capacity(64 * 1024, fs::File::from(opened.fd));
-    read_runs(reader, &runs_path.display().to_string(), &mut row)?;
-    Ok(row)
+    Ok((reader, runs_path.display().to_string()))
 }
 
 /// Parses the bytes of a `batch.json` into `row` (label, kernel, whether the batch finished).
@@ -256,12 +281,28 @@ pub fn parse_runs(bytes: &[u8], name: &str, row: &mut BatchRow) -> Result<(), Re
 /// # Errors
 /// As [`parse_runs`]; a read error, or a line longer than the limit.
 pub fn read_runs(
-    mut reader: impl io::BufRead,
+    reader: impl io::BufRead,
     name: &str,
     row: &mut BatchRow,
 ) -> Result<(), ReportError> {
     let mut runs = Runs::default();
+    read_lines(reader, name, |line| runs.take(line, name, row))?;
+    runs.finish(row);
+    Ok(())
+}
+
+/// Hands every line of `reader` (with its `\n`, if any) to `each` until it says stop: memory
+/// is one line, at most [`RECORD_LINE_LIMIT`].
+///
+/// # Errors
+/// A read error, a line longer than the limit, or `each`'s error.
+fn read_lines(
+    mut reader: impl io::BufRead,
+    name: &str,
+    mut each: impl FnMut(&[u8]) -> Result<Flow, ReportError>,
+) -> Result<(), ReportError> {
     let mut line = Vec::new();
+    let mut line_no = 0u64;
     loop {
         line.clear();
         let n = (&mut reader)
@@ -270,26 +311,57 @@ pub fn read_runs(
             .map_err(|e| {
                 ReportError(format!(
                     "{name}: line {}: {}",
-                    runs.line_no + 1,
+                    line_no + 1,
                     crate::record::artifacts::explain(&e)
                 ))
             })?;
         if n == 0 {
-            break;
+            return Ok(());
         }
+        line_no += 1;
         if line.len() as u64 > RECORD_LINE_LIMIT {
             return Err(ReportError(format!(
-                "{name}: line {}: longer than {} MiB, not a record coldtrace wrote",
-                runs.line_no + 1,
+                "{name}: line {line_no}: longer than {} MiB, not a record coldtrace wrote",
                 RECORD_LINE_LIMIT >> 20
             )));
         }
-        if runs.take(&line, name, row)? == Flow::Stop {
-            break;
+        if each(&line)? == Flow::Stop {
+            return Ok(());
         }
     }
-    runs.finish(row);
-    Ok(())
+}
+
+/// One line of `runs.jsonl` (with its `\n`, if any) as a record; `None` for a cut last line
+/// (no `\n`, not valid JSON: what a crash mid-write leaves), with a note in `notes`.
+///
+/// # Errors
+/// Any other malformed line, or a record whose schema is not `coldtrace.run/1`: one line naming
+/// `name` and the line number (1-based).
+fn record_line(
+    line: &[u8],
+    line_no: u64,
+    name: &str,
+    notes: &mut Vec<String>,
+) -> Result<Option<Value>, ReportError> {
+    let record: Value = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(_) if line.last() != Some(&b'\n') => {
+            notes.push(format!("runs.jsonl line {line_no} is cut short (skipped)"));
+            return Ok(None);
+        }
+        Err(e) => {
+            return Err(ReportError(format!(
+                "{name}: line {line_no}: not a valid record ({e}); the file is damaged"
+            )))
+        }
+    };
+    if record.get("schema").and_then(Value::as_str) != Some(crate::record::RUN_SCHEMA) {
+        return Err(ReportError(format!(
+            "{name}: line {line_no}: not a coldtrace run record (schema is not {})",
+            crate::record::RUN_SCHEMA
+        )));
+    }
+    Ok(Some(record))
 }
 
 #[derive(PartialEq)]
@@ -309,27 +381,9 @@ impl Runs {
     /// One line (with its `\n`, if any) into `row`.
     fn take(&mut self, line: &[u8], name: &str, row: &mut BatchRow) -> Result<Flow, ReportError> {
         self.line_no += 1;
-        let line_no = self.line_no;
-        let complete_line = line.last() == Some(&b'\n');
-        let record: Value = match serde_json::from_slice(line) {
-            Ok(v) => v,
-            Err(_) if !complete_line => {
-                row.notes
-                    .push(format!("runs.jsonl line {line_no} is cut short (skipped)"));
-                return Ok(Flow::Stop);
-            }
-            Err(e) => {
-                return Err(ReportError(format!(
-                    "{name}: line {line_no}: not a valid record ({e}); the file is damaged"
-                )))
-            }
+        let Some(record) = record_line(line, self.line_no, name, &mut row.notes)? else {
+            return Ok(Flow::Stop);
         };
-        if record.get("schema").and_then(Value::as_str) != Some(crate::record::RUN_SCHEMA) {
-            return Err(ReportError(format!(
-                "{name}: line {line_no}: not a coldtrace run record (schema is not {})",
-                crate::record::RUN_SCHEMA
-            )));
-        }
         let role = record.get("role").and_then(Value::as_str).unwrap_or("");
         let counted = record
             .get("counted")
@@ -433,4 +487,219 @@ pub fn read_all(dirs: &[PathBuf]) -> Result<Vec<BatchRow>, ReportError> {
         }
     }
     Ok(rows)
+}
+
+/// The most buckets of runs a batch's strip keeps: about one per pixel column of the picture.
+pub const PICTURE_BUCKETS: usize = 512;
+/// A comparison of more commands than this draws its commands side by side only (their own
+/// strips would make a page each); their batches are then kept at a few buckets each.
+pub const PICTURE_COMMAND_STRIPS: usize = 12;
+
+/// Reads every directory for the picture: a batch as its runs in order, a comparison as its
+/// commands side by side. `runs.jsonl` is read line by line, never whole.
+pub fn read_pictures(dirs: &[PathBuf]) -> Result<Vec<Picture>, ReportError> {
+    let mut pictures = Vec::new();
+    for dir in dirs {
+        match comparison_members(dir)? {
+            Some(members) => pictures.push(Picture::Comparison(read_comparison(dir, &members)?)),
+            None => pictures.push(Picture::Batch(Box::new(read_series(dir, PICTURE_BUCKETS)?))),
+        }
+    }
+    Ok(pictures)
+}
+
+/// A comparison directory: each member batch, named and compared as `DIR/batch.json`
+/// (`coldtrace.compare/1`) says, when it is there.
+fn read_comparison(dir: &Path, members: &[PathBuf]) -> Result<Comparison, ReportError> {
+    let mut comparison = Comparison {
+        dir: dir.display().to_string(),
+        ..Comparison::default()
+    };
+    let doc_path = dir.join("batch.json");
+    let missing = "no batch.json (the comparison did not finish): no intervals";
+    let doc = match read_document(&doc_path, missing, &mut comparison.notes)? {
+        Some(bytes) => Some(compare_document(&bytes, &doc_path)?),
+        None => None,
+    };
+    comparison.confidence = doc.as_ref().and_then(|d| str_at(d, &["confidence"]));
+    let cap = if members.len() > PICTURE_COMMAND_STRIPS {
+        8
+    } else {
+        PICTURE_BUCKETS
+    };
+    for (position, member) in members.iter().enumerate() {
+        let series = read_series(member, cap)?;
+        comparison
+            .commands
+            .push(compared(doc.as_ref(), member, position, series));
+    }
+    Ok(comparison)
+}
+
+fn compare_document(bytes: &[u8], path: &Path) -> Result<Value, ReportError> {
+    let name = path.display();
+    let doc: Value = serde_json::from_slice(bytes)
+        .map_err(|e| ReportError(format!("{name}: line {}: not valid JSON ({e})", e.line())))?;
+    if doc.get("schema").and_then(Value::as_str) != Some(crate::record::COMPARE_SCHEMA) {
+        return Err(ReportError(format!(
+            "{name}: line 1: not a coldtrace comparison document (schema is not {})",
+            crate::record::COMPARE_SCHEMA
+        )));
+    }
+    Ok(doc)
+}
+
+/// The member batch at `member`, with its name, parameters, ratio and interval from the
+/// comparison document (matched by its directory, `commands/NN`).
+fn compared(doc: Option<&Value>, member: &Path, position: usize, series: Series) -> Compared {
+    let leaf = member.file_name().map(|n| n.to_string_lossy().into_owned());
+    let entry = doc
+        .and_then(|d| d.get("commands"))
+        .and_then(Value::as_array)
+        .and_then(|commands| {
+            commands.iter().find(|c| {
+                let dir = c.get("dir").and_then(Value::as_str).unwrap_or("");
+                leaf.as_deref()
+                    .is_some_and(|l| dir.rsplit('/').next() == Some(l))
+            })
+        });
+    let index = entry.and_then(|e| u64_at(e, &["index"]));
+    let name = entry
+        .and_then(|e| str_at(e, &["name"]).or_else(|| str_at(e, &["command"])))
+        .map_or_else(|| series.title.clone(), |n| one_line(&n));
+    let parameters = entry
+        .and_then(|e| e.get("parameters"))
+        .and_then(Value::as_array)
+        .map(|ps| {
+            ps.iter()
+                .filter_map(|p| {
+                    Some((
+                        one_line(&str_at(p, &["name"])?),
+                        one_line(&str_at(p, &["value"])?),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let wall = doc
+        .and_then(|d| d.get("comparison"))
+        .and_then(Value::as_array)
+        .and_then(|ms| {
+            ms.iter()
+                .find(|m| str_at(m, &["metric"]).as_deref() == Some("wall_ns"))
+        })
+        .and_then(|m| m.get("commands"))
+        .and_then(Value::as_array)
+        .and_then(|cs| {
+            let index = index.unwrap_or(position as u64);
+            cs.iter().find(|c| u64_at(c, &["command"]) == Some(index))
+        });
+    let ratio = wall.and_then(|w| f64_at(w, &["ratio_to_first"]));
+    let interval = wall.and_then(|w| Some((f64_at(w, &["ci_low"])?, f64_at(w, &["ci_high"])?)));
+    Compared {
+        name,
+        parameters,
+        series,
+        ratio,
+        interval,
+    }
+}
+
+/// One batch directory as its runs in order: `batch.json` (when present) for the label and the
+/// first-run penalty, then `runs.jsonl` streamed.
+pub fn read_series(dir: &Path, cap: usize) -> Result<Series, ReportError> {
+    let mut series = Series::new(dir.display().to_string(), cap);
+    let batch_path = dir.join("batch.json");
+    let missing = "no batch.json (the batch did not finish)";
+    if let Some(bytes) = read_document(&batch_path, missing, &mut series.notes)? {
+        let mut row = BatchRow::default();
+        parse_batch_document(&bytes, &batch_path.display().to_string(), &mut row)?;
+        let doc: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        series.penalty = doc.get("first_penalty").and_then(penalty);
+        series.penalty_unavailable =
+            str_at(&doc, &["first_penalty_unavailable"]).map(|s| one_line(&s));
+        series.title = row.label.unwrap_or_default();
+        series.notes.extend(row.notes);
+    }
+    let (reader, name) = open_runs(dir)?;
+    stream_runs(reader, &name, &mut series)?;
+    if series.title.is_empty() {
+        series.title = series.dir.clone();
+    }
+    Ok(series)
+}
+
+/// `runs.jsonl` line by line into `series`: memory is one line and the series' buckets.
+///
+/// # Errors
+/// As [`read_runs`].
+pub fn stream_runs(
+    reader: impl io::BufRead,
+    name: &str,
+    series: &mut Series,
+) -> Result<(), ReportError> {
+    let mut line_no = 0u64;
+    read_lines(reader, name, |line| {
+        line_no += 1;
+        let Some(record) = record_line(line, line_no, name, &mut series.notes)? else {
+            return Ok(Flow::Stop);
+        };
+        if series.title.is_empty() {
+            series.title = title_of(&record);
+        }
+        series.push(&run_point(&record));
+        Ok(Flow::Next)
+    })?;
+    if line_no == 0 {
+        series.notes.push("runs.jsonl is empty".into());
+    }
+    Ok(())
+}
+
+/// The command of a record, quoted as a shell would take it back, on one line.
+fn title_of(record: &Value) -> String {
+    let argv: Vec<String> = record
+        .get("argv")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|w| w.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    one_line(&crate::text::quote(&argv))
+}
+
+fn run_point(record: &Value) -> RunPoint {
+    let role = record.get("role").and_then(Value::as_str).unwrap_or("");
+    RunPoint {
+        index: u64_at(record, &["index"]).unwrap_or(0),
+        first: role == "first",
+        warmup: role == "warmup",
+        counted: record
+            .get("counted")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        wall_ns: f64_at(record, &["wall_ns"]),
+        disturbed: record
+            .get("anomalies")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty()),
+        failure_reason: str_at(record, &["failure_reason"]).map(|s| one_line(&s)),
+    }
+}
+
+/// `first_penalty` of a batch document; `None` when it is null or lacks its wall times.
+fn penalty(v: &Value) -> Option<Penalty> {
+    Some(Penalty {
+        first_index: u64_at(v, &["first_index"])?,
+        reference_index: u64_at(v, &["reference_index"])?,
+        first_wall_ns: f64_at(v, &["first_wall_ns"])?,
+        reference_wall_ns: f64_at(v, &["reference_wall_ns"])?,
+        wall_ns: f64_at(v, &["wall_ns"])?,
+        cpu_ns: f64_at(v, &["cpu_ns"]),
+        runqueue_ns: f64_at(v, &["runqueue_ns"]),
+        blocked_ns: f64_at(v, &["blocked_ns"]),
+        basis: str_at(v, &["basis"]).map_or_else(|| "unknown".into(), |b| one_line(&b)),
+    })
 }

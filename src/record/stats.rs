@@ -74,6 +74,20 @@ pub fn ratio(first: Option<f64>, warm_median: Option<f64>) -> Option<f64> {
     }
 }
 
+/// The `p` quantile (0 ≤ p ≤ 1) of `sorted` (ascending, not empty), interpolated linearly
+/// between the two nearest values (Hyndman and Fan's type 7, as R's and NumPy's default).
+pub fn quantile(sorted: &[f64], p: f64) -> f64 {
+    let Some(&last) = sorted.last() else {
+        return f64::NAN;
+    };
+    let h = (sorted.len() - 1) as f64 * p.clamp(0.0, 1.0);
+    let below = h.floor() as usize;
+    match sorted.get(below + 1) {
+        Some(&above) => sorted[below] + (h - below as f64) * (above - sorted[below]),
+        None => last,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +108,12 @@ mod tests {
         assert_eq!(ratio(Some(3.0), Some(0.0)), None);
         assert_eq!(ratio(Some(1e300), Some(1e-300)), None);
         assert_eq!(Summary::of(&[f64::MAX, f64::MAX]).unwrap().median, f64::MAX);
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.25), 2.0);
+        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.5);
+        assert_eq!(quantile(&[1.0, 2.0], 0.75), 1.75);
+        assert_eq!(quantile(&[7.0], 0.9), 7.0);
+        assert_eq!(quantile(&[1.0, 9.0], 1.0), 9.0);
+        assert!(quantile(&[], 0.5).is_nan());
     }
 
     proptest! {

@@ -1,5 +1,6 @@
 //! What a person sees: the tables of a batch, a comparison, a report and the context, the
-//! progress line, human units. Renderers take outcomes and records; they never run anything.
+//! picture (SVG, HTML), the progress line, human units. Renderers take outcomes and records;
+//! they never run anything.
 #![forbid(unsafe_code)]
 
 pub mod compare;
@@ -8,6 +9,7 @@ pub mod explain;
 pub mod gnu_time;
 pub mod grid;
 pub mod lines;
+pub mod picture;
 pub mod progress;
 pub mod report;
 pub mod style;

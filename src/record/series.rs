@@ -1,0 +1,422 @@
+//! One batch's runs in the order they ran, as the picture draws them: the first run, every
+//! other run's wall time by kind (merged into buckets past a cap), the warm runs' wall times
+//! and the first-run penalty's parts. Pure: it is filled by the reader; it never reads or draws.
+//!
+//! Memory is bounded by the cap, not by the batch: past [`Series::cap`] buckets, neighbouring
+//! buckets are merged in pairs (each then spans twice as many runs), so a 10-million-run batch
+//! holds the same few hundred buckets as a 500-run one, plus its warm wall times (8 bytes a run,
+//! as the statistics need them too).
+#![forbid(unsafe_code)]
+
+/// What a run other than the first was, as the picture marks it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A warm-up: recorded, never counted.
+    Warmup,
+    /// A counted run after the first, nothing unusual recorded about it.
+    Warm,
+    /// A counted warm run whose record lists anomalies (something disturbed it).
+    Disturbed,
+    /// A run that was not counted (failed, timed out, could not start).
+    Rejected,
+}
+
+impl Kind {
+    /// Every kind, in the order of [`Bucket::spans`].
+    pub const ALL: [Kind; 4] = [Kind::Warmup, Kind::Warm, Kind::Disturbed, Kind::Rejected];
+
+    /// Its slot in [`Bucket::spans`].
+    pub fn slot(self) -> usize {
+        self as usize
+    }
+
+    /// The word used in legends and tooltips.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Warmup => "warm-up",
+            Kind::Warm => "warm",
+            Kind::Disturbed => "disturbed",
+            Kind::Rejected => "rejected",
+        }
+    }
+}
+
+/// The wall times of the runs of one kind inside a bucket.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Span {
+    /// The shortest, ns.
+    pub low_ns: f64,
+    /// The longest, ns.
+    pub high_ns: f64,
+    /// How many runs.
+    pub runs: u64,
+}
+
+impl Span {
+    fn of(wall_ns: f64) -> Span {
+        Span {
+            low_ns: wall_ns,
+            high_ns: wall_ns,
+            runs: 1,
+        }
+    }
+
+    fn merge(a: Option<Span>, b: Option<Span>) -> Option<Span> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(Span {
+                low_ns: a.low_ns.min(b.low_ns),
+                high_ns: a.high_ns.max(b.high_ns),
+                runs: a.runs + b.runs,
+            }),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// Consecutive runs (by their position in `runs.jsonl`), one span per [`Kind`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bucket {
+    /// Position of the bucket's first slot (0 = the first line of `runs.jsonl`).
+    pub position: u64,
+    /// The index of the first run in it (the record's `index`).
+    pub first_index: u64,
+    /// The index of the last run in it.
+    pub last_index: u64,
+    /// Wall times by kind, in [`Kind::ALL`] order.
+    pub spans: [Option<Span>; 4],
+}
+
+/// The run with role `first`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FirstRun {
+    /// Its position in `runs.jsonl`.
+    pub position: u64,
+    /// Its index.
+    pub index: u64,
+    /// Its wall time (`None` when it has none, e.g. it could not start).
+    pub wall_ns: Option<f64>,
+    /// Why it was rejected, when it was.
+    pub rejected: Option<String>,
+}
+
+/// One run as the reader hands it over.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunPoint {
+    /// The record's `index`.
+    pub index: u64,
+    /// Role `first`.
+    pub first: bool,
+    /// Role `warmup`.
+    pub warmup: bool,
+    /// Counted in the statistics.
+    pub counted: bool,
+    /// Wall time, ns.
+    pub wall_ns: Option<f64>,
+    /// The record lists anomalies.
+    pub disturbed: bool,
+    /// Why it was not counted.
+    pub failure_reason: Option<String>,
+}
+
+/// The first-run penalty of `batch.json` (`first_penalty`): the first run minus the warm run
+/// with the median wall time, split into on-CPU, run-queue and blocked time when it could be.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Penalty {
+    /// The first run's index.
+    pub first_index: u64,
+    /// The reference warm run's index.
+    pub reference_index: u64,
+    /// The first run's wall time, ns.
+    pub first_wall_ns: f64,
+    /// The reference run's wall time, ns.
+    pub reference_wall_ns: f64,
+    /// First minus reference, ns.
+    pub wall_ns: f64,
+    /// Extra on-CPU time, ns (`None` unless split).
+    pub cpu_ns: Option<f64>,
+    /// Extra run-queue wait, ns.
+    pub runqueue_ns: Option<f64>,
+    /// Extra blocked time (I/O, sleeps, faults), ns.
+    pub blocked_ns: Option<f64>,
+    /// How it was split: `schedstat`, `parallel` or `unavailable`.
+    pub basis: String,
+}
+
+/// One batch, ready to draw.
+#[derive(Clone, Debug, Default)]
+pub struct Series {
+    /// What the batch ran (its label, or its command).
+    pub title: String,
+    /// The batch directory.
+    pub dir: String,
+    /// Lines of `runs.jsonl` read (every run, warm-ups included).
+    pub runs: u64,
+    /// Runs per bucket (a power of two).
+    pub per_bucket: u64,
+    /// The most buckets kept.
+    pub cap: usize,
+    /// The runs other than the first, in order.
+    pub buckets: Vec<Bucket>,
+    /// The run with role `first`.
+    pub first: Option<FirstRun>,
+    /// Wall times of the counted runs after the first (the warm series), in order.
+    pub warm_wall_ns: Vec<f64>,
+    /// Runs of each kind, in [`Kind::ALL`] order (the first run not included).
+    pub kinds: [u64; 4],
+    /// Runs without a wall time (not drawn).
+    pub without_wall: u64,
+    /// The first-run penalty, when `batch.json` has one.
+    pub penalty: Option<Penalty>,
+    /// Why `batch.json` says there is none.
+    pub penalty_unavailable: Option<String>,
+    /// Things noticed while reading.
+    pub notes: Vec<String>,
+}
+
+impl Series {
+    /// An empty series that keeps at most `cap` buckets (at least 2).
+    pub fn new(dir: String, cap: usize) -> Series {
+        Series {
+            dir,
+            per_bucket: 1,
+            cap: cap.max(2),
+            ..Series::default()
+        }
+    }
+
+    /// Adds the next run of `runs.jsonl`.
+    pub fn push(&mut self, run: &RunPoint) {
+        let position = self.runs;
+        self.runs += 1;
+        if run.first {
+            self.first = Some(FirstRun {
+                position,
+                index: run.index,
+                wall_ns: run.wall_ns,
+                rejected: (!run.counted).then(|| {
+                    run.failure_reason
+                        .clone()
+                        .unwrap_or_else(|| "not counted".into())
+                }),
+            });
+            self.without_wall += u64::from(run.wall_ns.is_none());
+            return;
+        }
+        let kind = if run.warmup {
+            Kind::Warmup
+        } else if !run.counted {
+            Kind::Rejected
+        } else if run.disturbed {
+            Kind::Disturbed
+        } else {
+            Kind::Warm
+        };
+        self.kinds[kind.slot()] += 1;
+        if run.counted && !run.warmup {
+            self.warm_wall_ns.extend(run.wall_ns);
+        }
+        match run.wall_ns {
+            Some(wall_ns) if wall_ns.is_finite() => self.place(position, run.index, kind, wall_ns),
+            _ => self.without_wall += 1,
+        }
+    }
+
+    /// Puts a run into the bucket that covers `position`, merging buckets first when full.
+    fn place(&mut self, position: u64, index: u64, kind: Kind, wall_ns: f64) {
+        loop {
+            if let Some(last) = self.buckets.last_mut() {
+                if position < last.position + self.per_bucket {
+                    last.last_index = index;
+                    let slot = &mut last.spans[kind.slot()];
+                    *slot = Span::merge(*slot, Some(Span::of(wall_ns)));
+                    return;
+                }
+            }
+            if self.buckets.len() < self.cap {
+                break;
+            }
+            self.merge_pairs();
+        }
+        let start = position - position % self.per_bucket;
+        let mut spans = [None; 4];
+        spans[kind.slot()] = Some(Span::of(wall_ns));
+        self.buckets.push(Bucket {
+            position: start,
+            first_index: index,
+            last_index: index,
+            spans,
+        });
+    }
+
+    /// Halves the number of buckets: each pair of neighbours (by position) becomes one.
+    fn merge_pairs(&mut self) {
+        self.per_bucket *= 2;
+        let width = self.per_bucket;
+        let mut merged: Vec<Bucket> = Vec::with_capacity(self.cap / 2 + 1);
+        for bucket in self.buckets.drain(..) {
+            let start = bucket.position - bucket.position % width;
+            match merged.last_mut() {
+                Some(last) if last.position == start => {
+                    last.last_index = bucket.last_index;
+                    for (a, b) in last.spans.iter_mut().zip(bucket.spans) {
+                        *a = Span::merge(*a, b);
+                    }
+                }
+                _ => merged.push(Bucket {
+                    position: start,
+                    ..bucket
+                }),
+            }
+        }
+        self.buckets = merged;
+    }
+
+    /// Every drawn wall time: the first run's and each bucket's spans.
+    pub fn drawn_wall_ns(&self) -> impl Iterator<Item = f64> + '_ {
+        let first = self.first.as_ref().and_then(|f| f.wall_ns);
+        let spans = self
+            .buckets
+            .iter()
+            .flat_map(|b| b.spans.iter().flatten())
+            .flat_map(|s| [s.low_ns, s.high_ns]);
+        first.into_iter().chain(spans)
+    }
+}
+
+/// One command of a comparison (or one value of a parameter scan).
+#[derive(Clone, Debug)]
+pub struct Compared {
+    /// Its name (`--command-name`) or the command as given.
+    pub name: String,
+    /// The parameter values it was made with (`NAME`, value).
+    pub parameters: Vec<(String, String)>,
+    /// Its batch.
+    pub series: Series,
+    /// Its warm median wall time ÷ the first command's.
+    pub ratio: Option<f64>,
+    /// The 95 % interval of that ratio.
+    pub interval: Option<(f64, f64)>,
+}
+
+/// A comparison directory (`coldtrace compare -o DIR`, or a parameter scan).
+#[derive(Clone, Debug, Default)]
+pub struct Comparison {
+    /// The directory.
+    pub dir: String,
+    /// The commands, in the order given.
+    pub commands: Vec<Compared>,
+    /// How the intervals were computed (the document's `confidence`).
+    pub confidence: Option<String>,
+    /// Things noticed while reading.
+    pub notes: Vec<String>,
+}
+
+/// What one directory given to `report` is drawn as.
+#[derive(Clone, Debug)]
+pub enum Picture {
+    /// A batch.
+    Batch(Box<Series>),
+    /// A comparison: its commands side by side, then each command's batch.
+    Comparison(Comparison),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(index: u64, first: bool, counted: bool, wall_ns: f64) -> RunPoint {
+        RunPoint {
+            index,
+            first,
+            warmup: false,
+            counted,
+            wall_ns: Some(wall_ns),
+            disturbed: false,
+            failure_reason: None,
+        }
+    }
+
+    #[test]
+    fn kinds_first_run_and_warm_series_are_told_apart() {
+        let mut s = Series::new("d".into(), 16);
+        s.push(&RunPoint {
+            warmup: true,
+            ..run(0, false, false, 5.0)
+        });
+        s.push(&run(1, true, true, 100.0));
+        s.push(&run(2, false, true, 10.0));
+        s.push(&RunPoint {
+            disturbed: true,
+            ..run(3, false, true, 30.0)
+        });
+        s.push(&RunPoint {
+            failure_reason: Some("exit 1".into()),
+            ..run(4, false, false, 1.0)
+        });
+        s.push(&RunPoint {
+            wall_ns: None,
+            ..run(5, false, false, 0.0)
+        });
+        assert_eq!(s.runs, 6);
+        assert_eq!(s.kinds, [1, 1, 1, 2]);
+        assert_eq!(s.warm_wall_ns, vec![10.0, 30.0]);
+        assert_eq!(s.without_wall, 1);
+        let first = s.first.clone().unwrap();
+        assert_eq!(
+            (first.position, first.index, first.wall_ns),
+            (1, 1, Some(100.0))
+        );
+        assert_eq!(first.rejected, None);
+        assert_eq!(s.buckets.len(), 4);
+        assert_eq!(
+            s.buckets[2].spans[Kind::Disturbed.slot()].unwrap().high_ns,
+            30.0
+        );
+        let mut drawn: Vec<f64> = s.drawn_wall_ns().collect();
+        drawn.sort_by(f64::total_cmp);
+        drawn.dedup();
+        assert_eq!(drawn, vec![1.0, 5.0, 10.0, 30.0, 100.0]);
+    }
+
+    #[test]
+    fn a_long_batch_stays_within_the_cap_and_keeps_every_extreme() {
+        let mut s = Series::new("d".into(), 8);
+        s.push(&run(0, true, true, 500.0));
+        for i in 1..1000u64 {
+            let wall = if i == 777 {
+                9e9
+            } else {
+                100.0 + (i % 7) as f64
+            };
+            s.push(&run(i, false, true, wall));
+        }
+        assert!(s.buckets.len() <= 8, "{}", s.buckets.len());
+        assert_eq!(s.per_bucket, 128);
+        let runs: u64 = s
+            .buckets
+            .iter()
+            .map(|b| b.spans[Kind::Warm.slot()].map_or(0, |sp| sp.runs))
+            .sum();
+        assert_eq!(runs, 999);
+        let max = s.drawn_wall_ns().fold(0.0, f64::max);
+        assert_eq!(max, 9e9);
+        let positions: Vec<u64> = s.buckets.iter().map(|b| b.position).collect();
+        assert!(positions.windows(2).all(|w| w[1] == w[0] + s.per_bucket));
+        assert_eq!(s.buckets[0].first_index, 1);
+        assert_eq!(s.buckets.last().unwrap().last_index, 999);
+    }
+
+    #[test]
+    fn a_rejected_first_run_keeps_its_reason() {
+        let mut s = Series::new("d".into(), 4);
+        s.push(&RunPoint {
+            failure_reason: Some("exited with code 2".into()),
+            ..run(0, true, false, 3.0)
+        });
+        assert_eq!(
+            s.first.unwrap().rejected.as_deref(),
+            Some("exited with code 2")
+        );
+        assert!(s.warm_wall_ns.is_empty());
+    }
+}

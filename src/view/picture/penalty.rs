@@ -1,0 +1,155 @@
+//! The first-run penalty drawn as bars: how much longer the first run took than the warm run
+//! with the median wall time, split into on-CPU, run-queue and blocked time, each a bar from
+//! zero (a part can be negative). Draws what `batch.json`'s `first_penalty` says, or nothing.
+#![forbid(unsafe_code)]
+
+use super::scale::{self, Scale};
+use super::svg::{Anchor, Svg};
+use super::{fit, PLOT_LEFT, PLOT_RIGHT};
+use crate::record::series::{Penalty, Series};
+use crate::view::units::human_ns;
+
+/// Where the bars start (the row labels are to the left of it).
+const BARS_LEFT: f64 = 330.0;
+/// Height of a row.
+const ROW: f64 = 22.0;
+
+/// `+12.98 ms`, `−3.10 ms`.
+fn signed(ns: f64) -> String {
+    if ns < 0.0 {
+        format!("−{}", human_ns(-ns))
+    } else {
+        format!("+{}", human_ns(ns))
+    }
+}
+
+/// Draws the penalty of `s` from `top`; returns the height used (0 when there is nothing to
+/// say: no `first_penalty` in `batch.json`).
+pub fn penalty(svg: &mut Svg, s: &Series, top: f64) -> f64 {
+    let Some(p) = &s.penalty else {
+        return match &s.penalty_unavailable {
+            Some(why) => {
+                let line = format!("first-run penalty: none ({why})");
+                svg.text(
+                    PLOT_LEFT,
+                    top + 14.0,
+                    Anchor::Start,
+                    "small",
+                    &fit(&line, PLOT_RIGHT - PLOT_LEFT, 11.0),
+                );
+                22.0
+            }
+            None => 0.0,
+        };
+    };
+    let y0 = top + 18.0;
+    let title = format!(
+        "first-run penalty: first run #{} {} − warm run #{} (the median) {} = {}",
+        p.first_index,
+        human_ns(p.first_wall_ns),
+        p.reference_index,
+        human_ns(p.reference_wall_ns),
+        signed(p.wall_ns)
+    );
+    svg.text(
+        PLOT_LEFT - 70.0,
+        y0,
+        Anchor::Start,
+        "sub",
+        &fit(&title, PLOT_RIGHT - PLOT_LEFT + 70.0, 12.0),
+    );
+    let rows = rows(p);
+    let x = bar_scale(&rows);
+    let bars_top = y0 + 14.0;
+    let bottom = bars_top + rows.len() as f64 * ROW;
+    grid(svg, &x, bars_top, bottom);
+    for (i, (label, class, value)) in rows.iter().enumerate() {
+        let row_top = bars_top + i as f64 * ROW;
+        svg.text(
+            BARS_LEFT - 10.0,
+            row_top + 15.0,
+            Anchor::End,
+            "small",
+            label,
+        );
+        let (zero, end) = (x.at(0.0), x.at(*value));
+        svg.rect(zero, row_top + 4.0, end - zero, ROW - 8.0, class);
+        let (lx, anchor) = if *value < 0.0 {
+            (end - 4.0, Anchor::End)
+        } else {
+            (end + 4.0, Anchor::Start)
+        };
+        svg.text(lx, row_top + 15.0, anchor, "small halo", &signed(*value));
+    }
+    svg.line(x.at(0.0), bars_top, x.at(0.0), bottom, "zero");
+    let mut used = bottom - top + 28.0;
+    if let Some(note) = unsplit_note(p) {
+        svg.text(BARS_LEFT, bottom + 46.0, Anchor::Start, "small", &note);
+        used += 18.0;
+    }
+    used
+}
+
+/// The rows: each part when the penalty was split, then the whole.
+fn rows(p: &Penalty) -> Vec<(&'static str, &'static str, f64)> {
+    let mut rows = Vec::new();
+    if let (Some(cpu), Some(rq), Some(blocked)) = (p.cpu_ns, p.runqueue_ns, p.blocked_ns) {
+        rows.push(("on CPU (more work)", "cpu", cpu));
+        rows.push(("waiting for a CPU (run queue)", "runqueue", rq));
+        rows.push(("blocked (I/O, faults, sleeps)", "blocked", blocked));
+    }
+    rows.push(("first − median warm run", "total", p.wall_ns));
+    rows
+}
+
+/// Why the penalty was not split, in words, when it was not.
+fn unsplit_note(p: &Penalty) -> Option<String> {
+    if p.cpu_ns.is_some() && p.runqueue_ns.is_some() && p.blocked_ns.is_some() {
+        return None;
+    }
+    Some(match p.basis.as_str() {
+        "parallel" => "not split: the run's CPU time (rusage) exceeds its main thread's on-CPU \
+                       time — parallel work"
+            .into(),
+        "unavailable" => "not split: no schedstat for these runs (--minimal, or unreadable)".into(),
+        other => format!("not split (basis: {other})"),
+    })
+}
+
+/// A linear scale through zero that holds every row's value.
+fn bar_scale(rows: &[(&str, &str, f64)]) -> Scale {
+    let lo = rows.iter().map(|r| r.2).fold(0.0, f64::min);
+    let hi = rows.iter().map(|r| r.2).fold(0.0, f64::max);
+    let step = scale::nice_step(((hi - lo) / 6.0).max(1.0));
+    let (lo, hi) = ((lo / step).floor() * step, (hi / step).ceil() * step);
+    let hi = if hi == lo { lo + step } else { hi };
+    // A negative bar's value is written left of its end: leave it room off the row labels.
+    let room = if lo < 0.0 { 76.0 } else { 0.0 };
+    Scale {
+        lo,
+        hi,
+        log: false,
+        px_lo: BARS_LEFT + room,
+        px_hi: PLOT_RIGHT - 70.0,
+    }
+}
+
+fn grid(svg: &mut Svg, x: &Scale, top: f64, bottom: f64) {
+    let step = scale::nice_step((x.hi - x.lo) / 5.0);
+    let mut t = (x.lo / step).ceil() * step;
+    let (unit, per) = scale::time_unit(x.hi.abs().max(x.lo.abs()));
+    while t <= x.hi + step * 1e-9 {
+        let px = x.at(t);
+        svg.line(px, top, px, bottom, "grid");
+        let label = scale::plain(t / per, step / per);
+        svg.text(px, bottom + 14.0, Anchor::Middle, "small", &label);
+        t += step;
+    }
+    svg.text(
+        (x.px_lo + x.px_hi) / 2.0,
+        bottom + 28.0,
+        Anchor::Middle,
+        "small",
+        &format!("extra time of the first run ({unit})"),
+    );
+}

@@ -1,0 +1,408 @@
+//! `report --svg FILE` and `--html FILE` on the built binary: the SVG is well-formed XML (a
+//! real parser reads it), every run is one mark with its own tooltip, the first run, warm-ups
+//! and rejected runs are marked as such, the first-run penalty's parts are drawn only when
+//! batch.json has them, a comparison shows each command with its interval, a long batch stays
+//! small, and the HTML page loads nothing from anywhere.
+//!
+//! Whether a browser shows it is checked outside `cargo test` (`.ci/run`'s picture step, with
+//! headless Chromium): this file needs no browser.
+#![forbid(unsafe_code)]
+
+mod common;
+
+use common::{ct, read_batch, read_records, write_file, TempDir};
+use serde_json::Value;
+use std::path::Path;
+
+/// A script that fails on every fourth call (calls 3, 7, …), counting in a file beside it.
+fn fails_every_fourth(dir: &Path) -> String {
+    let path = dir.join("every-fourth.sh");
+    write_file(
+        &path,
+        b"#!/bin/sh\nc=\"$(dirname \"$0\")/.count\"\nn=$(cat \"$c\" 2>/dev/null || echo 0)\n\
+          echo $((n + 1)) > \"$c\"\n[ $((n % 4)) -ne 3 ]\n",
+        0o755,
+    );
+    path.display().to_string()
+}
+
+const LABEL: &str = "<odd> & \"label\" 'x' \u{1}";
+
+/// A batch of 2 warm-ups, a first run and 8 more runs of which two are rejected.
+fn mixed_batch(tmp: &TempDir) -> std::path::PathBuf {
+    let script = fails_every_fourth(tmp.path());
+    let out = ct(
+        tmp.path(),
+        [
+            "run", "-n", "9", "--warmup", "2", "-o", "b", "--label", LABEL, "--", &script,
+        ],
+    )
+    .run();
+    assert_eq!(
+        out.code(),
+        Some(1),
+        "two runs are rejected{}",
+        out.describe()
+    );
+    tmp.join("b")
+}
+
+/// Runs `report ARGS` and returns the SVG it wrote, parsed text kept.
+fn report_svg(tmp: &TempDir, dirs: &[&Path]) -> String {
+    let svg = tmp.join("picture.svg");
+    let _ = std::fs::remove_file(&svg);
+    let mut args = vec![
+        "report".to_string(),
+        "--svg".into(),
+        svg.display().to_string(),
+    ];
+    args.extend(dirs.iter().map(|d| d.display().to_string()));
+    let out = ct(tmp.path(), args).run();
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    std::fs::read_to_string(&svg)
+        .unwrap_or_else(|e| panic!("no SVG written ({e}){}", out.describe()))
+}
+
+/// The texts of every `<title>` (the tooltips) and of every `<text>`.
+fn texts(doc: &roxmltree::Document<'_>, tag: &str) -> Vec<String> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name(tag))
+        .map(|n| n.text().unwrap_or("").to_string())
+        .collect()
+}
+
+fn parse(svg: &str) -> roxmltree::Document<'_> {
+    roxmltree::Document::parse(svg)
+        .unwrap_or_else(|e| panic!("the SVG is not well-formed XML: {e}\n{svg}"))
+}
+
+fn class_count(doc: &roxmltree::Document<'_>, class: &str) -> usize {
+    doc.descendants()
+        .filter(|n| n.attribute("class") == Some(class))
+        .count()
+}
+
+#[test]
+fn every_run_is_one_mark_of_its_kind_in_well_formed_svg() {
+    let tmp = TempDir::new("picture-batch");
+    let dir = mixed_batch(&tmp);
+    let records = read_records(&dir);
+    let svg = report_svg(&tmp, &[&dir]);
+    let doc = parse(&svg);
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    assert_eq!(
+        doc.root_element().tag_name().namespace(),
+        Some("http://www.w3.org/2000/svg")
+    );
+    let role = |r: &Value| r["role"].as_str().unwrap_or("").to_string();
+    let rejected = records
+        .iter()
+        .filter(|r| role(r) != "warmup" && r["counted"] == false)
+        .count();
+    let warmups = records.iter().filter(|r| role(r) == "warmup").count();
+    assert_eq!((records.len(), warmups, rejected), (11, 2, 2));
+    let tips = texts(&doc, "title");
+    let run_tips: Vec<&String> = tips.iter().filter(|t| t.starts_with("run #")).collect();
+    assert_eq!(
+        run_tips.len(),
+        records.len() - 1,
+        "one tooltip per run but the first: {tips:#?}"
+    );
+    for r in &records[..] {
+        let index = r["index"].as_u64().unwrap();
+        let wall_ms = r["wall_ns"].as_f64().unwrap() / 1e6;
+        let wanted = if role(r) == "first" {
+            format!("first run #{index}: ")
+        } else {
+            format!("run #{index} (")
+        };
+        let tip = tips.iter().find(|t| t.starts_with(&wanted));
+        let tip = tip.unwrap_or_else(|| panic!("no mark for run {index}: {tips:#?}"));
+        assert!(
+            tip.contains(&format!("{wall_ms:.2} ms")),
+            "{tip} vs {wall_ms}"
+        );
+    }
+    assert_eq!(
+        class_count(&doc, "rejected"),
+        rejected + 1,
+        "a cross per rejected run and the legend's"
+    );
+    assert_eq!(
+        class_count(&doc, "warmup"),
+        warmups + 1,
+        "a ring per warm-up and the legend's"
+    );
+    assert_eq!(
+        class_count(&doc, "first"),
+        2,
+        "the first run's diamond and the legend's"
+    );
+    let words = texts(&doc, "text");
+    let title = r#"<odd> & "label" 'x' \u{1}"#;
+    assert!(
+        words.iter().any(|t| t == title),
+        "the label, escaped: {words:#?}"
+    );
+    assert!(
+        words.iter().any(|t| t.starts_with("warm: median ")),
+        "{words:#?}"
+    );
+    assert!(
+        words.iter().any(|t| t.starts_with("wall time (")),
+        "the axis has a unit: {words:#?}"
+    );
+}
+
+/// Writes `first_penalty` (and `first_penalty_unavailable`) into a copy of `dir`'s batch.json.
+fn with_penalty(dir: &Path, penalty: Value, unavailable: Value) {
+    let mut batch = read_batch(dir);
+    batch["first_penalty"] = penalty;
+    batch["first_penalty_unavailable"] = unavailable;
+    std::fs::write(dir.join("batch.json"), batch.to_string()).unwrap();
+}
+
+#[test]
+fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
+    let tmp = TempDir::new("picture-penalty");
+    let dir = mixed_batch(&tmp);
+    let recorded = read_batch(&dir)["first_penalty"].clone();
+    let ms = |field: &str| recorded[field].as_f64().unwrap() / 1e6;
+    let words = texts(&parse(&report_svg(&tmp, &[&dir])), "text");
+    let drawn = format!(
+        "first-run penalty: first run #{} {:.2} ms − warm run #{} (the median) {:.2} ms = ",
+        recorded["first_index"],
+        ms("first_wall_ns"),
+        recorded["reference_index"],
+        ms("reference_wall_ns")
+    );
+    assert!(
+        words.iter().any(|t| t.starts_with(&drawn)),
+        "the batch's own first_penalty {recorded}: {words:#?}"
+    );
+
+    with_penalty(&dir, Value::Null, Value::Null);
+    let words = texts(&parse(&report_svg(&tmp, &[&dir])), "text");
+    assert!(
+        !words.iter().any(|t| t.starts_with("first-run penalty")),
+        "nothing drawn for a penalty batch.json does not have: {words:#?}"
+    );
+    let mut batch = read_batch(&dir);
+    let object = batch.as_object_mut().unwrap();
+    object.remove("first_penalty");
+    object.remove("first_penalty_unavailable");
+    std::fs::write(dir.join("batch.json"), batch.to_string()).unwrap();
+    let words = texts(&parse(&report_svg(&tmp, &[&dir])), "text");
+    assert!(
+        !words.iter().any(|t| t.starts_with("first-run penalty")),
+        "{words:#?}"
+    );
+
+    let penalty = serde_json::json!({
+        "first_index": 2, "reference_index": 5, "first_wall_ns": 60_000_000,
+        "reference_wall_ns": 8_750_000, "basis": "schedstat", "wall_ns": 51_250_000,
+        "cpu_ns": 12_000_000, "runqueue_ns": -4_200_000, "blocked_ns": 43_450_000,
+        "rusage_cpu_ns": 12_100_000, "sys_us": 3000, "evidence": {}
+    });
+    with_penalty(&dir, penalty.clone(), Value::Null);
+    let svg = report_svg(&tmp, &[&dir]);
+    let doc = parse(&svg);
+    let words = texts(&doc, "text");
+    let has = |w: &str| words.iter().any(|t| t == w);
+    assert!(
+        has("first-run penalty: first run #2 60.00 ms − warm run #5 (the median) 8.75 ms = +51.25 ms"),
+        "{words:#?}"
+    );
+    for value in ["+12.00 ms", "−4.20 ms", "+43.45 ms", "+51.25 ms"] {
+        assert!(has(value), "{value}: {words:#?}");
+    }
+    for part in ["cpu", "runqueue", "blocked", "total"] {
+        assert_eq!(class_count(&doc, part), 1, "one {part} bar");
+    }
+
+    let unsplit = serde_json::json!({
+        "first_index": 2, "reference_index": 5, "first_wall_ns": 60_000_000,
+        "reference_wall_ns": 8_750_000, "basis": "parallel", "wall_ns": 51_250_000,
+        "cpu_ns": null, "runqueue_ns": null, "blocked_ns": null
+    });
+    with_penalty(&dir, unsplit, Value::Null);
+    let doc_text = report_svg(&tmp, &[&dir]);
+    let doc = parse(&doc_text);
+    assert_eq!(
+        (class_count(&doc, "cpu"), class_count(&doc, "total")),
+        (0, 1)
+    );
+    assert!(texts(&doc, "text")
+        .iter()
+        .any(|t| t.contains("parallel work")));
+
+    with_penalty(&dir, Value::Null, Value::from("the first run was rejected"));
+    let doc_text = report_svg(&tmp, &[&dir]);
+    let doc = parse(&doc_text);
+    assert_eq!(class_count(&doc, "total"), 0);
+    assert!(texts(&doc, "text")
+        .iter()
+        .any(|t| t == "first-run penalty: none (the first run was rejected)"));
+}
+
+#[test]
+fn a_comparison_shows_each_command_with_its_interval_and_the_html_loads_nothing() {
+    let tmp = TempDir::new("picture-compare");
+    let out = ct(
+        tmp.path(),
+        ["compare", "-n", "6", "-o", "c", "true", "sh -c true"],
+    )
+    .run();
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let doc_json = read_batch(&tmp.join("c"));
+    let wall = doc_json["comparison"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "wall_ns")
+        .unwrap()
+        .clone();
+    let ratio = wall["commands"][1]["ratio_to_first"].as_f64().unwrap();
+    let html = tmp.join("report.html");
+    let dir = tmp.join("c");
+    let out = ct(
+        tmp.path(),
+        [
+            "report",
+            "--html",
+            html.to_str().unwrap(),
+            "--svg",
+            "c.svg",
+            dir.to_str().unwrap(),
+        ],
+    )
+    .run();
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let svg = std::fs::read_to_string(tmp.join("c.svg")).unwrap();
+    let doc = parse(&svg);
+    let words = texts(&doc, "text");
+    assert!(
+        words
+            .iter()
+            .any(|t| t == "2 commands, their warm runs side by side"),
+        "{words:#?}"
+    );
+    assert!(words.iter().any(|t| t == "sh -c true") && words.iter().any(|t| t == "true"));
+    assert!(words.iter().any(|t| t == "baseline (1×)"), "{words:#?}");
+    let shown = words
+        .iter()
+        .find(|t| t.contains("× ["))
+        .unwrap_or_else(|| panic!("no ratio with its interval: {words:#?}"));
+    let shown_ratio: f64 = shown.split('×').next().unwrap().parse().unwrap();
+    assert!(
+        (shown_ratio - ratio).abs() <= ratio * 0.05 + 0.005,
+        "{shown} vs {ratio}"
+    );
+    let dots = texts(&doc, "title")
+        .into_iter()
+        .filter(|t| t.contains(": warm run "))
+        .count();
+    assert_eq!(dots, 2 * 5, "each command's 5 warm runs side by side");
+    assert!(
+        class_count(&doc, "ci") >= 3,
+        "an interval for the second command"
+    );
+
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.contains("Content-Security-Policy\" content=\"default-src 'none'"));
+    let lower = page.to_lowercase();
+    for forbidden in [
+        "<script", " src=", "href=", "url(", "@import", "<link", "<img",
+    ] {
+        assert!(
+            !lower.contains(forbidden),
+            "the page must load nothing: {forbidden}"
+        );
+    }
+    let without_namespace = page.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    assert!(!without_namespace.contains("http:") && !without_namespace.contains("https:"));
+    let figures: Vec<&str> = page.split("<svg ").skip(1).collect();
+    assert_eq!(figures.len(), 1, "one figure for one directory");
+    for figure in figures {
+        let end = figure.find("</svg>").unwrap() + "</svg>".len();
+        parse(&format!("<svg {}", &figure[..end]));
+    }
+}
+
+#[test]
+fn a_long_batch_is_drawn_in_buckets_and_stays_small() {
+    let tmp = TempDir::new("picture-long");
+    let dir = tmp.join("long");
+    std::fs::create_dir(&dir).unwrap();
+    let mut lines = String::new();
+    let runs = 20_000u64;
+    let wall_of =
+        |i: u64| 1_000_000 + (i * 7919) % 50_000 + if i == 12_345 { 9_000_000 } else { 0 };
+    for i in 0..runs {
+        let role = if i == 0 { "first" } else { "warm" };
+        let wall = wall_of(i);
+        lines.push_str(&format!(
+            "{{\"schema\":\"coldtrace.run/1\",\"index\":{i},\"role\":\"{role}\",\"counted\":true,\
+             \"argv\":[\"synthetic\"],\"wall_ns\":{wall}}}\n"
+        ));
+    }
+    std::fs::write(dir.join("runs.jsonl"), lines).unwrap();
+    let svg = report_svg(&tmp, &[&dir]);
+    assert!(svg.len() < 400_000, "{} bytes", svg.len());
+    let doc = parse(&svg);
+    let tips = texts(&doc, "title");
+    let buckets = tips.iter().filter(|t| t.starts_with("runs #")).count();
+    assert!((100..=512).contains(&buckets), "{buckets} buckets");
+    let outlier = format!("{:.2} ms", wall_of(12_345) as f64 / 1e6);
+    assert!(
+        tips.iter()
+            .any(|t| t.starts_with("runs #") && t.ends_with(&outlier)),
+        "the outlier run stays visible as its bucket's maximum: {:?}",
+        &tips[..5]
+    );
+    let words = texts(&doc, "text");
+    assert!(
+        words
+            .iter()
+            .any(|t| t.starts_with("20000 runs: each mark spans 64 consecutive runs")),
+        "{words:#?}"
+    );
+    assert!(
+        words.iter().any(|t| t.contains("no batch.json")),
+        "{words:#?}"
+    );
+}
+
+#[test]
+fn picture_files_that_cannot_be_written_are_one_clear_error() {
+    let tmp = TempDir::new("picture-errors");
+    let out = ct(tmp.path(), ["run", "-n", "2", "-o", "b", "--", "true"]).run();
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let out = ct(tmp.path(), ["report", "--svg", "", "b"]).run();
+    assert_eq!(out.code(), Some(125), "{}", out.describe());
+    assert_eq!(
+        out.stderr.trim(),
+        "coldtrace: error: report: --svg needs a file name (got ''), e.g. --svg picture.svg"
+    );
+    let out = ct(tmp.path(), ["report", "--html", "no/such/dir/p.html", "b"]).run();
+    assert_eq!(out.code(), Some(125), "{}", out.describe());
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.describe());
+    assert!(
+        out.stderr.contains("no/such/dir/p.html"),
+        "{}",
+        out.describe()
+    );
+    assert!(!tmp.join("no").exists());
+    std::fs::write(tmp.join("old.svg"), "old").unwrap();
+    let out = ct(tmp.path(), ["report", "--svg", "old.svg", "b"]).run();
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let new = std::fs::read_to_string(tmp.join("old.svg")).unwrap();
+    assert!(new.starts_with("<svg "), "replaced: {new}");
+    let leftovers: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
