@@ -407,3 +407,99 @@ fn a_cold_cat_of_64_mib_names_the_file_it_read_and_the_read_in_its_penalty() {
     );
     assert!(text.contains("read from storage"), "{}", out.describe());
 }
+
+#[test]
+fn a_warm_run_after_the_watched_file_was_evicted_between_runs_is_flagged() {
+    let tmp = TempDir::new("disturbed");
+    let file = tmp.join("F");
+    std::fs::write(&file, vec![5u8; 8 << 20]).unwrap();
+    std::fs::File::open(&file).unwrap().sync_all().unwrap();
+    let f = file.to_str().unwrap();
+    // --prepare counts its calls and, before the fourth run (#3) only, drops the file's
+    // pages from outside coldtrace (GNU dd: "iflag=nocache count=0" drops the whole file).
+    let prepare = format!(
+        "n=$(cat {0}/count 2>/dev/null || echo 0); echo $((n+1)) > {0}/count; \
+         [ \"$n\" = 3 ] && dd if='{f}' iflag=nocache count=0 status=none; true",
+        tmp.path().display()
+    );
+    let out = ct(
+        tmp.path(),
+        [
+            "run",
+            "-n",
+            "5",
+            "-o",
+            "b",
+            "--watch",
+            f,
+            "--prepare",
+            &prepare,
+            "--",
+            "cat",
+            f,
+        ],
+    )
+    .run_within(std::time::Duration::from_secs(60));
+    out.expect_code(0);
+    let runs = read_records(&tmp.join("b"));
+    let kinds = |r: &Value| -> Vec<String> {
+        r["anomalies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                format!(
+                    "{}/{}",
+                    a["kind"].as_str().unwrap(),
+                    a["metric"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        kinds(&runs[3]),
+        [
+            "cached_before_fell/resident_bytes_before",
+            "storage_reads/block_in"
+        ],
+        "{}",
+        runs[3]
+    );
+    for i in [0, 1, 2, 4] {
+        assert_eq!(
+            kinds(&runs[i]),
+            Vec::<String>::new(),
+            "run {i}: {}",
+            runs[i]
+        );
+    }
+    let batch = read_batch(&tmp.join("b"));
+    let listed: Vec<(u64, String)> = batch["anomalies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["index"].as_u64().unwrap(),
+                a["anomaly"]["kind"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (3, "cached_before_fell".into()),
+            (3, "storage_reads".into())
+        ],
+        "{batch:#}"
+    );
+    let report = ct(tmp.path(), ["report", "--json", "b"]).run();
+    assert_eq!(report.json()[0]["anomalies"], 2, "{}", report.describe());
+    let text = prose(&out.stderr);
+    assert!(
+        text.contains("disturbed: warm run #3 started with")
+            && text.contains("warm run #3 read 8.0 MiB from storage"),
+        "{}",
+        out.describe()
+    );
+}

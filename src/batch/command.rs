@@ -8,6 +8,7 @@ use crate::batch::{BatchError, Shared, SingleRun};
 use crate::measure::cache::{self, FileSet, Ledger};
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
 use crate::plan::{OutputMode, Plan, StdinMode};
+use crate::record::anomaly::OnlineCheck;
 use crate::record::artifacts::BatchDir;
 use crate::record::batch::{BatchContext, Counts, FailedRun};
 use crate::record::columns::Columns;
@@ -49,6 +50,8 @@ pub struct CommandBatch<'p> {
     pub(super) ledger: Option<Ledger>,
     /// What the first run brought into the page cache.
     pub(super) first_paged_in: Option<FirstPagedIn>,
+    /// Judges each run as it ends against the runs before it.
+    pub(super) online: OnlineCheck,
 }
 
 /// A command's plan checked against the system before anything is created or run: the program
@@ -142,6 +145,7 @@ impl<'p> Checked<'p> {
                 Ledger::new()
             },
             first_paged_in: None,
+            online: OnlineCheck::default(),
         })
     }
 }

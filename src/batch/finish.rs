@@ -6,11 +6,40 @@ use crate::batch::command::CommandBatch;
 use crate::batch::outcome::{describe, single_exit_code};
 use crate::batch::program::exit_code_for_failed_start;
 use crate::batch::{BatchError, BatchOutcome};
-use crate::plan::ColdWhen;
+use crate::plan::{ColdWhen, Plan};
+use crate::record::anomaly::{noise, series_anomalies, Noise, RunAnomaly};
 use crate::record::batch::{BatchDocument, ConfigRecord, FirstRejected};
-use crate::record::penalty::batch_penalty;
+use crate::record::columns::Loaded;
+use crate::record::penalty::{batch_penalty, FirstPenalty};
 use crate::record::run;
 use crate::record::summary::SummaryMap;
+
+/// What the batch's records say about its first run and its warm series.
+struct Findings {
+    first_rejected: Option<FirstRejected>,
+    penalty: Result<FirstPenalty, &'static str>,
+    anomalies: Vec<RunAnomaly>,
+    warm_noise: Option<Noise>,
+}
+
+impl Findings {
+    fn of(loaded: &Loaded, plan: &Plan) -> Findings {
+        let first_rejected = loaded.first.as_ref().filter(|f| !f.counted).map(|f| {
+            let reason = f.failure_reason.as_deref().unwrap_or("not counted");
+            FirstRejected {
+                index: f.index,
+                reason: reason.to_string(),
+            }
+        });
+        let cold_every_run = plan.cold.when == Some(ColdWhen::EveryRun);
+        Findings {
+            first_rejected,
+            penalty: batch_penalty(loaded.first.as_ref(), &loaded.warm_rows, cold_every_run),
+            anomalies: series_anomalies(&loaded.warm_rows),
+            warm_noise: noise(&loaded.warm[0]),
+        }
+    }
+}
 
 impl CommandBatch<'_> {
     /// Writes `batch.json` (atomically) and returns what the caller renders.
@@ -18,19 +47,7 @@ impl CommandBatch<'_> {
         let plan = self.plan;
         let loaded = self.columns.load();
         let summaries = loaded.summarise();
-        let first_rejected = loaded
-            .first
-            .as_ref()
-            .filter(|f| !f.counted)
-            .map(|f| FirstRejected {
-                index: f.index,
-                reason: f
-                    .failure_reason
-                    .clone()
-                    .unwrap_or_else(|| "not counted".into()),
-            });
-        let cold_every_run = plan.cold.when == Some(ColdWhen::EveryRun);
-        let penalty = batch_penalty(loaded.first.as_ref(), &loaded.warm_rows, cold_every_run);
+        let found = Findings::of(&loaded, plan);
         let complete =
             self.interrupted_by.is_none() && self.stopped_reason.is_none() && self.is_done();
         let document = BatchDocument {
@@ -45,9 +62,11 @@ impl CommandBatch<'_> {
             config: ConfigRecord::of(plan, &self.argv),
             counts: self.counts,
             failed_runs: &self.failed,
-            first_rejected,
-            first_penalty: penalty.as_ref().ok(),
-            first_penalty_unavailable: penalty.as_ref().err().copied(),
+            first_rejected: found.first_rejected,
+            first_penalty: found.penalty.as_ref().ok(),
+            first_penalty_unavailable: found.penalty.as_ref().err().copied(),
+            anomalies: &found.anomalies,
+            warm_noise: found.warm_noise.as_ref(),
             stddev: "sample (n-1)",
             summary: SummaryMap(&summaries),
         };
@@ -71,7 +90,9 @@ impl CommandBatch<'_> {
             warm_values: loaded.warm,
             first: loaded.first,
             cold_when: plan.cold.when,
-            first_penalty: penalty,
+            first_penalty: found.penalty,
+            anomalies: found.anomalies,
+            warm_noise: found.warm_noise,
             watching: !plan.cold.watch.is_empty(),
             cache_unknown: self.cache_unknown,
             first_paged_in: self.first_paged_in,

@@ -6,6 +6,7 @@ use crate::batch::program::exit_code_for_failed_start;
 use crate::batch::watch::FirstPagedIn;
 use crate::measure::runner::Outcome;
 use crate::plan::ColdWhen;
+use crate::record::anomaly::{Noise, RunAnomaly};
 use crate::record::batch::{BatchContext, Counts, FailedRun};
 use crate::record::columns::FirstRun;
 use crate::record::penalty::FirstPenalty;
@@ -34,6 +35,10 @@ pub struct BatchOutcome {
     pub first_paged_in: Option<FirstPagedIn>,
     /// The first run's penalty over the reference warm run, or why there is none.
     pub first_penalty: Result<FirstPenalty, &'static str>,
+    /// What stood out about warm runs, over the whole series.
+    pub anomalies: Vec<RunAnomaly>,
+    /// Why the warm wall times are noisy, if they are.
+    pub warm_noise: Option<Noise>,
     /// When the cold action happened (`None`: no cold action).
     pub cold_when: Option<ColdWhen>,
     /// Failed runs.

@@ -11,6 +11,7 @@ use crate::measure::clock;
 use crate::measure::context::ProgramInfo;
 use crate::measure::runner::{self, Outcome, RunLimits, RunResult};
 use crate::measure::system::SystemDelta;
+use crate::record::anomaly::RunFacts;
 use crate::record::artifacts::{self, RunFiles};
 use crate::record::batch::FailedRun;
 use crate::record::run::{
@@ -74,6 +75,7 @@ impl<'a> RecordBase<'a> {
             cache: measured.cache,
             paged_in: measured.paged_in.map(run::PagedInList),
             cold_action,
+            anomalies: Vec::new(),
             system_delta: measured.system_delta,
             interrupted_by: run::signal_name(result.interrupted_by),
             stopped_by: run::signal_name(result.stopped_by),
@@ -219,7 +221,8 @@ impl CommandBatch<'_> {
             slot,
             counted,
         };
-        let record = base.record(cold_action, measured, &files);
+        let mut record = base.record(cold_action, measured, &files);
+        record.anomalies = self.online.check(&RunFacts::of(&record));
         let counter_notes = if index == 0 {
             Self::unavailable_counters(&record)
         } else {

@@ -4,6 +4,7 @@
 
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
 use crate::plan::{ColdWhen, Plan, StdinMode};
+use crate::record::anomaly::{Noise, RunAnomaly};
 use crate::record::penalty::FirstPenalty;
 use crate::record::summary::SummaryMap;
 use crate::serialize_struct;
@@ -120,12 +121,14 @@ pub struct BatchDocument<'a> {
     pub first_rejected: Option<FirstRejected>,
     pub first_penalty: Option<&'a FirstPenalty>,
     pub first_penalty_unavailable: Option<&'a str>,
+    pub anomalies: &'a [RunAnomaly],
+    pub warm_noise: Option<&'a Noise>,
     pub stddev: &'static str,
     pub summary: SummaryMap<'a>,
 }
 serialize_struct!(BatchDocument<'_> {
     schema, label, started_at, finished_at, complete, interrupted_by, stopped_reason, context,
-    config, counts, failed_runs, first_rejected, first_penalty, first_penalty_unavailable, stddev, summary,
+    config, counts, failed_runs, first_rejected, first_penalty, first_penalty_unavailable, anomalies, warm_noise, stddev, summary,
 });
 
 impl<'a> ConfigRecord<'a> {

@@ -13,11 +13,23 @@ use crate::record::summary::{AtFloor, MetricSummary};
 const EXTRAS: &[fn(&RunRecord<'_>) -> Option<f64>] = &[
     |r| Some(r.index as f64),
     |r| r.sched.and_then(|s| s.on_cpu_ns).map(|v| v as f64),
+    |r| fell(r).map(|a| a.reference),
+    |r| fell(r).map(|a| a.value),
 ];
+
+/// The record's `cached_before_fell` anomaly, if it has one.
+fn fell<'r>(r: &'r RunRecord<'_>) -> Option<&'r crate::record::anomaly::Anomaly> {
+    r.anomalies.iter().find(|a| a.kind == "cached_before_fell")
+}
 /// Column of the run's index in a [`Row`].
 pub const INDEX: usize = METRICS.len();
 /// Column of the main thread's on-CPU time (schedstat) in a [`Row`].
 pub const ON_CPU_NS: usize = METRICS.len() + 1;
+/// Column of the watched bytes resident at the end of the previous run, when this run started
+/// with fewer (a `cached_before_fell` anomaly).
+pub const FELL_FROM_BYTES: usize = METRICS.len() + 2;
+/// Column of the watched bytes resident at the start of such a run.
+pub const FELL_TO_BYTES: usize = METRICS.len() + 3;
 /// Values per row.
 const WIDTH: usize = METRICS.len() + EXTRAS.len();
 

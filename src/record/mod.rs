@@ -6,6 +6,7 @@
 //! returned, and the view draws them.
 #![forbid(unsafe_code)]
 
+pub mod anomaly;
 pub mod artifacts;
 pub mod batch;
 pub mod columns;

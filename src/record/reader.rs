@@ -61,6 +61,9 @@ pub struct BatchRow {
     pub counted: u64,
     /// Rejected runs.
     pub rejected: u64,
+    /// Disturbed warm runs' anomalies (batch.json's, else the records'); `None` for batches of
+    /// versions that did not look.
+    pub anomalies: Option<u64>,
     /// The `batch.json` schema, when there is one (`coldtrace.batch/1` or `/2`).
     pub batch_schema: Option<String>,
     /// Whether the batch finished (`batch.json` present and complete).
@@ -89,6 +92,7 @@ serialize_struct!(BatchRow {
     first_resident_ratio_before,
     counted,
     rejected,
+    anomalies,
     batch_schema,
     complete,
     first_on_boot,
@@ -242,6 +246,10 @@ pub fn parse_batch_document(
         )));
     }
     row.batch_schema = schema.map(str::to_owned);
+    row.anomalies = doc
+        .get("anomalies")
+        .and_then(Value::as_array)
+        .map(|a| a.len() as u64);
     row.label = str_at(&doc, &["label"]);
     row.kernel = str_at(&doc, &["context", "system", "kernel_release"]);
     row.complete = doc
@@ -375,6 +383,8 @@ enum Flow {
 struct Runs {
     line_no: u64,
     warm_walls: Vec<f64>,
+    /// Anomalies the records flagged as they ended (`None`: records without the field).
+    anomalies: Option<u64>,
 }
 
 impl Runs {
@@ -403,6 +413,9 @@ impl Runs {
         if role == "first" {
             first_figures(&record, counted, row);
         }
+        if let Some(flagged) = record.get("anomalies").and_then(Value::as_array) {
+            *self.anomalies.get_or_insert(0) += flagged.len() as u64;
+        }
         if counted {
             row.counted += 1;
             if role != "first" {
@@ -422,6 +435,11 @@ impl Runs {
             row.first_to_warm = ratio(row.first_wall_ns, row.warm_median_wall_ns);
         }
         note_promoted_first(row);
+        // batch.json's count judges the whole warm series; the records', what was known as each
+        // run ended (an unfinished batch has only those).
+        if row.anomalies.is_none() {
+            row.anomalies = self.anomalies;
+        }
     }
 }
 

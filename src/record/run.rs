@@ -271,6 +271,9 @@ pub struct RunRecord<'a> {
     pub paged_in: Option<PagedInList>,
     /// Eviction / cache dropping before this run.
     pub cold_action: Option<ColdAction>,
+    /// What stood out about this warm run when it ended, judged against the runs before it
+    /// (empty when nothing did).
+    pub anomalies: Vec<crate::record::anomaly::Anomaly>,
     /// System-wide counter deltas over the run (not the child's own).
     pub system_delta: Option<SystemDelta>,
     /// A signal that interrupted the batch during this run.
@@ -291,7 +294,7 @@ pub struct RunRecord<'a> {
 serialize_struct!(RunRecord<'_> {
     schema, index, role, label, started_at, boot_id, uptime_s, argv, program, cwd, outcome,
     counted, failure_reason, wall_ns, rusage, max_rss_at_floor, runner, child_io, sched, cache,
-    paged_in, cold_action, system_delta, interrupted_by, stopped_by, orphans_reaped, artifacts,
+    paged_in, cold_action, anomalies, system_delta, interrupted_by, stopped_by, orphans_reaped, artifacts,
 } optional { slot, counters });
 
 /// Signal name for records.

@@ -5,6 +5,7 @@
 use crate::batch::{BatchOutcome, FirstPagedIn};
 use crate::measure::cache::PagedFile;
 use crate::plan::ColdWhen;
+use crate::record::anomaly::{RunAnomaly, RULE_OUTLIER};
 use crate::record::penalty::{Basis, FirstPenalty};
 use crate::text::unbreakable;
 use crate::view::lines::Note;
@@ -36,7 +37,58 @@ pub fn notes(outcome: &BatchOutcome) -> Vec<Note> {
     if let Some(first) = &outcome.first_paged_in {
         notes.push(Note::plain(paged_in_sentence(first)));
     }
+    anomaly_notes(&mut notes, &outcome.anomalies);
+    if let Some(noise) = &outcome.warm_noise {
+        notes.push(Note::warning("warm series noisy", noise.rule.clone()));
+    }
     notes
+}
+
+/// Anomalies shown one a line, at most this many (the rest are counted; all are in batch.json).
+const ANOMALIES_SHOWN: usize = 4;
+
+fn anomaly_notes(notes: &mut Vec<Note>, anomalies: &[RunAnomaly]) {
+    for a in anomalies.iter().take(ANOMALIES_SHOWN) {
+        notes.push(Note::warning("disturbed", anomaly_sentence(a)));
+    }
+    if anomalies.len() > ANOMALIES_SHOWN {
+        notes.push(Note::plain(format!(
+            "… and {} more (anomalies in batch.json)",
+            anomalies.len() - ANOMALIES_SHOWN
+        )));
+    }
+}
+
+/// `warm run #3 read 3.1 MiB from storage while the warm median is 0: something evicted pages
+/// during the batch`.
+pub fn anomaly_sentence(a: &RunAnomaly) -> String {
+    let (x, reference) = (a.anomaly.value, a.anomaly.reference);
+    let against = if a.anomaly.rule == RULE_OUTLIER {
+        "beyond the warm runs' outlier bound, median"
+    } else {
+        "while the warm median is"
+    };
+    match (a.anomaly.kind, a.anomaly.metric) {
+        ("cached_before_fell", _) => format!(
+            "warm run #{} started with {} of the watched files cached, {} fewer than the run \
+             before left: something evicted pages between runs",
+            a.index,
+            human_bytes(x),
+            human_bytes(reference - x)
+        ),
+        (_, "major_faults") => format!(
+            "warm run #{} took {x:.0} major faults {against} {reference:.0}: pages it needed \
+             were not cached (something evicted them, or no earlier run read them)",
+            a.index
+        ),
+        _ => format!(
+            "warm run #{} read {} from storage {against} {}: pages it needed were not cached \
+             (something evicted them, or no earlier run read them)",
+            a.index,
+            human_bytes(x * 512.0),
+            human_bytes(reference * 512.0)
+        ),
+    }
 }
 
 /// `the first run brought 13.6 MiB of the watched files into the page cache (212 files):

@@ -42,7 +42,8 @@ fn grid(rows: &[BatchRow]) -> Grid {
         .column("major\nfaults", Align::Right)
         .column("block in\n×512 B", Align::Right)
         .column("cached\nbefore %", Align::Right)
-        .column("rejected", Align::Right);
+        .column("rejected", Align::Right)
+        .column("anom-\nalies", Align::Right);
     for row in rows {
         grid.row(vec![
             name(row),
@@ -64,6 +65,7 @@ fn grid(rows: &[BatchRow]) -> Grid {
             row.first_resident_ratio_before
                 .map_or("—".into(), |r| cached.cell(r)),
             row.rejected.to_string(),
+            count(row.anomalies),
         ]);
     }
     grid
