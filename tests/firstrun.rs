@@ -503,7 +503,10 @@ fn a_warm_run_after_the_watched_file_was_evicted_between_runs_is_flagged() {
     let text = prose(&out.stderr);
     assert!(
         text.contains("disturbed: warm run #3 started with")
-            && text.contains("warm run #3 read 8.0 MiB from storage"),
+            && text.contains(&format!(
+                "warm run #3 read {} from storage",
+                coldtrace::view::units::human_bytes((8 << 20) as f64)
+            )),
         "{}",
         out.describe()
     );

@@ -80,6 +80,8 @@ fn outcome(summaries: Vec<MetricSummary>, counts: Counts) -> BatchOutcome {
         watching: false,
         cache_unknown: None,
         first_penalty: Err("no warm series"),
+        anomalies: Vec::new(),
+        warm_noise: None,
         cold_when: None,
         single_run: None,
         failed: Vec::new(),
