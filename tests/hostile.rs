@@ -138,18 +138,32 @@ fn an_empty_out_path_is_refused_before_anything_runs() {
     }
 }
 
-/// `coldtrace ARGS` started from `dir/gone`, a directory removed just before the exec.
-fn in_deleted_cwd(dir: &TempDir, args: &[&str]) -> common::Output {
-    std::fs::create_dir(dir.join("gone")).unwrap();
-    let mut cmd = Command::new("/bin/sh");
-    cmd.args(["-c", "cd gone && rmdir ../gone && exec \"$@\"", "sh", BIN])
+/// `PREFIX… coldtrace ARGS` in `dir` under the deadline (`PREFIX` is a launcher: a shell that
+/// changes something before `exec "$@"`, or setpriv).
+fn launch(dir: &TempDir, prefix: &[&str], args: &[&str]) -> std::io::Result<common::Output> {
+    let mut cmd = Command::new(prefix[0]);
+    cmd.args(&prefix[1..])
+        .arg(BIN)
         .args(args)
         .current_dir(dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let shown = format!("cd gone && rmdir ../gone && coldtrace {}", args.join(" "));
-    common::finish(cmd.spawn().unwrap(), shown, Instant::now(), DEADLINE)
+    let shown = format!("{} coldtrace {}", prefix.join(" "), args.join(" "));
+    let child = cmd.spawn()?;
+    Ok(common::finish(child, shown, Instant::now(), DEADLINE))
+}
+
+/// `sh -c "SETUP; exec coldtrace ARGS"`.
+fn after_sh(dir: &TempDir, setup: &str, args: &[&str]) -> common::Output {
+    let script = format!("{setup}; exec \"$@\"");
+    launch(dir, &["/bin/sh", "-c", &script, "sh"], args).expect("spawn /bin/sh")
+}
+
+/// `coldtrace ARGS` started from `dir/gone`, a directory removed just before the exec.
+fn in_deleted_cwd(dir: &TempDir, args: &[&str]) -> common::Output {
+    std::fs::create_dir(dir.join("gone")).unwrap();
+    after_sh(dir, "cd gone && rmdir ../gone", args)
 }
 
 #[test]
@@ -346,20 +360,32 @@ fn mkfifo(path: &Path) {
     .expect("mkfifo");
 }
 
+/// Starts coldtrace, sends it `signal` once `ready` (given its PID) returns, and collects it
+/// under the deadline; also how long it took to end after the signal.
+fn signal_when(
+    c: common::Ct,
+    signal: rustix::process::Signal,
+    ready: impl FnOnce(u32),
+) -> (common::Output, Duration) {
+    let shown = c.shown();
+    let mut cmd = c.cmd;
+    let started = Instant::now();
+    let child = cmd.spawn().expect("spawn coldtrace");
+    ready(child.id());
+    let signalled = Instant::now();
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, signal).expect("signal coldtrace");
+    let out = common::finish(child, shown, started, DEADLINE);
+    (out, signalled.elapsed())
+}
+
 /// Starts coldtrace, sends `signal` after `after`, and collects it under the deadline.
 fn signalled_after(
     c: common::Ct,
     after: Duration,
     signal: rustix::process::Signal,
 ) -> common::Output {
-    let shown = c.shown();
-    let mut cmd = c.cmd;
-    let started = Instant::now();
-    let child = cmd.spawn().expect("spawn coldtrace");
-    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    std::thread::sleep(after);
-    rustix::process::kill_process(pid, signal).expect("signal coldtrace");
-    common::finish(child, shown, started, DEADLINE)
+    signal_when(c, signal, |_| std::thread::sleep(after)).0
 }
 
 #[test]
@@ -561,4 +587,252 @@ fn a_tree_file_swapped_for_a_fifo_after_the_walk_is_neither_opened_blocking_nor_
     assert!(why.contains("FIFO"), "{why}");
     // Keep `dir` alive until the probe thread is done with its paths.
     drop(dir);
+}
+
+// ---------------------------------------------------------------- signals at the wrong moment
+
+/// Waits until process `pid` blocks SIGINT (coldtrace has set up its signalfd).
+fn wait_until_blocking_sigint(pid: u32) {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let blocked = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigBlk:"))
+            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+            .unwrap_or(0);
+        if blocked & 0b10 != 0 {
+            return;
+        }
+        assert!(Instant::now() < until, "coldtrace never blocked SIGINT");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A tree of `dirs` × `per_dir` small files.
+fn tree(dir: &TempDir, dirs: usize, per_dir: usize) -> std::path::PathBuf {
+    let root = dir.join("tree");
+    for d in 0..dirs {
+        let sub = root.join(format!("{d:03}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..per_dir {
+            std::fs::write(sub.join(format!("{f:04}")), b"x").unwrap();
+        }
+    }
+    root
+}
+
+#[test]
+fn sigint_during_the_walk_or_the_eviction_of_a_large_tree_stops_before_any_run() {
+    let dir = TempDir::new("sigtree");
+    let root = tree(&dir, 30, 1000);
+    let sleeper = script(&dir, "st", "sleep 5");
+    let args = |out: &str| -> Vec<String> {
+        [
+            "run",
+            "-n",
+            "2",
+            "-o",
+            out,
+            "--evict",
+            root.to_str().unwrap(),
+            "--",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([sleeper.to_str().unwrap().to_string()])
+        .collect()
+    };
+    // 1. While the paths are checked (walked) before anything is created.
+    let sigint = rustix::process::Signal::INT;
+    let (out, took) = signal_when(
+        ct(dir.path(), args("early")),
+        sigint,
+        wait_until_blocking_sigint,
+    );
+    out.expect_code(130);
+    assert!(took < Duration::from_secs(3), "{}", out.describe());
+    assert_one_escaped_line(&out);
+    assert!(
+        out.stderr.contains("interrupted by SIGINT"),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        !dir.join("early").exists(),
+        "nothing created{}",
+        out.describe()
+    );
+    // 2. During the cold action of the first run (the batch directory exists by then).
+    let exists = |_| {
+        let started = Instant::now();
+        while !dir.join("late/runs.jsonl").exists() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "no batch directory"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    let (out, took) = signal_when(ct(dir.path(), args("late")), sigint, exists);
+    out.expect_code(130);
+    assert!(
+        took < Duration::from_secs(3),
+        "acted on at once, not after a run{}",
+        out.describe()
+    );
+    assert_no_raw_controls(&out);
+    let records = assert_records_whole(&dir.join("late"), true);
+    assert!(records.is_empty(), "no run was started{}", out.describe());
+    assert_eq!(read_batch(&dir.join("late"))["interrupted_by"], "SIGINT");
+    assert!(!dir.join("late/runs/000").exists());
+    assert_no_survivor(&sleeper);
+}
+
+/// `sh -c "trap '' SIG; exec coldtrace ARGS"`: coldtrace inherits SIG ignored.
+fn with_ignored(dir: &TempDir, signal: &str, args: &[&str]) -> common::Output {
+    after_sh(dir, &format!("trap '' {signal}"), args)
+}
+
+#[test]
+fn signals_inherited_as_ignored_stay_ignored_by_coldtrace_and_its_command() {
+    let dir = TempDir::new("ignored");
+    // The command signals coldtrace (its parent), then records its own ignored set.
+    for (signal, bit) in [("HUP", 0), ("INT", 1)] {
+        let body = format!("kill -{signal} $PPID; sleep 0.2; grep SigIgn /proc/$$/status");
+        let cmd = script(&dir, signal, &body);
+        let out_dir = format!("d{signal}");
+        let out = with_ignored(
+            &dir,
+            signal,
+            &[
+                "run",
+                "-n",
+                "3",
+                "-o",
+                &out_dir,
+                "--",
+                cmd.to_str().unwrap(),
+            ],
+        );
+        out.expect_code(0);
+        let records = assert_records_whole(&dir.join(&out_dir), true);
+        assert_eq!(records.len(), 3, "{}", out.describe());
+        assert!(records
+            .iter()
+            .all(|r| r["counted"] == true && r["interrupted_by"].is_null()));
+        let shown = std::fs::read_to_string(dir.join(&out_dir).join("runs/000/stdout")).unwrap();
+        let mask = shown.trim().trim_start_matches("SigIgn:").trim();
+        let mask = u64::from_str_radix(mask, 16).unwrap();
+        assert_ne!(
+            mask & (1 << bit),
+            0,
+            "the command inherits SIG{signal} ignored: {shown}"
+        );
+        assert_no_survivor(&cmd);
+    }
+    // Not ignored, the same signal still interrupts the batch.
+    let cmd = script(&dir, "hup", "kill -HUP $PPID; sleep 0.2");
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "3", "-o", "dd", "--", cmd.to_str().unwrap()],
+    )
+    .run_within(DEADLINE);
+    out.expect_code(129);
+    assert_eq!(assert_records_whole(&dir.join("dd"), true).len(), 1);
+}
+
+/// `coldtrace ARGS` as user nobody (setpriv) when the tests run as root; as ourselves otherwise.
+fn unprivileged(dir: &TempDir, args: &[&str]) -> Option<common::Output> {
+    let setpriv = [
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+    ];
+    if !rustix::process::geteuid().is_root() {
+        return Some(ct(dir.path(), args).run_within(DEADLINE));
+    }
+    match launch(dir, &setpriv, args) {
+        Ok(out) => Some(out),
+        Err(e) => {
+            eprintln!("NOTE: cannot run setpriv ({e}); the unprivileged case was not checked");
+            None
+        }
+    }
+}
+
+#[test]
+fn evicting_what_cannot_be_read_is_said_and_counted_never_silently_cold() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("evictperm");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(dir.join("t/open")).unwrap();
+    std::fs::create_dir_all(dir.join("t/closed")).unwrap();
+    std::fs::write(dir.join("t/open/a"), b"a").unwrap();
+    std::fs::write(dir.join("t/closed/b"), b"b").unwrap();
+    std::fs::create_dir(dir.join("shut")).unwrap();
+    for p in ["t/closed", "shut"] {
+        std::fs::set_permissions(dir.join(p), std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let unreadable_by_us = std::fs::read_dir(dir.join("shut")).is_err();
+    if rustix::process::geteuid().is_root() || unreadable_by_us {
+        // A root directory that cannot be listed: refused before anything runs.
+        let Some(out) = unprivileged(&dir, &["run", "-n", "2", "--evict", "shut", "--", "true"])
+        else {
+            return;
+        };
+        out.expect_code(125);
+        assert_one_escaped_line(&out);
+        assert!(
+            out.stderr.contains("cannot list the directory shut"),
+            "{}",
+            out.describe()
+        );
+        // A tree with an unreadable part: runs, says so once, counts it in every record.
+        std::fs::create_dir(dir.join("w")).unwrap();
+        std::fs::set_permissions(dir.join("w"), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let args = ["run", "-n", "2", "-o", "w/d", "--evict", "t", "--", "true"];
+        let out = unprivileged(&dir, &args).unwrap();
+        out.expect_code(0);
+        assert_no_raw_controls(&out);
+        // Said once (a notice may be folded over several lines).
+        let said = out.stderr.replace('\n', " ");
+        assert_eq!(said.matches("--evict:").count(), 1, "{}", out.describe());
+        assert!(said.contains("could not be evicted"), "{}", out.describe());
+        assert!(said.contains("closed"), "{}", out.describe());
+        for r in assert_records_whole(&dir.join("w/d"), true) {
+            assert_eq!(r["cold_action"]["evict_failed_files"], 1, "{r:#}");
+            assert_eq!(r["cache"]["before"]["resident_ratio"], Value::Null, "{r:#}");
+            assert!(
+                r["cache"]["before"]["unknown_files"].as_u64() >= Some(1),
+                "{r:#}"
+            );
+        }
+    }
+    // Neither a file nor a directory, and a directory without files: said, never a silent 0.
+    let out = ct(dir.path(), ["run", "--evict", "/dev/null", "--", "true"]).run_within(DEADLINE);
+    out.expect_code(125);
+    assert_one_escaped_line(&out);
+    assert!(
+        out.stderr.contains("is a character device"),
+        "{}",
+        out.describe()
+    );
+    std::fs::create_dir(dir.join("empty")).unwrap();
+    let out = ct(
+        dir.path(),
+        [
+            "run", "-n", "2", "-o", "e", "--evict", "empty", "--", "true",
+        ],
+    )
+    .run_within(DEADLINE);
+    out.expect_code(0);
+    assert!(
+        out.stderr.contains("nothing is evicted"),
+        "{}",
+        out.describe()
+    );
+    let records = assert_records_whole(&dir.join("e"), true);
+    assert_eq!(records[0]["cold_action"]["evicted_files"], 0);
 }

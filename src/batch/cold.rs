@@ -3,14 +3,20 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::command::CommandBatch;
-use crate::batch::BatchError;
-use crate::measure::cache::{self, FileSet};
+use crate::batch::step::NotRun;
+use crate::batch::{BatchError, Signals};
+use crate::measure::cache::{self, CacheError, EvictReport, FileSet};
 use crate::plan::ColdWhen;
 use crate::record::run::{ColdAction, Role};
 
 impl CommandBatch<'_> {
-    /// Establishes the cold state before a run of `role`, when due.
-    pub(super) fn cold_action(&self, role: Role) -> Result<Option<ColdAction>, BatchError> {
+    /// Establishes the cold state before a run of `role`, when due. The walk and the eviction
+    /// give up at once when a signal asks coldtrace to stop (the run then does not happen).
+    pub(super) fn cold_action(
+        &mut self,
+        role: Role,
+        signals: &Signals,
+    ) -> Result<Option<ColdAction>, NotRun> {
         let plan = self.plan;
         let due = match plan.cold.when {
             Some(ColdWhen::EveryRun) => role != Role::Warmup,
@@ -22,19 +28,44 @@ impl CommandBatch<'_> {
         }
         let began = crate::measure::clock::monotonic_ns();
         let mut action = ColdAction::default();
+        let stop = || signals.pending_interrupt();
         if !plan.cold.evict.is_empty() {
-            let set = FileSet::collect(&plan.cold.evict)
-                .map_err(|e| BatchError::own(format!("--evict: {e}")))?;
-            let report = set.evict();
+            let set = match FileSet::collect_until(&plan.cold.evict, &stop) {
+                Ok(set) => set,
+                Err(CacheError::Interrupted(sig)) => return Err(NotRun::Interrupted(sig)),
+                Err(e) => return Err(BatchError::own(format!("--evict: {e}")).into()),
+            };
+            let report = set
+                .evict_until(&stop)
+                .map_err(|(_, sig)| NotRun::Interrupted(sig))?;
+            self.say_evict_shortfall(set.is_empty(), &report);
             action.evicted_files = Some(report.files);
             action.evicted_bytes = Some(report.bytes);
             action.evict_failed_files = Some(report.failed);
         }
         if plan.cold.drop_caches {
-            cache::drop_caches().map_err(|e| BatchError::own(e.to_string()))?;
+            cache::drop_caches().map_err(|e| NotRun::from(BatchError::own(e.to_string())))?;
             action.dropped_caches = true;
         }
         action.took_ns = crate::measure::clock::monotonic_ns().saturating_sub(began);
         Ok(Some(action))
+    }
+
+    /// Says once that a run is not as cold as asked: files (or unreadable entries) were not
+    /// evicted, or there was nothing to evict. Each run's record counts its own failures.
+    fn say_evict_shortfall(&mut self, empty: bool, report: &EvictReport) {
+        if self.evict_said || (!empty && report.failed == 0) {
+            return;
+        }
+        self.evict_said = true;
+        self.notices.push(match &report.first_error {
+            Some(first) => format!(
+                "--evict: {} of {} files or entries could not be evicted (first: {first}); \
+                 those runs are not fully cold (cold_action.evict_failed_files)",
+                report.failed,
+                report.failed + report.files
+            ),
+            None => "--evict: no regular file under the given paths; nothing is evicted".into(),
+        });
     }
 }

@@ -4,8 +4,8 @@
 
 use crate::batch::program::{lossy, resolve, sh_program};
 use crate::batch::watch::FirstPagedIn;
-use crate::batch::{BatchError, Shared, SingleRun};
-use crate::measure::cache::{self, FileSet, Ledger};
+use crate::batch::{BatchError, Shared, Signals, SingleRun};
+use crate::measure::cache::{self, CacheError, FileSet, Ledger};
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
 use crate::plan::{OutputMode, Plan, StdinMode};
 use crate::record::anomaly::OnlineCheck;
@@ -52,6 +52,8 @@ pub struct CommandBatch<'p> {
     pub(super) first_paged_in: Option<FirstPagedIn>,
     /// Judges each run as it ends against the runs before it.
     pub(super) online: OnlineCheck,
+    /// Whether the eviction's shortfall (files not evicted, nothing to evict) was said.
+    pub(super) evict_said: bool,
 }
 
 /// A command's plan checked against the system before anything is created or run: the program
@@ -67,10 +69,10 @@ impl<'p> Checked<'p> {
     /// Checks everything that can be checked before a run (program, `--prepare`, cold-state
     /// paths, stdin). Creates nothing: a comparison checks every command before it creates
     /// any directory, so a command that cannot run leaves nothing behind.
-    pub fn check(plan: &'p Plan) -> Result<Checked<'p>, BatchError> {
+    pub fn check(plan: &'p Plan, signals: &Signals) -> Result<Checked<'p>, BatchError> {
         let program = resolve(plan)?;
         let prepare = plan.prepare.as_deref().map(sh_program).transpose()?;
-        check_cold_state(plan)?;
+        check_cold_state(plan, signals)?;
         let stdin_file_path = check_stdin(plan)?;
         Ok(Checked {
             plan,
@@ -146,6 +148,7 @@ impl<'p> Checked<'p> {
             },
             first_paged_in: None,
             online: OnlineCheck::default(),
+            evict_said: false,
         })
     }
 }
@@ -158,7 +161,7 @@ impl<'p> CommandBatch<'p> {
         out_dir: Option<&Path>,
         shared: &Shared<'_>,
     ) -> Result<Self, BatchError> {
-        Checked::check(plan)?.open(out_dir, shared)
+        Checked::check(plan, shared.signals)?.open(out_dir, shared)
     }
 
     /// Whether every run of the plan has been done.
@@ -211,8 +214,9 @@ impl<'p> CommandBatch<'p> {
     }
 }
 
-/// Refuses a cold state that cannot be established (before anything runs).
-fn check_cold_state(plan: &Plan) -> Result<(), BatchError> {
+/// Refuses a cold state that cannot be established (before anything runs). A signal during
+/// the walk ends coldtrace at once, 128+N, before anything was created.
+fn check_cold_state(plan: &Plan, signals: &Signals) -> Result<(), BatchError> {
     if plan.cold.drop_caches && !cache::drop_caches_permitted() {
         return Err(BatchError::own(
             "--drop-caches needs root (it writes /proc/sys/vm/drop_caches); use --evict PATH to evict specific files without root",
@@ -222,8 +226,21 @@ fn check_cold_state(plan: &Plan) -> Result<(), BatchError> {
     // held for the whole batch would add megabytes to coldtrace's resident set, and so to
     // the floor under every child's max RSS. Walking them here reports a bad path early.
     for (flag, roots) in [("--evict", &plan.cold.evict), ("--watch", &plan.cold.watch)] {
-        if !roots.is_empty() {
-            FileSet::collect(roots).map_err(|e| BatchError::own(format!("{flag}: {e}")))?;
+        if roots.is_empty() {
+            continue;
+        }
+        match FileSet::collect_until(roots, &|| signals.pending_interrupt()) {
+            Ok(_) => {}
+            Err(CacheError::Interrupted(sig)) => {
+                return Err(BatchError {
+                    message: format!(
+                        "interrupted by {sig} while walking the {flag} paths; nothing ran"
+                    ),
+                    exit_code: 128u8.saturating_add(sig.raw() as u8),
+                    cannot_start: None,
+                })
+            }
+            Err(e) => return Err(BatchError::own(format!("{flag}: {e}"))),
         }
     }
     Ok(())

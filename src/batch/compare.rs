@@ -51,7 +51,7 @@ pub fn run_compare(
     let checked = plan
         .plans
         .iter()
-        .map(Checked::check)
+        .map(|p| Checked::check(p, signals))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(dir) = &plan.out_dir {
         artifacts::create_empty_dir(dir)?;

@@ -18,6 +18,7 @@ use crate::record::run::{
     self, ArtifactPaths, CacheRecord, ColdAction, OutcomeRecord, Role, RunRecord, RusageRecord,
     Slot,
 };
+use coldtrace_syscalls::Signal;
 
 /// A run as measured, with the context sampled around it.
 struct Measured {
@@ -90,25 +91,69 @@ impl<'a> RecordBase<'a> {
     }
 }
 
+/// Why a run did not happen: coldtrace's own error, or a signal that asked to stop before the
+/// spawn (during the cold action, a FIFO's wait, the residency probe, or just before it).
+pub(super) enum NotRun {
+    Failed(BatchError),
+    Interrupted(Signal),
+}
+
+impl From<BatchError> for NotRun {
+    fn from(e: BatchError) -> Self {
+        NotRun::Failed(e)
+    }
+}
+
+impl From<artifacts::ArtifactError> for NotRun {
+    fn from(e: artifacts::ArtifactError) -> Self {
+        NotRun::Failed(e.into())
+    }
+}
+
 impl CommandBatch<'_> {
-    /// Runs the next run of the plan: prepare, cold state, the measured run, its record.
+    /// Runs the next run of the plan: prepare, cold state, the measured run, its record. A
+    /// signal that asks to stop is acted on between these steps and right before the spawn:
+    /// the batch stops without starting the run.
     pub fn run_next(
         &mut self,
         shared: &mut Shared<'_>,
         slot: Option<Slot>,
         observer: &mut dyn Observer,
     ) -> Result<Step, BatchError> {
+        match self.try_run_next(shared, slot, observer) {
+            Ok(step) => Ok(step),
+            Err(NotRun::Interrupted(sig)) => {
+                self.interrupted_by.get_or_insert(sig);
+                Ok(Step::Stop)
+            }
+            Err(NotRun::Failed(e)) => Err(e),
+        }
+    }
+
+    fn try_run_next(
+        &mut self,
+        shared: &mut Shared<'_>,
+        slot: Option<Slot>,
+        observer: &mut dyn Observer,
+    ) -> Result<Step, NotRun> {
         let index = self.next_index;
         let role = self.role_of(index);
         if let Some(stop) = self.prepare_step(shared, index) {
             return Ok(stop);
         }
-        let cold_action = self.cold_action(role)?;
-        let Some(io) = self.wire_io(shared, index)? else {
-            return Ok(Step::Stop);
+        let cold_action = self.cold_action(role, shared.signals)?;
+        let io = self.wire_io(shared, index)?;
+        let measured = match self.measure_run(shared, &io, observer) {
+            Ok(measured) => measured,
+            Err(sig) => {
+                // The run never started: its empty artifact files go again.
+                if let (Some(dir), Some(files)) = (&self.dir, io.files) {
+                    dir.discard_run_files(files);
+                }
+                return Err(NotRun::Interrupted(sig));
+            }
         };
-        let measured = self.measure_run(shared, &io, observer);
-        self.record_run(index, role, slot, cold_action, measured, io.files)
+        Ok(self.record_run(index, role, slot, cold_action, measured, io.files)?)
     }
 
     pub(super) fn role_of(&self, index: u64) -> Role {
@@ -122,16 +167,17 @@ impl CommandBatch<'_> {
         }
     }
 
-    /// The measured run and what is sampled right around it (outside its timed window).
+    /// The measured run and what is sampled right around it (outside its timed window); the
+    /// signal instead, when one asks to stop before the spawn.
     fn measure_run(
         &mut self,
         shared: &mut Shared<'_>,
         io: &RunIo,
         observer: &mut dyn Observer,
-    ) -> Measured {
+    ) -> Result<Measured, Signal> {
         let plan = self.plan;
         // Before the streams are borrowed for the spawn; only their wiring comes between.
-        let residency_before = self.watch_before();
+        let residency_before = self.watch_before(&|| shared.signals.pending_interrupt())?;
         let options = spawn_options(
             plan,
             io,
@@ -158,6 +204,10 @@ impl CommandBatch<'_> {
         let uptime_s = (!minimal).then(clock::boottime_s);
         let started_at = clock::rfc3339_utc_now();
         let system_before = (!minimal).then(|| shared.sampler.sample());
+        // The last moment to stop without starting the run.
+        if let Some(sig) = shared.signals.pending_interrupt() {
+            return Err(sig);
+        }
         let or = if plan.timeout_ns.is_some() {
             " or to time out"
         } else {
@@ -177,7 +227,7 @@ impl CommandBatch<'_> {
         );
         let system_after = (!minimal).then(|| shared.sampler.sample());
         let (cache, paged_in) = self.watch_after(residency_before).unzip();
-        Measured {
+        Ok(Measured {
             result,
             started_at,
             boot_id,
@@ -188,7 +238,7 @@ impl CommandBatch<'_> {
                 (Some(before), Some(after)) => Some(SystemDelta::between(before, after)),
                 _ => None,
             },
-        }
+        })
     }
 
     /// Builds the run's record, appends it to `runs.jsonl`, and accounts for it.

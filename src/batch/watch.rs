@@ -5,8 +5,9 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::command::CommandBatch;
-use crate::measure::cache::{FileSet, PagedFile, PagedIn, Residency};
+use crate::measure::cache::{CacheError, FileSet, PagedFile, PagedIn, Residency, Stop};
 use crate::record::run::{CacheRecord, Role};
+use coldtrace_syscalls::Signal;
 
 /// Files that gained pages kept per record, largest first.
 pub const PAGED_IN_TOP: usize = 20;
@@ -22,17 +23,23 @@ pub struct FirstPagedIn {
 
 impl CommandBatch<'_> {
     /// The residency of the watched files now, each file's remembered for [`Self::watch_after`]
-    /// (`None` without `--watch`/`--evict`). The tree is walked afresh and dropped at once.
-    pub(super) fn watch_before(&mut self) -> Option<Residency> {
+    /// (`None` without `--watch`/`--evict`, or when the paths cannot be walked any more). The
+    /// tree is walked afresh and dropped at once; the walk and the probes give up (with the
+    /// signal) as soon as `stop` says.
+    pub(super) fn watch_before(&mut self, stop: Stop<'_>) -> Result<Option<Residency>, Signal> {
         let roots = &self.plan.cold.watch;
         if roots.is_empty() {
-            return None;
+            return Ok(None);
         }
-        let set = FileSet::collect(roots).ok()?;
-        Some(match &mut self.ledger {
-            Some(ledger) => ledger.before(&set),
-            None => set.residency(),
-        })
+        let set = match FileSet::collect_until(roots, stop) {
+            Ok(set) => set,
+            Err(CacheError::Interrupted(sig)) => return Err(sig),
+            Err(_) => return Ok(None),
+        };
+        match &mut self.ledger {
+            Some(ledger) => ledger.before(&set, stop).map(Some),
+            None => set.residency_until(stop).map(Some).map_err(|(_, sig)| sig),
+        }
     }
 
     /// The residency after the run and what each watched file gained during it.

@@ -3,8 +3,9 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::command::{stdin_error, CommandBatch};
+use crate::batch::step::NotRun;
+use crate::batch::Shared;
 use crate::batch::Signals;
-use crate::batch::{BatchError, Shared};
 use crate::plan::{OutputMode, Plan, StdinMode};
 use crate::record::artifacts::RunFiles;
 use crate::untrusted::{self, OpenError, Want};
@@ -23,23 +24,16 @@ pub(super) struct RunIo {
 }
 
 impl CommandBatch<'_> {
-    /// Opens what run `index` reads from and writes to, and empties the stderr sink. `None`
-    /// when a signal asked to stop while a FIFO given as `--stdin` waited for its writer (the
-    /// batch is marked interrupted; nothing of the run was created).
-    pub(super) fn wire_io(
-        &mut self,
-        shared: &mut Shared<'_>,
-        index: u64,
-    ) -> Result<Option<RunIo>, BatchError> {
+    /// Opens what run `index` reads from and writes to, and empties the stderr sink. A signal
+    /// that asks to stop while a FIFO given as `--stdin` waits for its writer ends the run
+    /// before anything of it was created.
+    pub(super) fn wire_io(&mut self, shared: &mut Shared<'_>, index: u64) -> Result<RunIo, NotRun> {
         let plan = self.plan;
         let stdin_file = match &self.stdin_file_path {
             Some(path) => match open_stdin(path, &shared.signals.fd) {
                 Ok(file) => Some(file),
-                Err(OpenError::Interrupted(sig)) => {
-                    self.interrupted_by = Some(sig);
-                    return Ok(None);
-                }
-                Err(e) => return Err(stdin_error(path, &e)),
+                Err(OpenError::Interrupted(sig)) => return Err(NotRun::Interrupted(sig)),
+                Err(e) => return Err(stdin_error(path, &e).into()),
             },
             None => None,
         };
@@ -57,7 +51,7 @@ impl CommandBatch<'_> {
         if files.is_none() && plan.output == OutputMode::Null {
             shared.dev_null()?;
         }
-        Ok(Some(RunIo { files, stdin_file }))
+        Ok(RunIo { files, stdin_file })
     }
 }
 

@@ -223,6 +223,18 @@ impl BatchDir {
         Ok(rel.join(name).display().to_string())
     }
 
+    /// Removes the files [`BatchDir::run_files`] created for a run that was never started
+    /// (interrupted right before its spawn), and their `runs/NNN/` directory. Best effort:
+    /// they are empty, and coldtrace created them itself.
+    pub fn discard_run_files(&self, files: RunFiles) {
+        let dir = files.stdout_rel.parent().map(|d| self.root.join(d));
+        let _ = fs::remove_file(self.root.join(&files.stdout_rel));
+        let _ = fs::remove_file(self.root.join(&files.stderr_rel));
+        if let Some(dir) = dir {
+            let _ = fs::remove_dir(dir);
+        }
+    }
+
     /// Appends one record line to `runs.jsonl` with a single `write(2)` of the whole line, so a
     /// crash of coldtrace leaves only complete lines (or, at worst, one cut last line).
     pub fn append_record(&mut self, line: &[u8]) -> Result<(), ArtifactError> {

@@ -90,7 +90,7 @@ fn bench(root: &Path, rounds: usize) -> Result<(), Box<dyn std::error::Error>> {
         ratios = (before.resident_ratio, after.resident_ratio);
         // Attribution around a run that reads nothing: both passes over every (cold) file.
         let t = Instant::now();
-        let _ = ledger.before(&set);
+        let _ = ledger.before(&set, &|| None);
         ledger_before.push(t.elapsed());
         let t = Instant::now();
         let _ = ledger.after(20, &mut |_| {});

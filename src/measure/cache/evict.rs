@@ -4,9 +4,9 @@
 
 use super::open::Opener;
 use super::residency::{cachestat_available, choose_method, FsTypes, Method};
-use super::{CacheError, FileSet, WatchedFile};
+use super::{CacheError, FileSet, Stop, WatchedFile};
 use coldtrace_syscalls::cache as raw;
-use coldtrace_syscalls::Errno;
+use coldtrace_syscalls::{Errno, Signal};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Advice, Mode, OFlags};
 use std::path::Path;
@@ -24,16 +24,33 @@ impl FileSet {
     /// the overlay, and was dropped once written back below it); measure
     /// [`FileSet::residency`] afterwards to know what was actually dropped.
     pub fn evict(&self) -> EvictReport {
+        match self.evict_until(&|| None) {
+            Ok(report) | Err((report, _)) => report,
+        }
+    }
+
+    /// [`FileSet::evict`], asking `stop` every 64 files whether to give up (writing back and
+    /// advising a large tree takes seconds). Entries the walk could not read count as failed:
+    /// whatever they hold was not evicted.
+    ///
+    /// # Errors
+    /// The report so far and the signal, when `stop` said so.
+    pub fn evict_until(&self, stop: Stop<'_>) -> Result<EvictReport, (EvictReport, Signal)> {
         let cachestat = cachestat_available();
         let mut opener = Opener::new();
         let mut fs_types = FsTypes::default();
         let mut report = EvictReport {
             files: 0,
             bytes: 0,
-            failed: 0,
-            first_error: None,
+            failed: self.unreached(),
+            first_error: self.first_unreached().map(|e| format!("cannot read {e}")),
         };
-        for file in &self.files {
+        for (n, file) in self.files.iter().enumerate() {
+            if n % 64 == 63 {
+                if let Some(sig) = stop() {
+                    return Err((report, sig));
+                }
+            }
             match evict_one(&mut opener, &mut fs_types, file, cachestat) {
                 Ok(()) => {
                     report.files += 1;
@@ -47,7 +64,7 @@ impl FileSet {
                 }
             }
         }
-        report
+        Ok(report)
     }
 }
 

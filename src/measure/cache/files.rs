@@ -2,8 +2,10 @@
 //! roots, each once (walking only; opening and probing are elsewhere).
 #![forbid(unsafe_code)]
 
-use super::CacheError;
+use super::{CacheError, Stop};
+use coldtrace_syscalls::Signal;
 use std::collections::HashSet;
+use std::os::unix::fs::FileTypeExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -28,6 +30,8 @@ pub struct FileSet {
     pub(super) files: Vec<WatchedFile>,
     unreadable: u64,
     first_unreadable: Option<String>,
+    unreached: u64,
+    first_unreached: Option<String>,
     skipped_dir_symlinks: u64,
 }
 
@@ -42,8 +46,19 @@ impl FileSet {
     ///
     /// # Errors
     /// [`CacheError::MissingRoot`] naming the path when a root does not exist;
-    /// [`CacheError::Root`] when it cannot be examined.
+    /// [`CacheError::Root`] when it cannot be examined; [`CacheError::RootUnreadable`] when a
+    /// root directory cannot be listed (nothing under it could be evicted or measured);
+    /// [`CacheError::RootKind`] when a root is neither a regular file nor a directory.
     pub fn collect(roots: &[PathBuf]) -> Result<FileSet, CacheError> {
+        FileSet::collect_until(roots, &|| None)
+    }
+
+    /// [`FileSet::collect`], asking `stop` before every directory and every 1,024 entries
+    /// whether to give up (a tree of 100,000 files takes a second or more to walk).
+    ///
+    /// # Errors
+    /// As [`FileSet::collect`]; [`CacheError::Interrupted`] when `stop` said so.
+    pub fn collect_until(roots: &[PathBuf], stop: Stop<'_>) -> Result<FileSet, CacheError> {
         let mut set = FileSet::default();
         let mut seen: HashSet<(u64, u64)> = HashSet::new();
         // Directories too, so that overlapping roots are walked once.
@@ -62,11 +77,28 @@ impl FileSet {
             })?;
             if meta.is_file() {
                 set.add(&mut seen, root.clone(), &meta);
-            } else if meta.is_dir() && seen_dirs.insert((meta.dev(), meta.ino())) {
-                dirs.push(root.clone());
+            } else if meta.is_dir() {
+                if let Err(error) = std::fs::read_dir(root) {
+                    return Err(CacheError::RootUnreadable {
+                        path: root.clone(),
+                        error,
+                    });
+                }
+                if seen_dirs.insert((meta.dev(), meta.ino())) {
+                    dirs.push(root.clone());
+                }
+            } else {
+                return Err(CacheError::RootKind {
+                    path: root.clone(),
+                    kind: kind_name(&meta),
+                });
             }
             while let Some(dir) = dirs.pop() {
-                set.walk_dir(&dir, &mut seen, &mut seen_dirs, &mut dirs);
+                if let Some(sig) = stop() {
+                    return Err(CacheError::Interrupted(sig));
+                }
+                set.walk_dir(&dir, &mut seen, &mut seen_dirs, &mut dirs, stop)
+                    .map_err(CacheError::Interrupted)?;
             }
         }
         Ok(set)
@@ -78,12 +110,21 @@ impl FileSet {
         seen: &mut HashSet<(u64, u64)>,
         seen_dirs: &mut HashSet<(u64, u64)>,
         dirs: &mut Vec<PathBuf>,
-    ) {
+        stop: Stop<'_>,
+    ) -> Result<(), Signal> {
         let entries = match std::fs::read_dir(dir) {
             Ok(entries) => entries,
-            Err(e) => return self.note_unreadable(dir, &e),
+            Err(e) => {
+                self.note_unreadable(dir, &e);
+                return Ok(());
+            }
         };
-        for entry in entries {
+        for (n, entry) in entries.enumerate() {
+            if n % 1024 == 1023 {
+                if let Some(sig) = stop() {
+                    return Err(sig);
+                }
+            }
             let entry = match entry {
                 Ok(entry) => entry,
                 Err(e) => {
@@ -119,6 +160,7 @@ impl FileSet {
                 }
             }
         }
+        Ok(())
     }
 
     fn add(&mut self, seen: &mut HashSet<(u64, u64)>, path: PathBuf, meta: &std::fs::Metadata) {
@@ -136,6 +178,14 @@ impl FileSet {
         self.unreadable += 1;
         if self.first_unreadable.is_none() {
             self.first_unreadable = Some(format!("{}: {error}", path.display()));
+        }
+        // A dangling symlink (or an entry gone since it was listed) holds no file; anything
+        // else (EACCES on a directory) may hide files that are then neither evicted nor probed.
+        if error.kind() != std::io::ErrorKind::NotFound {
+            self.unreached += 1;
+            if self.first_unreached.is_none() {
+                self.first_unreached = Some(format!("{}: {error}", path.display()));
+            }
         }
     }
 
@@ -169,8 +219,35 @@ impl FileSet {
         self.first_unreadable.as_deref()
     }
 
+    /// Unreadable entries that may hold files (a directory that cannot be listed; not a
+    /// dangling symlink): what is under them can be neither evicted nor measured.
+    pub fn unreached(&self) -> u64 {
+        self.unreached
+    }
+
+    /// The first of [`FileSet::unreached`] and why, for a message.
+    pub fn first_unreached(&self) -> Option<&str> {
+        self.first_unreached.as_deref()
+    }
+
     /// Symlinks to directories below a root that were deliberately not descended.
     pub fn skipped_dir_symlinks(&self) -> u64 {
         self.skipped_dir_symlinks
+    }
+}
+
+/// What a root that is neither a file nor a directory is, for the message.
+fn kind_name(meta: &std::fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
     }
 }

@@ -12,7 +12,8 @@
 #![forbid(unsafe_code)]
 
 use super::residency::{page_size, Prober, Totals};
-use super::{FileProbe, FileSet, Residency, WatchedFile};
+use super::{FileProbe, FileSet, Residency, Stop, UnknownReason, WatchedFile};
+use coldtrace_syscalls::Signal;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -72,6 +73,8 @@ impl PagedIn {
 /// The before-run residency of every watched file, kept outside the heap until the run ends.
 pub struct Ledger {
     file: File,
+    /// Unreadable entries of the walk before the run (unknown before and after it).
+    unreached: u64,
 }
 
 impl Ledger {
@@ -81,17 +84,29 @@ impl Ledger {
             .ok()
             .map(|fd| Ledger {
                 file: File::from(fd),
+                unreached: 0,
             })
     }
 
     /// Probes every file of `set` now, remembers each one's residency, and returns the set's.
-    pub fn before(&mut self, set: &FileSet) -> Residency {
+    ///
+    /// Asks `stop` every 256 files whether to give up (then the ledger is left empty).
+    ///
+    /// # Errors
+    /// The signal, when `stop` said so.
+    pub fn before(&mut self, set: &FileSet, stop: Stop<'_>) -> Result<Residency, Signal> {
         let mut prober = Prober::new();
         let mut totals = Totals::new(page_size());
         let fallback = prober.default_method();
         let mut out = Vec::with_capacity(CHUNK);
         let mut ok = self.file.set_len(0).is_ok() && self.file.rewind().is_ok();
-        for file in set.files() {
+        for (n, file) in set.files().iter().enumerate() {
+            if n % 256 == 255 {
+                if let Some(sig) = stop() {
+                    let _ = self.file.set_len(0);
+                    return Err(sig);
+                }
+            }
             let probe = prober.probe(file);
             let pages = match probe {
                 FileProbe::Known { cached_pages, .. } => cached_pages.min(UNKNOWN - 1),
@@ -109,7 +124,9 @@ impl Ledger {
             // A ledger that lost entries would misattribute: leave it empty.
             let _ = self.file.set_len(0);
         }
-        totals.finish(fallback)
+        self.unreached = set.unreached();
+        add_unreached(&mut totals, self.unreached);
+        Ok(totals.finish(fallback))
     }
 
     /// Probes the files remembered by [`Ledger::before`] again: their residency now, and what
@@ -138,7 +155,15 @@ impl Ledger {
                 }
             }
         }
+        add_unreached(&mut totals, self.unreached);
         (totals.finish(fallback), paged)
+    }
+}
+
+/// Entries the walk could not read are unknown: what they hold was not probed.
+fn add_unreached(totals: &mut Totals, unreached: u64) {
+    for _ in 0..unreached {
+        totals.add(0, FileProbe::Unknown(UnknownReason::Unreadable));
     }
 }
 

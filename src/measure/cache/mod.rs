@@ -34,8 +34,12 @@ pub use residency::{
     UnknownReason, OVERLAYFS_MAGIC,
 };
 
-use coldtrace_syscalls::Errno;
+use coldtrace_syscalls::{Errno, Signal};
 use std::fmt;
+
+/// Asked between the steps of a long walk, eviction or probe: `Some(signal)` to give up now
+/// (the batch passes its pending-signal check; `&|| None` never stops).
+pub type Stop<'a> = &'a dyn Fn() -> Option<Signal>;
 use std::path::PathBuf;
 
 /// What can go wrong in this module that the caller must act on.
@@ -53,6 +57,23 @@ pub enum CacheError {
         /// Why `stat` failed.
         error: std::io::Error,
     },
+    /// A root directory cannot be listed (e.g. `/root` for a user): nothing under it could be
+    /// evicted or measured.
+    RootUnreadable {
+        /// The root as given.
+        path: PathBuf,
+        /// Why listing it failed.
+        error: std::io::Error,
+    },
+    /// A root is neither a regular file nor a directory (a FIFO, a device).
+    RootKind {
+        /// The root as given.
+        path: PathBuf,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// The walk was given up because a signal asked coldtrace to stop.
+    Interrupted(Signal),
     /// Writing `/proc/sys/vm/drop_caches` was refused: it needs root.
     DropCachesNotPermitted,
     /// `/proc/sys` is mounted read-only here (typical in containers), so even root cannot drop.
@@ -70,6 +91,18 @@ impl fmt::Display for CacheError {
             CacheError::Root { path, error } => {
                 write!(f, "cannot examine cache path {}: {error}", path.display())
             }
+            CacheError::RootUnreadable { path, error } => write!(
+                f,
+                "cannot list the directory {}: {error}; nothing under it could be made cold or \
+                 measured",
+                path.display()
+            ),
+            CacheError::RootKind { path, kind } => write!(
+                f,
+                "{} is {kind}, not a regular file or a directory",
+                path.display()
+            ),
+            CacheError::Interrupted(sig) => write!(f, "interrupted by {sig}"),
             CacheError::DropCachesNotPermitted => f.write_str(
                 "--drop-caches needs root (it writes /proc/sys/vm/drop_caches); \
                  use --evict PATH to evict specific files without root",

@@ -3,10 +3,10 @@
 #![forbid(unsafe_code)]
 
 use super::open::Opener;
-use super::{FileSet, WatchedFile};
+use super::{FileSet, Stop, WatchedFile};
 use crate::untrusted::OpenError;
 use coldtrace_syscalls::cache as raw;
-use coldtrace_syscalls::Errno;
+use coldtrace_syscalls::{Errno, Signal};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Access, AtFlags, Mode, OFlags, CWD};
 use std::collections::BTreeMap;
@@ -20,13 +20,41 @@ impl FileSet {
     /// [`choose_method`]). Never fails: a file that cannot be probed is unknown, and then the
     /// whole residency is unknown (see [`aggregate`]).
     pub fn residency(&self) -> Residency {
+        match self.residency_until(&|| None) {
+            Ok(r) | Err((r, _)) => r,
+        }
+    }
+
+    /// [`FileSet::residency`], asking `stop` every 256 files whether to give up. Entries the
+    /// walk could not read are unknown: the files under them were not measured.
+    ///
+    /// # Errors
+    /// What was measured so far and the signal, when `stop` said so.
+    pub fn residency_until(&self, stop: Stop<'_>) -> Result<Residency, (Residency, Signal)> {
         let mut prober = Prober::new();
         let fallback = prober.default_method();
+        let mut interrupted = None;
         let probes = self
             .files
             .iter()
-            .map(|file| (file.size_bytes, prober.probe(file)));
-        aggregate(fallback, page_size(), probes)
+            .enumerate()
+            .map_while(|(n, file)| {
+                if n % 256 == 255 {
+                    interrupted = stop();
+                    if interrupted.is_some() {
+                        return None;
+                    }
+                }
+                Some((file.size_bytes, prober.probe(file)))
+            })
+            .chain(
+                (0..self.unreached()).map(|_| (0, FileProbe::Unknown(UnknownReason::Unreadable))),
+            );
+        let residency = aggregate(fallback, page_size(), probes);
+        match interrupted {
+            Some(sig) => Err((residency, sig)),
+            None => Ok(residency),
+        }
     }
 }
 
@@ -187,6 +215,9 @@ pub enum UnknownReason {
     MincoreUntrustworthy,
     /// The file could not be opened (or is no longer a regular file).
     Open(OpenError),
+    /// An entry of the tree (a directory, a symlink) could not be read during the walk: what
+    /// it holds was not probed.
+    Unreadable,
     /// The probe failed otherwise.
     Probe(Errno),
 }
@@ -201,6 +232,7 @@ impl fmt::Display for UnknownReason {
                 f.write_str("mincore claims every page without write permission")
             }
             UnknownReason::Open(e) => write!(f, "open failed: {e}"),
+            UnknownReason::Unreadable => f.write_str("unreadable in the walk (not probed)"),
             UnknownReason::Probe(e) => write!(f, "probe failed: {e}"),
         }
     }
