@@ -10,6 +10,7 @@
 
 mod common;
 
+use coldtrace::view::units::human_ns;
 use common::{ct, read_batch, read_records, write_file, TempDir};
 use serde_json::Value;
 use std::path::Path;
@@ -110,7 +111,7 @@ fn every_run_is_one_mark_of_its_kind_in_well_formed_svg() {
     );
     for r in &records[..] {
         let index = r["index"].as_u64().unwrap();
-        let wall_ms = r["wall_ns"].as_f64().unwrap() / 1e6;
+        let wall = human_ns(r["wall_ns"].as_f64().unwrap());
         let wanted = if role(r) == "first" {
             format!("first run #{index}: ")
         } else {
@@ -119,8 +120,8 @@ fn every_run_is_one_mark_of_its_kind_in_well_formed_svg() {
         let tip = tips.iter().find(|t| t.starts_with(&wanted));
         let tip = tip.unwrap_or_else(|| panic!("no mark for run {index}: {tips:#?}"));
         assert!(
-            tip.contains(&format!("{wall_ms:.2} ms")),
-            "{tip} vs {wall_ms}"
+            tip.ends_with(&format!(": {wall}")),
+            "{tip} vs {wall}"
         );
     }
     assert_eq!(
@@ -167,10 +168,10 @@ fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
     let tmp = TempDir::new("picture-penalty");
     let dir = mixed_batch(&tmp);
     let recorded = read_batch(&dir)["first_penalty"].clone();
-    let ms = |field: &str| recorded[field].as_f64().unwrap() / 1e6;
+    let ms = |field: &str| human_ns(recorded[field].as_f64().unwrap());
     let words = texts(&parse(&report_svg(&tmp, &[&dir])), "text");
     let drawn = format!(
-        "first-run penalty: first run #{} {:.2} ms − warm run #{} (the median) {:.2} ms = ",
+        "first-run penalty: first run #{} {} − warm run #{} (the median) {} = ",
         recorded["first_index"],
         ms("first_wall_ns"),
         recorded["reference_index"],
@@ -210,10 +211,10 @@ fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
     let words = texts(&doc, "text");
     let has = |w: &str| words.iter().any(|t| t == w);
     assert!(
-        has("first-run penalty: first run #2 60.00 ms − warm run #5 (the median) 8.75 ms = +51.25 ms"),
+        has("first-run penalty: first run #2 60 ms − warm run #5 (the median) 8.75 ms = +51.25 ms"),
         "{words:#?}"
     );
-    for value in ["+12.00 ms", "−4.20 ms", "+43.45 ms", "+51.25 ms"] {
+    for value in ["+12 ms", "−4.2 ms", "+43.45 ms", "+51.25 ms"] {
         assert!(has(value), "{value}: {words:#?}");
     }
     for part in ["cpu", "runqueue", "blocked", "total"] {
@@ -354,7 +355,7 @@ fn a_long_batch_is_drawn_in_buckets_and_stays_small() {
     let tips = texts(&doc, "title");
     let buckets = tips.iter().filter(|t| t.starts_with("runs #")).count();
     assert!((100..=512).contains(&buckets), "{buckets} buckets");
-    let outlier = format!("{:.2} ms", wall_of(12_345) as f64 / 1e6);
+    let outlier = human_ns(wall_of(12_345) as f64);
     assert!(
         tips.iter()
             .any(|t| t.starts_with("runs #") && t.ends_with(&outlier)),
@@ -405,4 +406,63 @@ fn picture_files_that_cannot_be_written_are_one_clear_error() {
         .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn disturbed_runs_are_marked_from_their_record_and_from_batch_json() {
+    let tmp = TempDir::new("picture-disturbed");
+    let dir = mixed_batch(&tmp);
+    let svg = report_svg(&tmp, &[&dir]);
+    assert_eq!(
+        class_count(&parse(&svg), "disturbed"),
+        0,
+        "nothing flagged yet"
+    );
+    let anomaly = serde_json::json!({"kind": "storage_reads", "metric": "block_in",
+        "value": 6440.0, "reference": 0.0, "rule": "above 0 while the warm median is 0"});
+    let mut records = read_records(&dir);
+    let warm: Vec<u64> = records
+        .iter()
+        .filter(|r| r["role"] == "warm" && r["counted"] == true)
+        .map(|r| r["index"].as_u64().unwrap())
+        .collect();
+    let (own, judged) = (warm[0], warm[3]);
+    records[own as usize]["anomalies"] = Value::from(vec![anomaly.clone()]);
+    let lines: String = records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(dir.join("runs.jsonl"), lines).unwrap();
+    let mut batch = read_batch(&dir);
+    batch["anomalies"] = serde_json::json!([{"index": judged, "anomaly": anomaly}]);
+    batch["warm_noise"] =
+        serde_json::json!({"outliers": 1, "spread": 0.4, "rule": "spread 40% > 10%"});
+    std::fs::write(dir.join("batch.json"), batch.to_string()).unwrap();
+
+    let svg = report_svg(&tmp, &[&dir]);
+    let doc = parse(&svg);
+    assert_eq!(
+        class_count(&doc, "disturbed"),
+        3,
+        "two triangles and the legend's"
+    );
+    let tips = texts(&doc, "title");
+    for index in [own, judged] {
+        let tip = tips
+            .iter()
+            .find(|t| t.starts_with(&format!("run #{index} (disturbed)")))
+            .unwrap_or_else(|| panic!("run {index} not marked: {tips:#?}"));
+        assert!(
+            tip.ends_with("— block_in 6440 (vs 0: above 0 while the warm median is 0)"),
+            "{tip}"
+        );
+    }
+    let words = texts(&doc, "text");
+    assert!(
+        words
+            .iter()
+            .any(|t| t == "the warm wall times are noisy: spread 40% > 10%"),
+        "{words:#?}"
+    );
+    assert!(
+        words.iter().any(|t| t.contains(", 2 disturbed,")),
+        "{words:#?}"
+    );
 }

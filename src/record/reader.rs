@@ -636,6 +636,8 @@ pub fn read_series(dir: &Path, cap: usize) -> Result<Series, ReportError> {
         series.penalty = doc.get("first_penalty").and_then(penalty);
         series.penalty_unavailable =
             str_at(&doc, &["first_penalty_unavailable"]).map(|s| one_line(&s));
+        series.flagged = flagged_runs(&doc);
+        series.noise = str_at(&doc, &["warm_noise", "rule"]).map(|r| one_line(&r));
         series.title = row.label.unwrap_or_default();
         series.notes.extend(row.notes);
     }
@@ -665,7 +667,7 @@ pub fn stream_runs(
         if series.title.is_empty() {
             series.title = title_of(&record);
         }
-        series.push(&run_point(&record));
+        series.push(&run_point(&record, &series.flagged));
         Ok(Flow::Next)
     })?;
     if line_no == 0 {
@@ -688,10 +690,22 @@ fn title_of(record: &Value) -> String {
     one_line(&crate::text::quote(&argv))
 }
 
-fn run_point(record: &Value) -> RunPoint {
+fn run_point(record: &Value, flagged: &[(u64, String)]) -> RunPoint {
     let role = record.get("role").and_then(Value::as_str).unwrap_or("");
+    let index = u64_at(record, &["index"]).unwrap_or(0);
+    let own = record
+        .get("anomalies")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .map(anomaly_words);
+    let judged = || {
+        flagged
+            .iter()
+            .find(|(i, _)| *i == index)
+            .map(|(_, w)| w.clone())
+    };
     RunPoint {
-        index: u64_at(record, &["index"]).unwrap_or(0),
+        index,
         first: role == "first",
         warmup: role == "warmup",
         counted: record
@@ -699,12 +713,37 @@ fn run_point(record: &Value) -> RunPoint {
             .and_then(Value::as_bool)
             .unwrap_or(false),
         wall_ns: f64_at(record, &["wall_ns"]),
-        disturbed: record
-            .get("anomalies")
-            .and_then(Value::as_array)
-            .is_some_and(|a| !a.is_empty()),
+        disturbed: own.or_else(judged),
         failure_reason: str_at(record, &["failure_reason"]).map(|s| one_line(&s)),
     }
+}
+
+/// An anomaly (`{kind, metric, value, reference, rule}`) in a few words, on one line.
+fn anomaly_words(a: &Value) -> String {
+    let field = |k: &str| str_at(a, &[k]).unwrap_or_default();
+    let number = |k: &str| f64_at(a, &[k]).map_or("?".into(), |v| format!("{v:.0}"));
+    one_line(&format!(
+        "{} {} (vs {}: {})",
+        field("metric"),
+        number("value"),
+        number("reference"),
+        field("rule")
+    ))
+}
+
+/// The runs batch.json's `anomalies` flags (`[{index, anomaly}]`), first reason of each.
+fn flagged_runs(doc: &Value) -> Vec<(u64, String)> {
+    let mut flagged: Vec<(u64, String)> = Vec::new();
+    let list = doc.get("anomalies").and_then(Value::as_array);
+    for entry in list.into_iter().flatten() {
+        let (Some(index), Some(anomaly)) = (u64_at(entry, &["index"]), entry.get("anomaly")) else {
+            continue;
+        };
+        if !flagged.iter().any(|(i, _)| *i == index) {
+            flagged.push((index, anomaly_words(anomaly)));
+        }
+    }
+    flagged
 }
 
 /// `first_penalty` of a batch document; `None` when it is null or lacks its wall times.

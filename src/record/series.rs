@@ -15,7 +15,7 @@ pub enum Kind {
     Warmup,
     /// A counted run after the first, nothing unusual recorded about it.
     Warm,
-    /// A counted warm run whose record lists anomalies (something disturbed it).
+    /// A counted warm run flagged as disturbed (anomalies in its record or in batch.json).
     Disturbed,
     /// A run that was not counted (failed, timed out, could not start).
     Rejected,
@@ -112,8 +112,8 @@ pub struct RunPoint {
     pub counted: bool,
     /// Wall time, ns.
     pub wall_ns: Option<f64>,
-    /// The record lists anomalies.
-    pub disturbed: bool,
+    /// Why it looks disturbed (its record's or batch.json's anomalies), if it does.
+    pub disturbed: Option<String>,
     /// Why it was not counted.
     pub failure_reason: Option<String>,
 }
@@ -169,9 +169,18 @@ pub struct Series {
     pub penalty: Option<Penalty>,
     /// Why `batch.json` says there is none.
     pub penalty_unavailable: Option<String>,
+    /// Runs that batch.json flags as disturbed (judged over the whole warm series), and why.
+    pub flagged: Vec<(u64, String)>,
+    /// Why the disturbed runs look so, in order (the first [`DISTURBED_KEPT`]), for tooltips.
+    pub disturbed_why: Vec<(u64, String)>,
+    /// batch.json's verdict when the warm wall times are noisy.
+    pub noise: Option<String>,
     /// Things noticed while reading.
     pub notes: Vec<String>,
 }
+
+/// How many disturbed runs keep their reason for the tooltips (the count is kept for all).
+pub const DISTURBED_KEPT: usize = 256;
 
 impl Series {
     /// An empty series that keeps at most `cap` buckets (at least 2).
@@ -206,7 +215,10 @@ impl Series {
             Kind::Warmup
         } else if !run.counted {
             Kind::Rejected
-        } else if run.disturbed {
+        } else if let Some(why) = &run.disturbed {
+            if self.disturbed_why.len() < DISTURBED_KEPT {
+                self.disturbed_why.push((run.index, why.clone()));
+            }
             Kind::Disturbed
         } else {
             Kind::Warm
@@ -331,7 +343,7 @@ mod tests {
             warmup: false,
             counted,
             wall_ns: Some(wall_ns),
-            disturbed: false,
+            disturbed: None,
             failure_reason: None,
         }
     }
@@ -346,7 +358,7 @@ mod tests {
         s.push(&run(1, true, true, 100.0));
         s.push(&run(2, false, true, 10.0));
         s.push(&RunPoint {
-            disturbed: true,
+            disturbed: Some("storage_reads".into()),
             ..run(3, false, true, 30.0)
         });
         s.push(&RunPoint {

@@ -48,7 +48,7 @@ pub fn batch(svg: &mut Svg, s: &Series) -> f64 {
         median_line(svg, &y, w.median);
     }
     for bucket in &s.buckets {
-        draw_bucket(svg, &x, &y, bucket, s.per_bucket);
+        draw_bucket(svg, &x, &y, bucket, s);
     }
     first_run(svg, &x, &y, s);
     distribution(svg, &y, &s.warm_wall_ns);
@@ -122,13 +122,23 @@ fn median_line(svg: &mut Svg, y: &Scale, median_ns: f64) {
 }
 
 /// One bucket: a marker per kind when it holds one run (or runs of one value), else a range.
-fn draw_bucket(svg: &mut Svg, x: &Scale, y: &Scale, b: &Bucket, per_bucket: u64) {
+fn draw_bucket(svg: &mut Svg, x: &Scale, y: &Scale, b: &Bucket, s: &Series) {
+    let per_bucket = s.per_bucket;
     let px = x.at(b.position as f64 + (per_bucket as f64 - 1.0) / 2.0);
     for kind in [Kind::Warmup, Kind::Warm, Kind::Disturbed, Kind::Rejected] {
         let Some(span) = b.spans[kind.slot()] else {
             continue;
         };
-        let tip = tip(kind, b, &span);
+        let mut tip = tip(kind, b, &span);
+        if kind == Kind::Disturbed && span.runs == 1 {
+            let why = s
+                .disturbed_why
+                .iter()
+                .find(|(i, _)| (b.first_index..=b.last_index).contains(i));
+            if let Some((_, why)) = why {
+                tip.push_str(&format!(" — {why}"));
+            }
+        }
         let (shape, class) = marker_of(kind);
         if span.runs == 1 || span.low_ns == span.high_ns {
             svg.marker(shape, px, y.at(span.low_ns), class, &tip);
@@ -335,6 +345,9 @@ fn footnotes(svg: &mut Svg, s: &Series, top: f64) -> f64 {
             human_ns(w.min),
             human_ns(w.max)
         ));
+    }
+    if let Some(rule) = &s.noise {
+        notes.push(format!("the warm wall times are noisy: {rule}"));
     }
     notes.extend(s.notes.iter().cloned());
     let mut y = top;
