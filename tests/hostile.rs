@@ -836,3 +836,60 @@ fn evicting_what_cannot_be_read_is_said_and_counted_never_silently_cold() {
     let records = assert_records_whole(&dir.join("e"), true);
     assert_eq!(records[0]["cold_action"]["evicted_files"], 0);
 }
+
+// ---------------------------------------------------------------- every kill reaches the child
+
+#[test]
+fn a_command_that_leaves_its_process_group_is_still_timed_out() {
+    let dir = TempDir::new("escape");
+    // The command moves itself into coldtrace's process group (perl's setpgrp), where the
+    // --timeout's group kill cannot find it.
+    let leave = "setpgrp(0, getpgrp(getppid())) or die \"setpgrp: $!\"";
+    let cases = [
+        (format!("{leave}; sleep 20"), "SIGTERM", 143),
+        (
+            format!("$SIG{{TERM}} = 'IGNORE'; {leave}; sleep 20"),
+            "SIGKILL",
+            137,
+        ),
+    ];
+    for (body, sent, code) in cases {
+        // A perl script of its own name: the name a survivor would be found by.
+        let cmd = dir.join(unique_name("esc"));
+        write_file(&cmd, format!("#!/usr/bin/perl\n{body}\n").as_bytes(), 0o755);
+        let _ = std::fs::remove_dir_all(dir.join("d"));
+        let out = ct(
+            dir.path(),
+            [
+                "run",
+                "--json",
+                "-o",
+                "d",
+                "--timeout",
+                "0.3",
+                "--kill-after",
+                "0.3",
+                "--",
+                cmd.to_str().unwrap(),
+            ],
+        )
+        .run_within(DEADLINE);
+        assert!(out.elapsed < Duration::from_secs(5), "{}", out.describe());
+        out.expect_code(code);
+        let r = out.json();
+        assert_eq!(r["outcome"]["kind"], "timed_out", "{r:#}");
+        assert_eq!(r["outcome"]["sent_signal"], sent, "{r:#}");
+        assert_eq!(r["outcome"]["sent_to"], "process", "{r:#}");
+        assert_records_whole(&dir.join("d"), true);
+        assert_no_raw_controls(&out);
+        assert_no_survivor(&cmd);
+    }
+    // A command that stays in its group is killed through the group, as before.
+    let out = ct(
+        dir.path(),
+        ["run", "--json", "--timeout", "0.3", "--", "sleep", "20"],
+    )
+    .run_within(DEADLINE);
+    out.expect_code(143);
+    assert_eq!(out.json()["outcome"]["sent_to"], "process group");
+}

@@ -87,7 +87,9 @@ pub enum Step {
 pub(crate) fn describe(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Finished(status) => status.to_string(),
-        Outcome::TimedOut { status, sent } => format!("timed out (sent {sent}), {status}"),
+        Outcome::TimedOut { status, sent, to } => {
+            format!("timed out (sent {sent} to the {}), {status}", to.name())
+        }
         Outcome::FailedToStart { errno, .. } => format!("failed to start: {errno}"),
         Outcome::WaitFailed { errno, .. } => format!("waiting failed ({errno}); killed"),
         Outcome::Unreaped { errno } => format!("could not be reaped: {errno}"),

@@ -16,6 +16,55 @@ use coldtrace_syscalls::{
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Whom a signal of coldtrace's (a `--timeout`, a forwarded signal) was sent to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignalTarget {
+    /// The child's own process group (the child and the descendants that stayed in it).
+    Group,
+    /// The group, and the child itself, which had left it (`setpgid`).
+    GroupAndProcess,
+    /// The child alone: it had left its group and nothing was left in it, or the child was
+    /// never given a group of its own.
+    Process,
+}
+
+impl SignalTarget {
+    /// The name in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            SignalTarget::Group => "process group",
+            SignalTarget::GroupAndProcess => "process group and process",
+            SignalTarget::Process => "process",
+        }
+    }
+}
+
+/// Sends `signal` so that it reaches the child whatever process group it is in now: to its
+/// own group when it was started in one, then — when the group kill found no one ([kill(2)]
+/// `ESRCH`) or the child is no longer in that group ([getpgid(2)]) — to the child itself. A
+/// child that moved into coldtrace's group escaped the group kill, and with it `--timeout`.
+///
+/// [kill(2)]: https://man7.org/linux/man-pages/man2/kill.2.html
+/// [getpgid(2)]: https://man7.org/linux/man-pages/man2/getpgid.2.html
+fn send(child: &coldtrace_syscalls::Child, signal: Signal, own_group: bool) -> SignalTarget {
+    if !own_group {
+        let _ = child.signal(signal);
+        return SignalTarget::Process;
+    }
+    let reached_group = child.signal_group(signal).is_ok();
+    let pid = rustix::process::Pid::from_raw(child.pid());
+    let in_group = pid.is_some_and(|p| rustix::process::getpgid(Some(p)) == Ok(p));
+    if reached_group && in_group {
+        return SignalTarget::Group;
+    }
+    let _ = child.signal(signal);
+    if reached_group {
+        SignalTarget::GroupAndProcess
+    } else {
+        SignalTarget::Process
+    }
+}
+
 /// How the run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -27,6 +76,8 @@ pub enum Outcome {
         status: WaitStatus,
         /// The last signal coldtrace sent.
         sent: Signal,
+        /// Whom it reached: the group, or also (or only) the child that had left it.
+        to: SignalTarget,
     },
     /// Waiting for the child failed; its process group (or the child) was killed with
     /// SIGKILL so that no `--timeout` or forwarded signal is lost, then reaped.
@@ -151,7 +202,8 @@ pub fn measure(
     };
     say_fallbacks_once();
     let mut deadline = limits.timeout_ns.map(|t| start_ns.saturating_add(t));
-    let mut sent: Option<Signal> = None;
+    let mut sent: Option<(Signal, SignalTarget)> = None;
+    let group = options.new_process_group;
     let mut interrupted_by = None;
     let mut stopped_by = None;
     let mut end_ns = None;
@@ -174,8 +226,8 @@ pub fn measure(
                 interrupted_by.get_or_insert(sig);
                 // The terminal's SIGINT/SIGQUIT already reached a child in our process group;
                 // forward what would not reach it otherwise.
-                if sig == Signal::TERM || sig == Signal::HUP || options.new_process_group {
-                    let _ = child.signal_group(sig);
+                if sig == Signal::TERM || sig == Signal::HUP || group {
+                    send(&child, sig, group);
                 }
             }
             Ok(WaitEvent::TimedOut) => {
@@ -184,22 +236,22 @@ pub fn measure(
                 } else {
                     Signal::KILL
                 };
-                let _ = child.signal_group(next);
+                let to = send(&child, next, group);
                 if next == Signal::TERM {
                     // A stopped child cannot act on SIGTERM until it is continued.
-                    let _ = child.signal_group(Signal::CONT);
+                    send(&child, Signal::CONT, group);
                     deadline = Some(
                         crate::measure::clock::monotonic_ns().saturating_add(limits.kill_after_ns),
                     );
                 } else {
                     deadline = None;
                 }
-                sent = Some(next);
+                sent = Some((next, to));
             }
             Err(errno) => {
                 // Never lose a --timeout or a forwarded signal: end the command now.
                 wait_error = Some(errno);
-                let _ = child.signal_group(Signal::KILL);
+                send(&child, Signal::KILL, group);
                 break;
             }
         }
@@ -225,7 +277,7 @@ pub fn measure(
         Ok((status, usage)) => {
             let outcome = match (wait_error, sent) {
                 (Some(errno), _) => Outcome::WaitFailed { errno, status },
-                (None, Some(sent)) => Outcome::TimedOut { status, sent },
+                (None, Some((sent, to))) => Outcome::TimedOut { status, sent, to },
                 (None, None) => Outcome::Finished(status),
             };
             (outcome, Some(usage))

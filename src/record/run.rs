@@ -104,9 +104,10 @@ impl Serialize for OutcomeRecord {
                 m.serialize_entry("kind", status_kind_name(status.kind()))?;
                 serialize_status(&mut m, status.kind())?;
             }
-            Outcome::TimedOut { status, sent } => {
+            Outcome::TimedOut { status, sent, to } => {
                 m.serialize_entry("kind", "timed_out")?;
                 m.serialize_entry("sent_signal", &sent.to_string())?;
+                m.serialize_entry("sent_to", to.name())?;
                 m.serialize_entry("status_kind", status_kind_name(status.kind()))?;
                 serialize_status(&mut m, status.kind())?;
             }
