@@ -58,6 +58,11 @@ fn context() -> BatchContext {
         program: Default::default(),
         coldtrace_version: "0.1.0",
         floor_reset_unavailable: None,
+        boot_marker: coldtrace::measure::boot_marker::BootMarker {
+            first_batch_since_boot: None,
+            state_file: None,
+            note: None,
+        },
     }
 }
 
@@ -311,7 +316,9 @@ fn report_rows() -> Vec<BatchRow> {
             1.9e9,
         ),
     ];
-    rows[0].first_on_boot = true;
+    rows[0].earliest_listed_on_boot = true;
+    rows[0].first_batch_since_boot = Some(true);
+    rows[0].first_penalty_ns = Some(36.22e6);
     rows[2].complete = false;
     rows[2].notes = vec!["runs.jsonl: the last line is cut (a crash mid-write); skipped".into()];
     rows

@@ -110,6 +110,7 @@ impl<'p> Checked<'p> {
             program: ProgramInfo::inspect(&program_path),
             coldtrace_version: env!("CARGO_PKG_VERSION"),
             floor_reset_unavailable: shared.floor.unavailable_reason().map(str::to_owned),
+            boot_marker: shared.boot_marker().clone(),
         };
         let stderr_sink = if plan.output == OutputMode::Null {
             rustix::fs::memfd_create("coldtrace-stderr", rustix::fs::MemfdFlags::CLOEXEC)

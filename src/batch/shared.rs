@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::{BatchError, Signals};
+use crate::measure::boot_marker::{self, BootMarker};
 use crate::measure::context;
 use crate::measure::floor::Floor;
 use crate::measure::system::SystemSampler;
@@ -25,6 +26,9 @@ pub struct Shared<'s> {
     pub(crate) sampler: SystemSampler,
     /// Read once: a boot ID cannot change while this process lives.
     pub(crate) boot_id: Option<String>,
+    /// Whether this is the first coldtrace batch since boot (the state file is consulted once,
+    /// when the first command's checks have passed).
+    boot_marker: std::cell::OnceCell<BootMarker>,
 }
 
 impl<'s> Shared<'s> {
@@ -39,6 +43,7 @@ impl<'s> Shared<'s> {
             dev_null_in: None,
             sampler: SystemSampler::default(),
             boot_id: context::read_boot_id(),
+            boot_marker: std::cell::OnceCell::new(),
         })
     }
 
@@ -59,6 +64,13 @@ impl<'s> Shared<'s> {
             self.dev_null_in = Some(open_null(false)?);
         }
         Ok(())
+    }
+
+    /// Whether this is the first coldtrace batch since boot; the first call records this boot
+    /// in the state file (see [`crate::measure::boot_marker`]).
+    pub(crate) fn boot_marker(&self) -> &BootMarker {
+        self.boot_marker
+            .get_or_init(|| boot_marker::check_and_mark(self.boot_id.as_deref()))
     }
 
     /// A pending request to stop, if any.

@@ -3,6 +3,7 @@
 //! /proc reads, the machine's context, clocks. It measures; it never records or renders.
 #![forbid(unsafe_code)]
 
+pub mod boot_marker;
 pub mod cache;
 pub mod clock;
 pub mod context;

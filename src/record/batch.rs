@@ -2,6 +2,7 @@
 //! configuration, counts, failed runs and the summary. Wire types only; no batch logic.
 #![forbid(unsafe_code)]
 
+use crate::measure::boot_marker::BootMarker;
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
 use crate::plan::{ColdWhen, Plan, StdinMode};
 use crate::record::anomaly::{Noise, RunAnomaly};
@@ -44,6 +45,9 @@ pub struct BatchContext {
     pub coldtrace_version: &'static str,
     /// Why coldtrace's high-water RSS could not be reset, if it could not.
     pub floor_reset_unavailable: Option<String>,
+    /// Whether this is the first coldtrace batch since boot (with `system.boot_id` and
+    /// `system.uptime_s`, all coldtrace knows about the boot).
+    pub boot_marker: BootMarker,
 }
 serialize_struct!(BatchContext {
     system,
@@ -51,7 +55,8 @@ serialize_struct!(BatchContext {
     environment,
     program,
     coldtrace_version,
-    floor_reset_unavailable
+    floor_reset_unavailable,
+    boot_marker
 });
 
 /// A rejected (or, with `--ignore-failure`, counted but failed) run.

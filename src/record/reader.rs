@@ -68,8 +68,16 @@ pub struct BatchRow {
     pub batch_schema: Option<String>,
     /// Whether the batch finished (`batch.json` present and complete).
     pub complete: bool,
-    /// The first of the listed batches on its boot.
-    pub first_on_boot: bool,
+    /// The batch's own record: the first coldtrace batch since boot (`None`: not recorded —
+    /// the marker was off or unknown, or the batch predates it).
+    pub first_batch_since_boot: Option<bool>,
+    /// The earliest of the listed batches on its boot (all `report` can know by itself).
+    pub earliest_listed_on_boot: bool,
+    /// The first run's penalty: batch.json's `first_penalty.wall_ns` (over the reference warm
+    /// run), else the first run's wall time minus the warm median.
+    pub first_penalty_ns: Option<f64>,
+    /// The group of batches on one boot and one kernel it is shown in (0, 1, … in time order).
+    pub group: u64,
     /// The kernel differs from the previous listed batch's.
     pub kernel_changed: bool,
     /// Things noticed while reading (a cut last line, no batch.json).
@@ -95,7 +103,10 @@ serialize_struct!(BatchRow {
     anomalies,
     batch_schema,
     complete,
-    first_on_boot,
+    first_batch_since_boot,
+    earliest_listed_on_boot,
+    first_penalty_ns,
+    group,
     kernel_changed,
     notes,
 });
@@ -246,6 +257,7 @@ pub fn parse_batch_document(
         )));
     }
     row.batch_schema = schema.map(str::to_owned);
+    boot_and_penalty(&doc, row);
     row.anomalies = doc
         .get("anomalies")
         .and_then(Value::as_array)
@@ -263,6 +275,17 @@ pub fn parse_batch_document(
             .push(why.unwrap_or_else(|| "stopped early".into()));
     }
     Ok(())
+}
+
+/// What batch.json knows of the boot (also for `--minimal` batches, whose records have no boot
+/// ID) and the first-run penalty it computed.
+fn boot_and_penalty(doc: &Value, row: &mut BatchRow) {
+    row.boot_id = str_at(doc, &["context", "system", "boot_id"]);
+    row.uptime_s = f64_at(doc, &["context", "system", "uptime_s"]);
+    row.first_batch_since_boot = doc
+        .pointer("/context/boot_marker/first_batch_since_boot")
+        .and_then(Value::as_bool);
+    row.first_penalty_ns = f64_at(doc, &["first_penalty", "wall_ns"]);
 }
 
 /// Parses the bytes of a `runs.jsonl` into `row`: boot, start, counted and rejected runs, the
@@ -399,10 +422,13 @@ impl Runs {
             .get("counted")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        if row.boot_id.is_none() {
-            row.boot_id = str_at(&record, &["boot_id"]);
-            row.uptime_s = f64_at(&record, &["uptime_s"]);
+        // From the first record (batch.json's context may have given the boot already).
+        if self.line_no == 1 {
             row.started_at = str_at(&record, &["started_at"]);
+            if let Some(boot) = str_at(&record, &["boot_id"]) {
+                row.boot_id = Some(boot);
+                row.uptime_s = f64_at(&record, &["uptime_s"]).or(row.uptime_s);
+            }
         }
         if row.label.is_none() {
             row.label = str_at(&record, &["label"]);
@@ -433,6 +459,11 @@ impl Runs {
         row.warm_median_wall_ns = Summary::of(&self.warm_walls).map(|s| s.median);
         if row.first_rejected.is_none() {
             row.first_to_warm = ratio(row.first_wall_ns, row.warm_median_wall_ns);
+            if row.first_penalty_ns.is_none() {
+                if let (Some(first), Some(warm)) = (row.first_wall_ns, row.warm_median_wall_ns) {
+                    row.first_penalty_ns = Some(first - warm);
+                }
+            }
         }
         note_promoted_first(row);
         // batch.json's count judges the whole warm series; the records', what was known as each
@@ -485,16 +516,30 @@ pub fn read_all(dirs: &[PathBuf]) -> Result<Vec<BatchRow>, ReportError> {
             None => rows.push(read_batch(dir)?),
         }
     }
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by(|&a, &b| rows[a].started_at.cmp(&rows[b].started_at));
+    Ok(grouped(rows))
+}
+
+/// The rows in time order, grouped by boot and kernel (groups in the order of their earliest
+/// batch), each marked with its group, whether it is the earliest listed on its boot, and
+/// whether its kernel differs from the batch before it in time.
+pub fn grouped(mut rows: Vec<BatchRow>) -> Vec<BatchRow> {
+    rows.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+    let mut groups: Vec<(Option<String>, Option<String>)> = Vec::new();
     let mut seen_boots: Vec<String> = Vec::new();
     let mut previous_kernel: Option<String> = None;
-    for i in order {
-        let row = &mut rows[i];
+    for row in &mut rows {
+        let key = (row.boot_id.clone(), row.kernel.clone());
+        row.group = match groups.iter().position(|g| *g == key) {
+            Some(i) => i as u64,
+            None => {
+                groups.push(key);
+                groups.len() as u64 - 1
+            }
+        };
         if let Some(boot) = &row.boot_id {
             if !seen_boots.contains(boot) {
                 seen_boots.push(boot.clone());
-                row.first_on_boot = true;
+                row.earliest_listed_on_boot = true;
             }
         }
         if let (Some(prev), Some(kernel)) = (&previous_kernel, &row.kernel) {
@@ -504,7 +549,8 @@ pub fn read_all(dirs: &[PathBuf]) -> Result<Vec<BatchRow>, ReportError> {
             previous_kernel = row.kernel.clone();
         }
     }
-    Ok(rows)
+    rows.sort_by_key(|r| r.group);
+    rows
 }
 
 /// The most buckets of runs a batch's strip keeps: about one per pixel column of the picture.

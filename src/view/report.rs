@@ -6,7 +6,7 @@
 use crate::record::metrics::Unit;
 use crate::record::reader::BatchRow;
 use crate::view::grid::{Align, Grid};
-use crate::view::units::{fold, human_uptime, shorten, Scale};
+use crate::view::units::{fold, human_uptime, shorten, signed_ns, Scale};
 use std::fmt::Write;
 
 fn one_line(text: &str) -> String {
@@ -34,22 +34,19 @@ fn grid(rows: &[BatchRow]) -> Grid {
     );
     let mut grid = Grid::new(0)
         .shrinkable("batch", Align::Left, 8)
-        .optional("boot", Align::Left, 1)
         .optional("uptime", Align::Right, 0)
         .column(&format!("first\n{}", wall.unit), Align::Right)
         .column(&format!("warm median\n{}", wall.unit), Align::Right)
-        .column("first/\nwarm", Align::Right)
+        .optional("first/\nwarm", Align::Right, 1)
+        .column(&format!("penalty\n{}", wall.unit), Align::Right)
         .column("major\nfaults", Align::Right)
         .column("block in\n×512 B", Align::Right)
         .column("cached\nbefore %", Align::Right)
         .column("rejected", Align::Right)
-        .column("anom-\nalies", Align::Right);
+        .column("anoma-\nlies", Align::Right);
     for row in rows {
         grid.row(vec![
             name(row),
-            row.boot_id.as_deref().map_or("?".into(), |b| {
-                one_line(&b.chars().take(8).collect::<String>())
-            }),
             row.uptime_s.map_or("?".into(), human_uptime),
             match &row.first_rejected {
                 Some(_) => format!(
@@ -60,6 +57,8 @@ fn grid(rows: &[BatchRow]) -> Grid {
             },
             row.warm_median_wall_ns.map_or("—".into(), |v| wall.cell(v)),
             row.first_to_warm.map_or("—".into(), |r| format!("{r:.2}×")),
+            row.first_penalty_ns
+                .map_or("—".into(), |v| signed(wall.cell(v), v)),
             count(row.first_major_faults),
             count(row.first_block_in),
             row.first_resident_ratio_before
@@ -71,35 +70,65 @@ fn grid(rows: &[BatchRow]) -> Grid {
     grid
 }
 
-/// What the table has no column for: each batch's flags, and the kernel (one line when every
-/// batch ran on the same one).
+/// `+0.036` for a positive difference (a negative one has its sign already).
+fn signed(cell: String, value: f64) -> String {
+    if value > 0.0 {
+        format!("+{cell}")
+    } else {
+        cell
+    }
+}
+
+/// The line above a group of batches on one boot and one kernel: what coldtrace knows about
+/// the boot — a batch recorded as the first since boot, or else only the earliest listed — and
+/// that batch's first-run penalty.
+pub fn group_line(group: &[BatchRow]) -> String {
+    let Some(head) = group.first() else {
+        return String::new();
+    };
+    let boot = head.boot_id.as_deref().map_or("?".into(), |b| {
+        one_line(&b.chars().take(8).collect::<String>())
+    });
+    let kernel = head.kernel.as_deref().map_or("?".into(), one_line);
+    let changed = if head.kernel_changed {
+        " (kernel changed)"
+    } else {
+        ""
+    };
+    let up = |r: &BatchRow| r.uptime_s.map_or("?".into(), human_uptime);
+    let penalty = |r: &BatchRow| {
+        r.first_penalty_ns.map_or(String::new(), |p| {
+            format!(", first-run penalty {}", signed_ns(p as i64))
+        })
+    };
+    let known = group
+        .iter()
+        .find(|r| r.first_batch_since_boot == Some(true));
+    let what = match known {
+        Some(r) => format!(
+            "first batch since boot: {} (up {}){}",
+            name(r),
+            up(r),
+            penalty(r)
+        ),
+        None if head.earliest_listed_on_boot => format!(
+            "earliest listed on boot {boot}: {}, up {}{} (whether it was the first since boot \
+             is not recorded)",
+            name(head),
+            up(head),
+            penalty(head)
+        ),
+        None => format!("earliest listed here: {}, up {}", name(head), up(head)),
+    };
+    format!("boot {boot} · kernel {kernel}{changed} — {what}")
+}
+
+/// What the table has no column for: each batch's flags and rejected first run.
 fn under_table(rows: &[BatchRow]) -> Vec<String> {
     let mut lines = Vec::new();
-    let kernels: Vec<&str> = rows.iter().filter_map(|r| r.kernel.as_deref()).collect();
-    match kernels.first() {
-        Some(k) if kernels.iter().all(|o| o == k) && kernels.len() == rows.len() => {
-            lines.push(format!("kernel {} (every batch)", one_line(k)));
-        }
-        _ => {
-            for row in rows {
-                let kernel = row.kernel.as_deref().map_or("?".into(), one_line);
-                lines.push(format!("{}: kernel {kernel}", name(row)));
-            }
-        }
-    }
     for row in rows {
-        let mut flags = Vec::new();
-        if row.first_on_boot {
-            flags.push("first on boot");
-        }
-        if row.kernel_changed {
-            flags.push("kernel changed");
-        }
         if !row.complete {
-            flags.push("incomplete");
-        }
-        if !flags.is_empty() {
-            lines.push(format!("{}: {}", name(row), flags.join(", ")));
+            lines.push(format!("{}: incomplete", name(row)));
         }
         if let Some(why) = &row.first_rejected {
             lines.push(format!(
@@ -110,6 +139,11 @@ fn under_table(rows: &[BatchRow]) -> Vec<String> {
         }
     }
     lines
+}
+
+/// The rows of each group, in order (the reader has grouped them).
+fn groups(rows: &[BatchRow]) -> Vec<&[BatchRow]> {
+    rows.chunk_by(|a, b| a.group == b.group).collect()
 }
 
 /// The reader's notes (a cut last line, a missing batch.json), one per line, for stderr.
@@ -126,8 +160,20 @@ pub fn notes(rows: &[BatchRow]) -> Vec<String> {
 /// The human table in `width` columns, with the flags and the kernel under it.
 pub fn render_table(rows: &[BatchRow], width: usize) -> String {
     let mut out = String::new();
-    for line in grid(rows).lines(width) {
+    let lines = grid(rows).lines(width);
+    let header = lines.len() - rows.len();
+    for line in &lines[..header] {
         let _ = writeln!(out, "{line}");
+    }
+    let mut at = header;
+    for group in groups(rows) {
+        for folded in fold(&group_line(group), width, "", "    ") {
+            let _ = writeln!(out, "{}", shorten(&folded, width));
+        }
+        for line in &lines[at..at + group.len()] {
+            let _ = writeln!(out, "{line}");
+        }
+        at += group.len();
     }
     for line in under_table(rows) {
         for folded in fold(&line, width, "  ", "    ") {
@@ -140,8 +186,10 @@ pub fn render_table(rows: &[BatchRow], width: usize) -> String {
 /// The Markdown table, with the flags, the kernel and the notes as a list under it.
 pub fn render_markdown(rows: &[BatchRow]) -> String {
     let mut out = grid(rows).markdown();
-    let items: Vec<String> = under_table(rows)
+    let items: Vec<String> = groups(rows)
         .into_iter()
+        .map(group_line)
+        .chain(under_table(rows))
         .chain(notes(rows).into_iter().map(|n| format!("note: {n}")))
         .collect();
     if !items.is_empty() {

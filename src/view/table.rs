@@ -342,8 +342,12 @@ fn context(outcome: &BatchOutcome) -> Vec<Note> {
         escape_controls(&b.chars().take(8).collect::<String>())
     });
     let uptime = sys.uptime_s.map_or("?".to_string(), human_uptime);
+    let since = match outcome.context.boot_marker.first_batch_since_boot {
+        Some(true) => " (the first coldtrace batch since boot)",
+        _ => "",
+    };
     let mut notes = vec![Note::plain(format!(
-        "context: boot {boot}, up {uptime}, kernel {}, {} CPUs",
+        "context: boot {boot}{since}, up {uptime}, kernel {}, {} CPUs",
         escape_controls(sys.kernel_release.as_deref().unwrap_or("?")),
         sys.cpu_count.map_or("?".to_string(), |n| n.to_string())
     ))];

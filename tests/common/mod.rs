@@ -147,7 +147,9 @@ where
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .env_remove("NO_COLOR");
+        .env_remove("NO_COLOR")
+        // No boot marker in the user's state directory: a test that needs one sets its own.
+        .env("COLDTRACE_STATE_DIR", "");
     shown.insert(0, format!("(cd {} &&", cwd.display()));
     Ct { cmd, shown }
 }
