@@ -63,6 +63,39 @@ pub struct ColdPlan {
     pub watch: Vec<PathBuf>,
 }
 
+/// The largest `-n` / `--warmup` accepted, and the most runs a time budget may choose: far
+/// beyond any real batch, far below overflow.
+pub const MAX_RUNS: u32 = 10_000_000;
+
+/// How many counted runs, when the count is chosen by time (hyperfine's rule): as many as fit
+/// in `budget_ns` at the cost of the first counted run, but at least `min` and at most `max`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunBounds {
+    /// At least this many (`--min-runs`, default 10).
+    pub min: u32,
+    /// At most this many (`--max-runs`).
+    pub max: Option<u32>,
+    /// The time budget (`--max-time`, default 3 s), nanoseconds.
+    pub budget_ns: u64,
+}
+
+impl RunBounds {
+    /// hyperfine's default minimum.
+    pub const DEFAULT_MIN: u32 = 10;
+    /// hyperfine's default time budget: 3 s.
+    pub const DEFAULT_BUDGET_NS: u64 = 3_000_000_000;
+
+    /// The number of counted runs for a first counted run that cost `cost_ns` (its wall time
+    /// and the commands around it): ⌊budget ÷ cost⌋, raised to `min`, capped at `max` and at
+    /// `ceiling` (coldtrace's largest count).
+    pub fn runs_for(&self, cost_ns: u64, ceiling: u32) -> u32 {
+        let fit = self.budget_ns / cost_ns.max(1);
+        let runs = fit.max(u64::from(self.min));
+        let cap = self.max.unwrap_or(ceiling).min(ceiling);
+        runs.min(u64::from(cap)).max(1) as u32
+    }
+}
+
 /// A validated measurement plan.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -73,8 +106,18 @@ pub struct Plan {
     pub argv: Vec<OsString>,
     /// The program file, resolved through PATH in the parent (absolute or as given with a `/`).
     pub program_path: PathBuf,
-    /// Counted runs.
+    /// Counted runs: exactly these, or with [`Plan::bounds`] the minimum until the count is
+    /// chosen after the first counted run.
     pub runs: u32,
+    /// The count is chosen by time (`--min-runs`, `--max-runs`, `--max-time`; the default of a
+    /// comparison).
+    pub bounds: Option<RunBounds>,
+    /// The command's name (`--command-name`), shown instead of its words.
+    pub name: Option<String>,
+    /// The parameter values this command was made with (`-P`, `-L`), in order.
+    pub parameters: Vec<(String, String)>,
+    /// The shell the command runs through (`--shell`), as given; `None`: run directly.
+    pub shell: Option<String>,
     /// Warm-up runs before the counted ones (recorded, never counted).
     pub warmup: u32,
     /// Batch directory for records and artifacts.
@@ -89,8 +132,14 @@ pub struct Plan {
     pub timeout_ns: Option<u64>,
     /// Grace period between SIGTERM and SIGKILL after a timeout, nanoseconds.
     pub kill_after_ns: u64,
+    /// Shell command run (`/bin/sh -c`, not measured) once before the first run.
+    pub setup: Option<String>,
     /// Shell command run (`/bin/sh -c`, not measured) before every run.
     pub prepare: Option<String>,
+    /// Shell command run (`/bin/sh -c`, not measured) after every run.
+    pub conclude: Option<String>,
+    /// Shell command run (`/bin/sh -c`, not measured) once after the last run.
+    pub cleanup: Option<String>,
     /// Count failed runs too (marked as failed).
     pub ignore_failure: bool,
     /// Free-text label stored in every record.
@@ -110,14 +159,14 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Total runs, warm-ups included.
+    /// Total runs, warm-ups included, before the count is chosen by time (see [`RunBounds`]).
     pub fn total_runs(&self) -> u64 {
         u64::from(self.runs) + u64::from(self.warmup)
     }
 
     /// A single measured run with nothing around it: behaves like `time COMMAND`.
     pub fn is_single_run(&self) -> bool {
-        self.runs == 1 && self.warmup == 0 && !self.in_comparison
+        self.runs == 1 && self.warmup == 0 && self.bounds.is_none() && !self.in_comparison
     }
 }
 
@@ -137,4 +186,29 @@ pub struct ComparePlan {
     pub json: bool,
     /// No table, no progress, no notices on stderr.
     pub quiet: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_bounds_follow_hyperfines_rule() {
+        let b = RunBounds {
+            min: 10,
+            max: None,
+            budget_ns: 3_000_000_000,
+        };
+        assert_eq!(b.runs_for(100_000_000, 1_000_000), 30, "3 s / 100 ms");
+        assert_eq!(b.runs_for(1_000_000_000, 1_000_000), 10, "at least min");
+        assert_eq!(b.runs_for(0, 50), 50, "a free run is capped by the ceiling");
+        let capped = RunBounds { max: Some(20), ..b };
+        assert_eq!(capped.runs_for(1_000_000, 1_000_000), 20, "at most max");
+        let one = RunBounds {
+            min: 1,
+            max: Some(1),
+            ..b
+        };
+        assert_eq!(one.runs_for(1, 1_000_000), 1);
+    }
 }

@@ -12,6 +12,7 @@ use crate::record::anomaly::OnlineCheck;
 use crate::record::artifacts::BatchDir;
 use crate::record::batch::{BatchContext, Counts, FailedRun};
 use crate::record::columns::Columns;
+use crate::record::metrics::metrics_for;
 use crate::record::run::RunRecord;
 use crate::untrusted::{self, OpenError, Want};
 use coldtrace_syscalls::spawn::ChildStage;
@@ -24,7 +25,18 @@ use std::path::{Path, PathBuf};
 pub struct CommandBatch<'p> {
     pub(super) plan: &'p Plan,
     pub(super) program: Program,
-    pub(super) prepare: Option<Program>,
+    /// `--setup`, `--prepare`, `--conclude`, `--cleanup`, built once.
+    pub(super) around: AroundPrograms,
+    /// The wall time of the commands around the current run (for the cost of a run).
+    pub(super) around_ns: u64,
+    pub(super) setup_done: bool,
+    /// Why `--cleanup` failed (the batch is complete, and exits 1).
+    pub(super) cleanup_failure: Option<String>,
+    /// Counted runs to make: `plan.runs`, or as chosen by time after the first counted run.
+    pub(super) target_runs: u32,
+    pub(super) runs_chosen: bool,
+    /// The first counted run's wall time plus its `--prepare` and `--conclude`.
+    pub(super) first_cost_ns: Option<u64>,
     pub(super) argv: Vec<String>,
     pub(super) cwd: Option<String>,
     pub(super) stdin_file_path: Option<PathBuf>,
@@ -57,27 +69,28 @@ pub struct CommandBatch<'p> {
 }
 
 /// A command's plan checked against the system before anything is created or run: the program
-/// resolved, `--prepare` built, the cold-state paths walked, `--stdin` examined.
+/// resolved, the commands around the runs built, the cold-state paths walked, `--stdin`
+/// examined.
 pub struct Checked<'p> {
     plan: &'p Plan,
     program: Program,
-    prepare: Option<Program>,
+    around: AroundPrograms,
     stdin_file_path: Option<PathBuf>,
 }
 
 impl<'p> Checked<'p> {
-    /// Checks everything that can be checked before a run (program, `--prepare`, cold-state
+    /// Checks everything that can be checked before a run (program, `--prepare` and the others, cold-state
     /// paths, stdin). Creates nothing: a comparison checks every command before it creates
     /// any directory, so a command that cannot run leaves nothing behind.
     pub fn check(plan: &'p Plan, signals: &Signals) -> Result<Checked<'p>, BatchError> {
         let program = resolve(plan)?;
-        let prepare = plan.prepare.as_deref().map(sh_program).transpose()?;
+        let around = AroundPrograms::of(plan)?;
         check_cold_state(plan, signals)?;
         let stdin_file_path = check_stdin(plan)?;
         Ok(Checked {
             plan,
             program,
-            prepare,
+            around,
             stdin_file_path,
         })
     }
@@ -91,7 +104,7 @@ impl<'p> Checked<'p> {
         let Checked {
             plan,
             program,
-            prepare,
+            around,
             stdin_file_path,
         } = self;
         let argv: Vec<String> = plan.argv.iter().map(|a| lossy(a)).collect();
@@ -122,7 +135,13 @@ impl<'p> Checked<'p> {
         Ok(CommandBatch {
             plan,
             program,
-            prepare,
+            around,
+            around_ns: 0,
+            setup_done: false,
+            cleanup_failure: None,
+            target_runs: plan.runs,
+            runs_chosen: plan.bounds.is_none(),
+            first_cost_ns: None,
             argv,
             cwd,
             stdin_file_path,
@@ -130,7 +149,7 @@ impl<'p> Checked<'p> {
             context,
             started_at: crate::measure::clock::rfc3339_utc_now(),
             stderr_sink,
-            columns: Columns::default(),
+            columns: Columns::new(metrics_for(&plan.counters)),
             counts: Counts::default(),
             failed: Vec::new(),
             interrupted_by: None,
@@ -167,7 +186,31 @@ impl<'p> CommandBatch<'p> {
 
     /// Whether every run of the plan has been done.
     pub fn is_done(&self) -> bool {
-        self.next_index >= self.plan.total_runs()
+        self.next_index >= self.total_runs()
+    }
+
+    /// Runs to make, warm-ups included (as far as the count is known yet).
+    pub fn total_runs(&self) -> u64 {
+        u64::from(self.target_runs) + u64::from(self.plan.warmup)
+    }
+
+    /// The first counted run's cost (its wall time and the commands around it), once run.
+    pub fn first_cost_ns(&self) -> Option<u64> {
+        self.first_cost_ns
+    }
+
+    /// Chooses the number of counted runs by time, once, for a first run that cost `cost_ns`
+    /// (nothing to do when `-n` fixed it).
+    pub fn choose_runs(&mut self, cost_ns: u64) {
+        if let (Some(bounds), false) = (self.plan.bounds, self.runs_chosen) {
+            self.target_runs = bounds.runs_for(cost_ns, crate::plan::MAX_RUNS);
+            self.runs_chosen = true;
+        }
+    }
+
+    /// Whether the number of counted runs is known.
+    pub fn runs_chosen(&self) -> bool {
+        self.runs_chosen
     }
 
     /// Runs done so far.
@@ -212,6 +255,28 @@ impl<'p> CommandBatch<'p> {
             ));
         }
         notes
+    }
+}
+
+/// The commands around the runs, each `/bin/sh -c CMD`, built before the first run.
+pub(super) struct AroundPrograms {
+    pub(super) setup: Option<Program>,
+    pub(super) prepare: Option<Program>,
+    pub(super) conclude: Option<Program>,
+    pub(super) cleanup: Option<Program>,
+}
+
+impl AroundPrograms {
+    fn of(plan: &Plan) -> Result<AroundPrograms, BatchError> {
+        let build = |cmd: &Option<String>, flag: &str| {
+            cmd.as_deref().map(|c| sh_program(c, flag)).transpose()
+        };
+        Ok(AroundPrograms {
+            setup: build(&plan.setup, "--setup")?,
+            prepare: build(&plan.prepare, "--prepare")?,
+            conclude: build(&plan.conclude, "--conclude")?,
+            cleanup: build(&plan.cleanup, "--cleanup")?,
+        })
     }
 }
 

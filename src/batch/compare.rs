@@ -8,9 +8,10 @@ use crate::batch::{BatchError, BatchOutcome, CommandBatch, Shared, Signals, Step
 use crate::plan::ComparePlan;
 use crate::record::artifacts;
 use crate::record::compare::{
-    compare_metrics, CommandEntry, CompareDocument, MetricComparison, COMPARE_SCHEMA, LEVEL,
-    RESAMPLES,
+    compare_metrics, CommandEntry, CompareDocument, MetricComparison, ParameterEntry,
+    COMPARE_SCHEMA, LEVEL, RESAMPLES,
 };
+use crate::record::metrics::Metric;
 use crate::record::run::Slot;
 use crate::record::stats::SplitMix64;
 use coldtrace_syscalls::Signal;
@@ -25,6 +26,8 @@ pub struct CompareOutcome {
     pub batches: Vec<BatchOutcome>,
     /// The commands.
     pub commands: Vec<CommandEntry>,
+    /// The metrics compared (the same for every command), in `comparison` order.
+    pub metrics: Vec<Metric>,
     /// Per metric.
     pub comparison: Vec<MetricComparison>,
     /// The signal that interrupted it.
@@ -62,7 +65,10 @@ pub fn run_compare(
         batches.push(c.open(p.out_dir.as_deref(), &shared)?);
     }
     let started_at = crate::measure::clock::rfc3339_utc_now();
-    let interrupted_by = run_rounds(plan, &mut batches, &mut shared, observer)?;
+    let interrupted_by = match setups(&mut batches, &mut shared) {
+        Step::Continue => run_rounds(plan, &mut batches, &mut shared, observer)?,
+        Step::Stop => None,
+    };
     // A signal seen during one command's run stops every command's batch.
     let interrupted_by =
         interrupted_by.or_else(|| batches.iter().find_map(CommandBatch::interrupted_by));
@@ -71,9 +77,35 @@ pub fn run_compare(
         if let Some(sig) = interrupted_by {
             batch.interrupt(sig);
         }
+        batch.cleanup(&mut shared);
         outcomes.push(batch.finish()?);
     }
     finish_comparison(plan, &started_at, outcomes, interrupted_by)
+}
+
+/// Every command's `--setup`, in command order, before the first round; `Stop` if one failed.
+fn setups(batches: &mut [CommandBatch<'_>], shared: &mut Shared<'_>) -> Step {
+    for batch in batches.iter_mut() {
+        if batch.setup(shared) == Step::Stop {
+            return Step::Stop;
+        }
+    }
+    Step::Continue
+}
+
+/// Once every command has made its first counted run, the number of rounds chosen by time
+/// for all of them alike, from the slowest command's first run (so that none outruns the
+/// budget and every command gets as many warm runs to compare).
+fn choose_rounds(batches: &mut [CommandBatch<'_>]) {
+    if batches.iter().all(CommandBatch::runs_chosen) {
+        return;
+    }
+    let costs: Option<Vec<u64>> = batches.iter().map(CommandBatch::first_cost_ns).collect();
+    if let Some(slowest) = costs.and_then(|c| c.into_iter().max()) {
+        for batch in batches.iter_mut() {
+            batch.choose_runs(slowest);
+        }
+    }
 }
 
 /// The rounds: each command once per round, until done, stopped or interrupted (returned).
@@ -83,14 +115,17 @@ fn run_rounds(
     shared: &mut Shared<'_>,
     observer: &mut dyn Observer,
 ) -> Result<Option<Signal>, BatchError> {
-    let rounds = plan.plans[0].total_runs();
-    let total = rounds * batches.len() as u64;
     let mut done = 0u64;
-    for round in 0..rounds {
+    let mut round = 0u64;
+    while batches.iter().any(|b| !b.is_done()) {
+        let total: u64 = batches.iter().map(CommandBatch::total_runs).sum();
         for (position, command) in round_order(batches.len(), round, plan.shuffle_seed)
             .into_iter()
             .enumerate()
         {
+            if batches[command].is_done() {
+                continue;
+            }
             if let Some(sig) = shared.pending_interrupt() {
                 observer.finished();
                 return Ok(Some(sig));
@@ -108,6 +143,8 @@ fn run_rounds(
                 return Ok(None);
             }
         }
+        choose_rounds(batches);
+        round += 1;
     }
     observer.finished();
     Ok(None)
@@ -138,13 +175,31 @@ fn finish_comparison(
         .map(|(i, o)| CommandEntry {
             index: i as u64,
             command: names[i].clone(),
+            name: plan.plans[i].name.clone(),
+            parameters: plan.plans[i]
+                .parameters
+                .iter()
+                .map(|(name, value)| ParameterEntry {
+                    name: name.clone(),
+                    value: value.clone(),
+                })
+                .collect(),
             dir: plan.out_dir.as_ref().map(|_| format!("commands/{i:02}")),
             exit_code: o.exit_code,
             counts: o.counts,
         })
         .collect();
     let warm: Vec<&[Vec<f64>]> = outcomes.iter().map(|o| o.warm_values.as_slice()).collect();
-    let comparison = compare_metrics(&warm, &names);
+    let metrics = outcomes
+        .first()
+        .map(|o| o.metrics.clone())
+        .unwrap_or_default();
+    // The verdicts name each command as the table does: by its name, else its words.
+    let shown: Vec<String> = commands
+        .iter()
+        .map(|c| c.name.clone().unwrap_or_else(|| c.command.clone()))
+        .collect();
+    let comparison = compare_metrics(&metrics, &warm, &shown);
     let complete = interrupted_by.is_none() && outcomes.iter().all(|o| o.stopped_reason.is_none());
     let document = CompareDocument {
         schema: COMPARE_SCHEMA,
@@ -177,6 +232,7 @@ fn finish_comparison(
         json,
         batches: outcomes,
         commands,
+        metrics,
         comparison,
         interrupted_by,
     })

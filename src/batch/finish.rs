@@ -59,7 +59,7 @@ impl CommandBatch<'_> {
             interrupted_by: run::signal_name(self.interrupted_by),
             stopped_reason: self.stopped_reason.as_deref(),
             context: &self.context,
-            config: ConfigRecord::of(plan, &self.argv),
+            config: ConfigRecord::of(plan, &self.argv, self.target_runs),
             counts: self.counts,
             failed_runs: &self.failed,
             first_rejected: found.first_rejected,
@@ -87,6 +87,7 @@ impl CommandBatch<'_> {
             exit_code,
             json,
             walls_ns: loaded.walls_ns(),
+            metrics: loaded.metrics.clone(),
             warm_values: loaded.warm,
             first: loaded.first,
             cold_when: plan.cold.when,
@@ -103,7 +104,11 @@ impl CommandBatch<'_> {
             interrupted_by: self.interrupted_by,
             stopped_reason: self.stopped_reason,
             out_dir: self.dir.map(|d| d.root().to_path_buf()),
-            notices: self.notices,
+            notices: self
+                .notices
+                .into_iter()
+                .chain(self.cleanup_failure)
+                .collect(),
             single_outcome: self.single.map(|s| describe(&s.outcome)),
             single_run: self.single,
             start_failure: self
@@ -120,7 +125,10 @@ impl CommandBatch<'_> {
             exit_code_for_failed_start(stage, errno)
         } else if let Some(single) = self.single.filter(|_| self.plan.is_single_run()) {
             single_exit_code(&single.outcome)
-        } else if self.counts.rejected > 0 || self.stopped_reason.is_some() {
+        } else if self.counts.rejected > 0
+            || self.stopped_reason.is_some()
+            || self.cleanup_failure.is_some()
+        {
             1
         } else {
             0

@@ -1,18 +1,19 @@
 //! Runs a plan: N runs of one command, or several commands interleaved, each run through the
 //! named steps of `step.rs`. It measures and records; it never renders or prints.
 //!
-//! The loop reads like the list of what happens to a run: `--prepare` (`prepare.rs`), the cold
+//! The loop reads like the list of what happens to a run: `--prepare` (`around.rs`, with
+//! `--setup`, `--conclude` and `--cleanup`), the cold
 //! action (`cold.rs`), the streams (`wiring.rs`), the measured run and its record (`step.rs`);
 //! `finish.rs` writes the batch document. Whoever watches (a progress line) is told through
 //! [`Observer`].
 #![forbid(unsafe_code)]
 
+mod around;
 mod cold;
 mod command;
 mod compare;
 mod finish;
 mod outcome;
-mod prepare;
 mod program;
 mod progress;
 mod shared;
@@ -69,18 +70,21 @@ pub fn run(
 ) -> Result<BatchOutcome, BatchError> {
     let mut shared = Shared::new(signals)?;
     let mut batch = CommandBatch::new(plan, plan.out_dir.as_deref(), &shared)?;
-    let total = plan.total_runs();
     while !batch.is_done() {
         if let Some(sig) = shared.pending_interrupt() {
             batch.interrupt(sig);
             break;
         }
         let step = batch.run_next(&mut shared, None, observer)?;
-        observer.run_finished(batch.runs_done(), total, batch.last_wall_ns());
+        if let Some(cost_ns) = batch.first_cost_ns() {
+            batch.choose_runs(cost_ns);
+        }
+        observer.run_finished(batch.runs_done(), batch.total_runs(), batch.last_wall_ns());
         if step == Step::Stop {
             break;
         }
     }
     observer.finished();
+    batch.cleanup(&mut shared);
     batch.finish()
 }

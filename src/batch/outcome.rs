@@ -9,6 +9,7 @@ use crate::plan::ColdWhen;
 use crate::record::anomaly::{Noise, RunAnomaly};
 use crate::record::batch::{BatchContext, Counts, FailedRun};
 use crate::record::columns::FirstRun;
+use crate::record::metrics::Metric;
 use crate::record::penalty::FirstPenalty;
 use crate::record::summary::MetricSummary;
 use coldtrace_syscalls::Signal;
@@ -19,6 +20,8 @@ pub struct BatchOutcome {
     pub exit_code: u8,
     /// `--json` output: the single run's record, or the batch document.
     pub json: String,
+    /// The batch's metrics (field metrics, then its perf events), in summary order.
+    pub metrics: Vec<Metric>,
     /// Per-metric summaries.
     pub summaries: Vec<MetricSummary>,
     /// Wall times of counted runs, in order.

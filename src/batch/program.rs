@@ -81,12 +81,13 @@ fn environment() -> Result<Vec<CString>, BatchError> {
         .collect()
 }
 
-/// `/bin/sh -c COMMAND` (for `--prepare`), with coldtrace's environment.
-pub(crate) fn sh_program(command: &str) -> Result<Program, BatchError> {
+/// `/bin/sh -c COMMAND` (for `--setup`, `--prepare`, `--conclude`, `--cleanup`: `flag`), with
+/// coldtrace's environment.
+pub(crate) fn sh_program(command: &str, flag: &str) -> Result<Program, BatchError> {
     let argv = vec![
         cstring(b"sh", "")?,
         cstring(b"-c", "")?,
-        cstring(command.as_bytes(), "--prepare")?,
+        cstring(command.as_bytes(), flag)?,
     ];
     Ok(Program::new(cstring(b"/bin/sh", "")?, argv, environment()?))
 }

@@ -2,6 +2,7 @@
 //! measure, record. It sequences the steps; each step's work lives in its own file.
 #![forbid(unsafe_code)]
 
+use crate::batch::around::Around;
 use crate::batch::command::CommandBatch;
 use crate::batch::progress::Observer;
 use crate::batch::wiring::{spawn_options, RunIo};
@@ -136,9 +137,13 @@ impl CommandBatch<'_> {
         slot: Option<Slot>,
         observer: &mut dyn Observer,
     ) -> Result<Step, NotRun> {
+        if !self.setup_done && self.setup(shared) == Step::Stop {
+            return Ok(Step::Stop);
+        }
         let index = self.next_index;
         let role = self.role_of(index);
-        if let Some(stop) = self.prepare_step(shared, index) {
+        self.around_ns = 0;
+        if let Some(stop) = self.around_step(shared, Around::Prepare, index) {
             return Ok(stop);
         }
         let cold_action = self.cold_action(role, shared.signals)?;
@@ -153,7 +158,17 @@ impl CommandBatch<'_> {
                 return Err(NotRun::Interrupted(sig));
             }
         };
-        Ok(self.record_run(index, role, slot, cold_action, measured, io.files)?)
+        let wall_ns = measured.result.wall_ns;
+        let step = self.record_run(index, role, slot, cold_action, measured, io.files)?;
+        // After the record is on disk, outside the timed window; not after an interruption.
+        let concluded = match self.interrupted_by {
+            None => self.around_step(shared, Around::Conclude, index),
+            Some(_) => None,
+        };
+        if role == Role::First {
+            self.first_cost_ns = wall_ns.map(|w| w.saturating_add(self.around_ns));
+        }
+        Ok(concluded.unwrap_or(step))
     }
 
     pub(super) fn role_of(&self, index: u64) -> Role {

@@ -23,6 +23,7 @@
 
 use crate::cli::table::{self, Layout, OptSpec, Repeat, Sub};
 use crate::cli::{usage, UsageError};
+use crate::measure::perf::{Kind, PerfEvent};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 
@@ -227,6 +228,15 @@ fn short_options(sub: Sub, word: &[u8]) -> Result<Vec<Found>, UsageError> {
                 ))
             });
         };
+        if let Some((_, value)) = spec.implied.iter().find(|(i, _)| *i == c) {
+            // `-S` is `--shell default`: it takes no value, and the bundle goes on.
+            found.push(Found {
+                spec,
+                spelled,
+                attached: Some(OsString::from(value)),
+            });
+            continue;
+        }
         if spec.is_switch() {
             found.push(Found {
                 spec,
@@ -275,9 +285,15 @@ fn with_values(
 
 fn missing_value(sub: Sub, spec: &OptSpec, spelled: &str, got: usize) -> UsageError {
     let names = spec.values.join(" ");
+    // GNU time's -p (POSIX output) takes no value; coldtrace's -p is hyperfine's --prepare.
+    let habit = if spelled == "-p" {
+        " (GNU time's -p is `coldtrace time -p`)"
+    } else {
+        ""
+    };
     usage(if spec.values.len() == 1 {
         format!(
-            "option {spelled} needs a value ({names}); {}",
+            "option {spelled} needs a value ({names}){habit}; {}",
             table::see_help(sub)
         )
     } else {
@@ -545,6 +561,37 @@ pub(crate) fn runs_hint(spelled: &str) -> &'static str {
     }
 }
 
+/// An `--events` name that is no perf event: the nearest name (case aside, or within a small
+/// edit distance), else every name.
+pub(crate) fn unknown_event(name: &str) -> UsageError {
+    let lower = name.to_lowercase();
+    let folded: Vec<(String, &'static str)> =
+        PerfEvent::names().map(|n| (n.to_lowercase(), n)).collect();
+    let near = folded
+        .iter()
+        .find(|(n, _)| *n == lower)
+        .map(|(_, shown)| *shown)
+        .or_else(|| nearest(&lower, folded.iter().map(|(n, shown)| (n.as_str(), *shown))));
+    if let Some(near) = near {
+        return usage(format!(
+            "--events: unknown event '{name}' (did you mean {near}?)"
+        ));
+    }
+    let of = |kind: Kind| -> Vec<&'static str> {
+        PerfEvent::all()
+            .filter(|e| e.kind() == kind)
+            .map(PerfEvent::name)
+            .collect()
+    };
+    usage(format!(
+        "--events: unknown event '{name}'; software: {}; hardware: {}; cache: {{L1-dcache,\
+         L1-icache,LLC,dTLB,iTLB,branch,node}}-{{loads,load-misses,stores,store-misses,\
+         prefetches,prefetch-misses}}",
+        of(Kind::Software).join(", "),
+        of(Kind::Hardware).join(", ")
+    ))
+}
+
 /// Refuses an `--out` that is GNU time's `-o FILE` habit (`-o null`, `-o /dev/null`, `-o -`)
 /// rather than a batch directory, before anything creates a directory of that name.
 pub(crate) fn check_out_dir(spelled: &str, dir: &OsStr) -> Result<(), UsageError> {
@@ -658,8 +705,8 @@ mod tests {
         assert!(r.has("--quiet") && r.has("--cold-first-only"));
         assert_eq!(r.text("--runs").as_deref(), Some("5"));
         assert!(error(Sub::Run, &["-qz", "--", "x"]).starts_with("unknown option '-z' in '-qz'"));
-        assert!(error(Sub::Run, &["-warmup", "2", "--", "x"])
-            .starts_with("unknown option '-warmup' (did you mean --warmup?)"));
+        assert!(error(Sub::Run, &["-timeout", "2", "--", "x"])
+            .starts_with("unknown option '-timeout' (did you mean --timeout?)"));
     }
 
     #[test]
@@ -685,6 +732,46 @@ mod tests {
     }
 
     #[test]
+    fn implied_shorts_and_hyperfines_short_names() {
+        let r = read(Sub::Compare, os(&["-S", "a", "b"])).unwrap();
+        assert_eq!(r.text("--shell").as_deref(), Some("default"));
+        assert_eq!(r.operands, os(&["a", "b"]));
+        let r = read(Sub::Compare, os(&["-Ni", "-w3", "-r", "4", "a", "b"])).unwrap();
+        assert_eq!(r.text("--shell").as_deref(), Some("none"));
+        assert!(r.has("--ignore-failure"));
+        assert_eq!(r.text("--warmup").as_deref(), Some("3"));
+        assert_eq!(r.text("--runs").as_deref(), Some("4"));
+        let r = read(Sub::Run, os(&["--shell=bash --norc", "--", "x"])).unwrap();
+        assert_eq!(r.text("--shell").as_deref(), Some("bash --norc"));
+        let r = read(
+            Sub::Compare,
+            os(&["-P", "n", "1", "3", "-L", "x", "a,b", "c {n}"]),
+        )
+        .unwrap();
+        assert_eq!(
+            r.last("--parameter-scan").unwrap().values,
+            os(&["n", "1", "3"])
+        );
+        assert_eq!(
+            r.last("--parameter-list").unwrap().values,
+            os(&["x", "a,b"])
+        );
+        assert_eq!(r.operands, os(&["c {n}"]));
+        let r = read(Sub::Compare, os(&["-p", "a", "-p", "b", "x", "y"])).unwrap();
+        assert_eq!(values(&r, "--prepare"), ["a", "b"]);
+        assert!(
+            r.notices.is_empty(),
+            "--prepare is one per command: {:?}",
+            r.notices
+        );
+        assert!(error(Sub::Run, &["-P", "n", "1"])
+            .starts_with("option -P needs 3 values (NAME MIN MAX), got 2"));
+        assert!(
+            error(Sub::Run, &["-p", "--", "x"]).contains("GNU time's -p is `coldtrace time -p`")
+        );
+    }
+
+    #[test]
     fn missing_values_and_values_given_to_switches() {
         assert_eq!(
             error(Sub::Run, &["--label"]),
@@ -706,8 +793,8 @@ mod tests {
         assert!(
             error(Sub::Run, &["--ignore", "--", "x"]).contains("did you mean --ignore-failure?")
         );
-        assert!(error(Sub::Run, &["--shuffle", "1", "--", "x"])
-            .starts_with("--shuffle is an option of `coldtrace compare`, not of `coldtrace run`"));
+        assert!(error(Sub::Run, &["--markdown", "--", "x"])
+            .starts_with("--markdown is an option of `coldtrace report`, not of `coldtrace run`"));
         assert!(error(Sub::Run, &["--export-json", "f", "--", "x"])
             .starts_with("coldtrace run has no --export-json: coldtrace keeps every run"));
         assert!(error(Sub::Run, &["-f", "%e", "--", "x"]).contains("coldtrace time -f FORMAT"));
@@ -778,6 +865,29 @@ mod tests {
         assert!(option_before_subcommand("--bogus")
             .0
             .starts_with("unknown option '--bogus'"));
+    }
+
+    #[test]
+    fn unknown_events_get_the_nearest_perf_name() {
+        assert_eq!(
+            unknown_event("majorfaults").0,
+            "--events: unknown event 'majorfaults' (did you mean major-faults?)"
+        );
+        assert!(unknown_event("Instructions")
+            .0
+            .contains("did you mean instructions?"));
+        assert!(unknown_event("l1-dcache-loads")
+            .0
+            .contains("did you mean L1-dcache-loads?"));
+        assert!(unknown_event("dtlb-load-miss")
+            .0
+            .contains("did you mean dTLB-load-misses?"));
+        let all = unknown_event("zzzzzzzz").0;
+        assert!(
+            all.contains("alignment-faults") && all.contains("ref-cycles"),
+            "{all}"
+        );
+        assert!(!all.contains('\n'));
     }
 
     #[test]

@@ -1,9 +1,10 @@
-//! `coldtrace compare`: its commands split into words and checked into one plan each, and the
+//! `coldtrace compare` (and `run` with a parameter scan): one checked plan per command, and the
 //! comparison executed and shown. It parses and dispatches; measuring is the batch's.
 #![forbid(unsafe_code)]
 
 use crate::batch::{run_compare, Signals};
 use crate::cli::args;
+use crate::cli::commands::{commands, CommandSpec, Given};
 use crate::cli::options::{raw_flags, RawRun};
 use crate::cli::run::check_run;
 use crate::cli::table::Sub;
@@ -23,51 +24,37 @@ pub fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
     if read.version {
         return Ok(Command::Version);
     }
-    let shuffle_seed = read
-        .text("--shuffle")
-        .map(|text| {
-            text.parse::<u64>().map_err(|_| {
-                usage(format!(
-                    "--shuffle: expected a whole number (the seed), got '{text}'"
-                ))
-            })
-        })
-        .transpose()?;
-    let raw = raw_flags(&read);
-    let commands: Vec<String> = read
+    let texts: Vec<String> = read
         .operands
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    if commands.len() < 2 {
+    let specs = commands(&read, Given::Strings(&texts))?;
+    if specs.len() < 2 {
         return Err(usage(
-            "compare needs at least two commands, each one argument, e.g. coldtrace compare -n 10 'python3.11 -c \"import json\"' 'python3.12 -c \"import json\"'",
+            "compare needs at least two commands, each one argument (or a parameter scan), e.g. coldtrace compare -n 10 'python3.11 -c \"import json\"' 'python3.12 -c \"import json\"'",
         ));
     }
+    comparison(raw_flags(&read), specs).map(|plan| Command::Compare(Box::new(plan)))
+}
+
+/// One plan per command, interleaved: `compare`'s commands, or the values of `run`'s scan.
+pub(crate) fn comparison(raw: RawRun, specs: Vec<CommandSpec>) -> Result<ComparePlan, UsageError> {
+    let shuffle_seed = shuffle_seed(raw.shuffle.as_deref())?;
     let out_dir = crate::cli::run::out_dir(raw.out.as_ref())?;
     let (json, quiet) = (raw.json, raw.quiet);
-    let mut plans = Vec::with_capacity(commands.len());
-    for (i, text) in commands.iter().enumerate() {
-        let words =
-            crate::text::split(text).map_err(|e| usage(format!("command {}: {e}", i + 1)))?;
-        if words.is_empty() {
-            return Err(usage(format!(
-                "command {} is empty; give each command as one non-empty argument",
-                i + 1
-            )));
-        }
-        let mut one = RawRun {
-            command: words.into_iter().map(OsString::from).collect(),
-            ..raw.clone_flags()
-        };
+    let mut plans = Vec::with_capacity(specs.len());
+    for (i, spec) in specs.into_iter().enumerate() {
+        let shown = spec.name.clone().unwrap_or_else(|| spec.text.clone());
+        let mut one = raw.for_command(spec);
         one.out = out_dir.as_ref().map(|d| {
             let dir = d.join("commands").join(format!("{i:02}"));
             ("--out".to_string(), dir.into_os_string())
         });
         one.notices = Vec::new();
         one.label = Some(match &raw.label {
-            Some(label) => format!("{label}: {text}"),
-            None => text.clone(),
+            Some(label) => format!("{label}: {shown}"),
+            None => shown,
         });
         // A comparison is always a batch: never inherit the terminal's stdin/stdout.
         if one.stdin.is_none() {
@@ -80,14 +67,26 @@ pub fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
         plan.in_comparison = true;
         plans.push(plan);
     }
-    Ok(Command::Compare(Box::new(ComparePlan {
+    Ok(ComparePlan {
         notices: raw.notices,
         plans,
         out_dir,
         shuffle_seed,
         json,
         quiet,
-    })))
+    })
+}
+
+/// `--shuffle SEED`.
+fn shuffle_seed(text: Option<&str>) -> Result<Option<u64>, UsageError> {
+    text.map(|text| {
+        text.parse::<u64>().map_err(|_| {
+            usage(format!(
+                "--shuffle: expected a whole number (the seed), got '{text}'"
+            ))
+        })
+    })
+    .transpose()
 }
 
 /// Runs the comparison and shows its table (unless quiet); `--json` goes to stdout.

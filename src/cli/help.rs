@@ -170,7 +170,7 @@ mod tests {
         }
         let compare = help(Sub::Compare, HelpKind::Short);
         assert!(compare.contains("--shuffle SEED") && compare.contains("--evict PATH"));
-        assert!(!help(Sub::Run, HelpKind::Short).contains("--shuffle"));
+        assert!(!help(Sub::Run, HelpKind::Short).contains("--markdown"));
     }
 
     #[test]

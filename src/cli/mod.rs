@@ -6,12 +6,14 @@
 #![forbid(unsafe_code)]
 
 pub mod args;
+mod commands;
 mod compare;
 mod context;
 pub mod help;
 mod options;
 mod report;
 mod run;
+mod scan;
 pub mod table;
 pub mod time;
 

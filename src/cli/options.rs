@@ -3,11 +3,11 @@
 #![forbid(unsafe_code)]
 
 use crate::cli::args::Read;
+use crate::cli::commands::CommandSpec;
 use crate::cli::{usage, UsageError};
 use std::ffi::OsString;
 
-/// The largest `-n` / `--warmup` accepted: far beyond any real batch, far below overflow.
-pub const MAX_RUNS: u32 = 10_000_000;
+pub use crate::plan::MAX_RUNS;
 /// The largest `--timeout` accepted, in seconds (about 11.5 days).
 pub const MAX_TIMEOUT_S: f64 = 1_000_000.0;
 
@@ -17,13 +17,26 @@ pub(crate) struct RawRun {
     /// `-n/--runs`, and how it was spelled (for the hint about hyperfine's `-n`).
     pub(crate) runs: Option<(String, String)>,
     pub(crate) warmup: Option<String>,
+    pub(crate) min_runs: Option<String>,
+    pub(crate) max_runs: Option<String>,
+    pub(crate) max_time: Option<String>,
+    /// The count is chosen by time unless `-n` fixes it (a comparison, a parameter scan).
+    pub(crate) by_time: bool,
     pub(crate) out: Option<(String, OsString)>,
     pub(crate) json: bool,
     pub(crate) output: Option<String>,
     pub(crate) stdin: Option<OsString>,
     pub(crate) timeout: Option<String>,
     pub(crate) kill_after: Option<String>,
+    pub(crate) setup: Option<String>,
     pub(crate) prepare: Option<String>,
+    pub(crate) conclude: Option<String>,
+    pub(crate) cleanup: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) parameters: Vec<(String, String)>,
+    /// `--shell` as given (`None` for none): the command's argv already runs through it.
+    pub(crate) shell: Option<String>,
+    pub(crate) shuffle: Option<String>,
     pub(crate) ignore_failure: bool,
     pub(crate) label: Option<String>,
     pub(crate) quiet: bool,
@@ -40,10 +53,16 @@ pub(crate) struct RawRun {
 }
 
 impl RawRun {
-    /// The flags without the command.
-    pub(crate) fn clone_flags(&self) -> RawRun {
+    /// These flags for one command, with what belongs to that command alone.
+    pub(crate) fn for_command(&self, spec: CommandSpec) -> RawRun {
         RawRun {
-            command: Vec::new(),
+            command: spec.argv,
+            setup: spec.setup,
+            prepare: spec.prepare,
+            conclude: spec.conclude,
+            cleanup: spec.cleanup,
+            name: spec.name,
+            parameters: spec.parameters,
             ..self.clone()
         }
     }
@@ -60,6 +79,10 @@ pub(crate) fn raw_flags(read: &Read) -> RawRun {
     RawRun {
         runs: read.last("--runs").map(|o| (o.spelled.clone(), o.text())),
         warmup: read.text("--warmup"),
+        min_runs: read.text("--min-runs"),
+        max_runs: read.text("--max-runs"),
+        max_time: read.text("--max-time"),
+        by_time: false,
         out: read
             .last("--out")
             .map(|o| (o.spelled.clone(), o.values[0].clone())),
@@ -68,7 +91,15 @@ pub(crate) fn raw_flags(read: &Read) -> RawRun {
         stdin: first("--stdin"),
         timeout: read.text("--timeout"),
         kill_after: read.text("--kill-after"),
-        prepare: read.text("--prepare"),
+        // One per command: assigned by `commands.rs` (`for_command`).
+        setup: None,
+        prepare: None,
+        conclude: None,
+        cleanup: None,
+        name: None,
+        parameters: Vec::new(),
+        shell: read.text("--shell").filter(|s| s != "none"),
+        shuffle: read.text("--shuffle"),
         ignore_failure: read.has("--ignore-failure"),
         label: read.text("--label"),
         quiet: read.has("--quiet"),
@@ -79,9 +110,25 @@ pub(crate) fn raw_flags(read: &Read) -> RawRun {
         counters: read.has("--counters"),
         events: read.text("--events"),
         minimal: read.has("--minimal"),
-        notices: read.notices.clone(),
+        notices: notices(read),
         command: Vec::new(),
     }
+}
+
+/// What to say once: how repeated flags were read, and that a shell's cost is not subtracted.
+fn notices(read: &Read) -> Vec<String> {
+    let mut notices = read.notices.clone();
+    if let Some(shell) = read.text("--shell").filter(|s| s != "none") {
+        let shell = if shell == "default" {
+            "sh".into()
+        } else {
+            shell
+        };
+        notices.push(crate::text::escape_controls(&format!(
+            "each command runs through `{shell} -c`: its times and counts include the shell's own start-up and exit (coldtrace does not subtract them)"
+        )));
+    }
+    notices
 }
 
 /// Parses a count flag: a whole number in `min..=MAX_RUNS`.

@@ -4,11 +4,13 @@
 
 use crate::batch::{self, Signals};
 use crate::cli::args;
+use crate::cli::commands::{commands, Given};
+use crate::cli::compare;
 use crate::cli::options::{count, raw_flags, seconds, RawRun};
 use crate::cli::table::Sub;
 use crate::cli::{help, json_line, usage, Command, Output, UsageError};
 use crate::measure::perf::{default_events, PerfEvent};
-use crate::plan::{ColdPlan, ColdWhen, OutputMode, Plan, StdinMode};
+use crate::plan::{ColdPlan, ColdWhen, OutputMode, Plan, RunBounds, StdinMode};
 use crate::text::escape_controls;
 use crate::view::progress::{notice_text, ProgressLine};
 use crate::view::style::use_colour;
@@ -18,7 +20,8 @@ use crate::view::units::shorten;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// Parses `coldtrace run [OPTIONS] -- COMMAND [ARG...]`.
+/// Parses `coldtrace run [OPTIONS] -- COMMAND [ARG...]`; with a parameter scan it is an
+/// interleaved comparison of the scanned commands.
 pub fn parse_run(args: Vec<OsString>) -> Result<Command, UsageError> {
     let read = args::read(Sub::Run, args)?;
     if let Some(kind) = read.help {
@@ -34,23 +37,28 @@ pub fn parse_run(args: Vec<OsString>) -> Result<Command, UsageError> {
             "no command; e.g. coldtrace run -n 5 -- python3 -c 'import json'"
         }));
     }
-    let raw = RawRun {
-        command: read.operands.clone(),
-        ..raw_flags(&read)
-    };
-    check_run(raw).map(|plan| Command::Run(Box::new(plan)))
+    let mut specs = commands(&read, Given::Words(&read.operands))?;
+    let mut raw = raw_flags(&read);
+    if specs.len() > 1 {
+        // Each value of the scan is a command of a comparison, which needs warm runs.
+        raw.by_time = true;
+        return compare::comparison(raw, specs).map(|plan| Command::Compare(Box::new(plan)));
+    }
+    if raw.shuffle.is_some() {
+        return Err(usage(
+            "--shuffle orders the commands of a comparison; one command has nothing to shuffle",
+        ));
+    }
+    let spec = specs.remove(0);
+    check_run(raw.for_command(spec)).map(|plan| Command::Run(Box::new(plan)))
 }
 
 /// Stage two: the raw flags checked and combined into a plan.
 pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
-    let runs = match &raw.runs {
-        Some((spelled, text)) => count("-n/--runs", Some(text), 1, 1)
-            .map_err(|e| usage(format!("{}{}", e.0, args::runs_hint(spelled))))?,
-        None => 1,
-    };
-    let warmup = count("--warmup", raw.warmup.as_deref(), 0, 0)?;
+    let (runs, bounds) = run_count(&raw)?;
+    let warmup = count("-w/--warmup", raw.warmup.as_deref(), 0, 0)?;
     let out_dir = out_dir(raw.out.as_ref())?;
-    let single = runs == 1 && warmup == 0;
+    let single = runs == 1 && warmup == 0 && bounds.is_none();
     let output = output_mode(raw.output.as_deref(), out_dir.is_some(), single)?;
     let stdin = stdin_mode(raw.stdin.clone(), single)?;
     let timeout_ns = raw
@@ -62,8 +70,15 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         Some(v) => seconds("--kill-after", v)?,
         None => 2_000_000_000,
     };
-    if raw.prepare.as_deref() == Some("") {
-        return Err(usage("--prepare: expected a shell command, got ''"));
+    for (flag, cmd) in [
+        ("--setup", &raw.setup),
+        ("--prepare", &raw.prepare),
+        ("--conclude", &raw.conclude),
+        ("--cleanup", &raw.cleanup),
+    ] {
+        if cmd.as_deref() == Some("") {
+            return Err(usage(format!("{flag}: expected a shell command, got ''")));
+        }
     }
     let cold = cold_plan(&raw)?;
     let counters = perf_events(raw.events.as_deref(), raw.counters)?;
@@ -78,6 +93,10 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         program_path: PathBuf::from(&program_name),
         argv: raw.command,
         runs,
+        bounds,
+        name: raw.name,
+        parameters: raw.parameters,
+        shell: raw.shell,
         warmup,
         out_dir,
         json: raw.json,
@@ -85,7 +104,10 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         stdin,
         timeout_ns,
         kill_after_ns,
+        setup: raw.setup,
         prepare: raw.prepare,
+        conclude: raw.conclude,
+        cleanup: raw.cleanup,
         ignore_failure: raw.ignore_failure,
         label: raw.label,
         quiet: raw.quiet,
@@ -111,6 +133,50 @@ pub(crate) fn out_dir(
     }
     args::check_out_dir(spelled, dir)?;
     Ok(Some(PathBuf::from(dir)))
+}
+
+/// `-n N` exactly, or a count chosen by time (`-m`, `-M`, `--max-time`, or by default in a
+/// comparison) within [`RunBounds`], with hyperfine's defaults and its rule for `-M` alone.
+fn run_count(raw: &RawRun) -> Result<(u32, Option<RunBounds>), UsageError> {
+    let min = count("-m/--min-runs", raw.min_runs.as_deref(), 0, 1)?;
+    let max = count("-M/--max-runs", raw.max_runs.as_deref(), 0, 1)?;
+    let budget_ns = raw
+        .max_time
+        .as_deref()
+        .map(|v| seconds("--max-time", v))
+        .transpose()?;
+    let by_time_given = raw.min_runs.is_some() || raw.max_runs.is_some() || budget_ns.is_some();
+    if let Some((spelled, text)) = &raw.runs {
+        if by_time_given {
+            return Err(usage(format!(
+                "{spelled} {text} fixes the number of runs; -m/--min-runs, -M/--max-runs and --max-time choose it by time: give one or the other"
+            )));
+        }
+        let runs = count("-n/--runs", Some(text), 1, 1)
+            .map_err(|e| usage(format!("{}{}", e.0, args::runs_hint(spelled))))?;
+        return Ok((runs, None));
+    }
+    if !by_time_given && !raw.by_time {
+        return Ok((1, None));
+    }
+    let max = raw.max_runs.is_some().then_some(max);
+    let min = match (raw.min_runs.is_some(), max) {
+        (true, _) => min,
+        // hyperfine: an explicit maximum below the default minimum lowers the minimum.
+        (false, Some(max)) => RunBounds::DEFAULT_MIN.min(max),
+        (false, None) => RunBounds::DEFAULT_MIN,
+    };
+    if let Some(max) = max.filter(|max| min > *max) {
+        return Err(usage(format!(
+            "-m/--min-runs {min} is above -M/--max-runs {max}: no count satisfies both"
+        )));
+    }
+    let bounds = RunBounds {
+        min,
+        max,
+        budget_ns: budget_ns.unwrap_or(RunBounds::DEFAULT_BUDGET_NS),
+    };
+    Ok((min, Some(bounds)))
 }
 
 /// `--output`, or its default: inherit for one run, files with `--out`, else discarded.
@@ -191,13 +257,7 @@ fn perf_events(list: Option<&str>, counters: bool) -> Result<Vec<PerfEvent>, Usa
     };
     let mut events = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let event = PerfEvent::parse(name).ok_or_else(|| {
-            let known: Vec<&str> = PerfEvent::ALL.iter().map(|e| e.name()).collect();
-            usage(format!(
-                "--events: unknown event '{name}'; known: {}",
-                known.join(", ")
-            ))
-        })?;
+        let event = PerfEvent::parse(name).ok_or_else(|| args::unknown_event(name))?;
         if !events.contains(&event) {
             events.push(event);
         }

@@ -59,8 +59,8 @@ pub enum Category {
     ColdState,
     /// Kernel perf counters.
     Counters,
-    /// The order of commands in a comparison.
-    Comparison,
+    /// Several commands: names, parameter scans, shell, order.
+    Commands,
     /// What `report` or `context` prints.
     Format,
     /// `--help`, `--version`.
@@ -71,7 +71,7 @@ impl Category {
     /// Every category, in the order of the help text.
     pub const ALL: [Category; 8] = [
         Category::Runs,
-        Category::Comparison,
+        Category::Commands,
         Category::Output,
         Category::AroundRuns,
         Category::ColdState,
@@ -88,7 +88,7 @@ impl Category {
             Category::AroundRuns => "Around each run",
             Category::ColdState => "Cold state (before every counted run, or the first only)",
             Category::Counters => "Kernel counters (perf_event_open, from exec to exit)",
-            Category::Comparison => "Comparison",
+            Category::Commands => "Commands (a comparison, a parameter scan)",
             Category::Format => "Format",
             Category::General => "General",
         }
@@ -100,8 +100,11 @@ impl Category {
 pub struct OptSpec {
     /// The long name, dashes included (`"--runs"`): the key the parser hands pico-args.
     pub long: &'static str,
-    /// Short names (`['n']` for `-n`).
+    /// Short names (`['n', 'r']` for `-n` and `-r`).
     pub shorts: &'static [char],
+    /// Short names that stand for the option with a value and take none themselves
+    /// (`('S', "default")`: `-S` is `--shell default`, as in hyperfine 2.0).
+    pub implied: &'static [(char, &'static str)],
     /// Other long names accepted for it, not shown in the help (`"--evict-first-only"`).
     pub aliases: &'static [&'static str],
     /// The names of its values, in order; empty for a switch.
@@ -129,9 +132,14 @@ impl OptSpec {
         self.values.is_empty()
     }
 
-    /// `-n, --runs N`, as the help and the man page show it.
+    /// `-n, -r, --runs N`, as the help and the man page show it.
     pub fn synopsis(&self) -> String {
-        let mut names: Vec<String> = self.shorts.iter().map(|c| format!("-{c}")).collect();
+        let mut names: Vec<String> = self
+            .shorts
+            .iter()
+            .chain(self.implied.iter().map(|(c, _)| c))
+            .map(|c| format!("-{c}"))
+            .collect();
         names.push(self.long.to_string());
         let mut text = names.join(", ");
         for value in self.values {
@@ -173,13 +181,25 @@ const RUN_COMPARE: &[Sub] = &[Sub::Run, Sub::Compare];
 const ALL_SUBS: &[Sub] = &[Sub::Run, Sub::Compare, Sub::Report, Sub::Context, Sub::Time];
 const TIME: &[Sub] = &[Sub::Time];
 
-/// Declares an option with the fields that are usually the same filled in.
+/// Declares an option; `aliases` and `implied` may be left out. A brace-delimited macro call,
+/// so that rustfmt leaves the table as written.
 macro_rules! opt {
-    ($long:literal, [$($short:literal),*], [$($value:literal),*], $repeat:ident, $subs:expr,
-     $category:ident, $help:literal, $description:literal $(, aliases: [$($alias:literal),*])?) => {
+    {
+        long: $long:literal,
+        $(aliases: [$($alias:literal),*],)?
+        short: [$($short:literal),*],
+        $(implied: [$(($ic:literal, $iv:literal)),*],)?
+        values: [$($value:literal),*],
+        repeat: $repeat:ident,
+        subs: $subs:expr,
+        category: $category:ident,
+        help: $help:literal,
+        description: $description:literal $(,)?
+    } => {
         OptSpec {
             long: concat!("--", $long),
             shorts: &[$($short),*],
+            implied: &[$($(($ic, $iv)),*)?],
             aliases: &[$($(concat!("--", $alias)),*)?],
             values: &[$($value),*],
             repeat: Repeat::$repeat,
@@ -192,298 +212,362 @@ macro_rules! opt {
 }
 
 /// Every option, in the order of the help text within each category.
-static OPTIONS: &[OptSpec] =
-    &[
-        opt!("runs", ['n'], ["N"], LastWins, RUN_COMPARE, Runs,
-        "counted runs (default 1)",
-        "Counted runs of each command. The default is 1 for `run`: one run behaves like `time`, \
-         inheriting the terminal's stdin and stdout."),
-        opt!("warmup", [], ["N"], LastWins, RUN_COMPARE, Runs,
-        "runs before the counted ones, recorded but never counted",
-        "Warm-up runs before the counted ones: recorded in runs.jsonl with role \"warmup\", never \
-         in the statistics. Warm-ups destroy the cold first run: the first counted run is then \
-         warm too."),
-        opt!(
-            "ignore-failure",
-            [],
-            [],
-            LastWins,
-            RUN_COMPARE,
-            Runs,
-            "count failed runs too (they are marked failed)",
-            "Count runs that exited non-zero or died of a signal; each keeps its failure_reason. \
-         Without it a failed run is rejected: recorded, listed with the last lines of its \
-         stderr, left out of the statistics, and the batch exits 1."
-        ),
-        opt!("shuffle", [], ["SEED"], LastWins, &[Sub::Compare], Comparison,
-        "random order within each round, from SEED (a whole number)",
-        "Randomise the order of the commands within each round, reproducibly from SEED; without \
-         it every round runs A B C … in the order given."),
-        opt!("out", ['o'], ["DIR"], LastWins, RUN_COMPARE, Output,
-        "batch directory: runs.jsonl, runs/NNN/{stdout,stderr}, batch.json",
-        "The batch directory (it must not exist or be empty): runs.jsonl (one record per run), \
-         runs/NNN/{stdout,stderr}, batch.json. A comparison keeps each command's batch under \
-         DIR/commands/NN/. This is not GNU time's -o FILE: that one is `coldtrace time -o FILE`."),
-        opt!(
-            "json",
-            [],
-            [],
-            LastWins,
-            RUN_COMPARE,
-            Output,
-            "print the record (one run) or the batch summary as JSON on stdout",
-            "Print the record of a single run, or the batch document, as JSON on stdout after the \
-         command has finished. A single run inherits stdout: add --output null or -o DIR to \
-         keep the command's own output out of it."
-        ),
-        opt!(
-            "output",
-            [],
-            ["MODE"],
-            LastWins,
-            RUN_COMPARE,
-            Output,
-            "the command's stdout/stderr: inherit | null | file",
-            "Where the command's stdout and stderr go: inherit, null or file (under --out DIR). \
-         Default: inherit for one run without --out, file with --out, null for a batch without \
-         --out (said once)."
-        ),
-        opt!(
-            "stdin",
-            [],
-            ["MODE"],
-            LastWins,
-            RUN_COMPARE,
-            Output,
-            "null | inherit | FILE (default: inherit for one run, else null)",
-            "Where the command's stdin comes from: null (/dev/null), inherit, or a FILE opened \
-         afresh for every run. Default: inherit for one run, /dev/null for a batch."
-        ),
-        opt!(
-            "label",
-            [],
-            ["TEXT"],
-            LastWins,
-            RUN_COMPARE,
-            Output,
-            "a label stored in every record and shown by `report`",
-            "A free-text label, stored in every record and in batch.json, shown by `report`."
-        ),
-        opt!(
-            "quiet",
-            ['q'],
-            [],
-            LastWins,
-            RUN_COMPARE,
-            Output,
-            "no table, progress or notices on stderr",
-            "Print nothing on stderr but errors: no table, no progress line, no notices."
-        ),
-        opt!("minimal", [], [], LastWins, RUN_COMPARE, Output,
-        "only wall time, rusage and the floor: skip the /proc reads around runs",
-        "Record only the wall time, rusage and the floor: skip the /proc reads around each run \
-         (system-wide deltas, the child's io/schedstat, boot ID and uptime per run), which cost \
-         about 100-200 µs per run."),
-        opt!(
-            "timeout",
-            [],
-            ["SECONDS"],
-            LastWins,
-            RUN_COMPARE,
-            AroundRuns,
-            "per-run limit: SIGTERM, then SIGKILL after --kill-after",
-            "A limit per run, in seconds (decimals allowed): the command runs in its own process \
-         group, which gets SIGTERM when the limit is reached, then SIGKILL after --kill-after. \
-         The run is recorded as timed_out and rejected."
-        ),
-        opt!(
-            "kill-after",
-            [],
-            ["SECONDS"],
-            LastWins,
-            RUN_COMPARE,
-            AroundRuns,
-            "grace period after SIGTERM (default 2)",
-            "The grace period between the timeout's SIGTERM and SIGKILL, in seconds (default 2)."
-        ),
-        opt!(
-            "prepare",
-            [],
-            ["CMD"],
-            LastWins,
-            RUN_COMPARE,
-            AroundRuns,
-            "run `/bin/sh -c CMD` before every run, not measured",
-            "Run `/bin/sh -c CMD` before every run (warm-ups included), outside the measured run; \
-         its stdout is discarded, its stderr shown. If it fails the batch stops and exits 1."
-        ),
-        opt!(
-            "evict",
-            [],
-            ["PATH"],
-            Many,
-            RUN_COMPARE,
-            ColdState,
-            "drop the page cache of every file under PATH (repeatable, no root)",
-            "Drop the page cache of every regular file under PATH with \
-         posix_fadvise(POSIX_FADV_DONTNEED), dirty pages written back first; no root needed. \
-         Repeatable. Evicted paths are watched too (see --watch)."
-        ),
-        opt!("drop-caches", [], [], LastWins, RUN_COMPARE, ColdState,
-        "sync and drop the whole page cache, dentries and inodes (root)",
-        "`sync; echo 3 > /proc/sys/vm/drop_caches`: the whole page cache, dentries and inodes. \
-         Needs root; refused before anything runs otherwise."),
-        opt!("cold-first-only", [], [], LastWins, RUN_COMPARE, ColdState,
-        "evict / drop before the first counted run only",
-        "Evict (--evict) or drop caches (--drop-caches) before the first counted run only: one \
-         cold run, then a warm series.",
-        aliases: ["evict-first-only"]),
-        opt!(
-            "watch",
-            [],
-            ["PATH"],
-            Many,
-            RUN_COMPARE,
-            ColdState,
-            "measure page-cache residency under PATH before and after every run",
-            "Measure how much of the files under PATH is in the page cache right before and right \
-         after every run (cachestat(2), or mmap + mincore(2) before Linux 6.5). Repeatable. \
-         Where the kernel cannot tell, the value is null with a reason, never a false 100 %."
-        ),
-        opt!(
-            "counters",
-            [],
-            [],
-            LastWins,
-            RUN_COMPARE,
-            Counters,
-            "count the default perf events for every run",
-            "Count task-clock, page-faults, context-switches, cpu-migrations and, where the CPU \
-         exposes them, instructions, cycles, cache-references, cache-misses and branch-misses, \
-         for the command and its descendants, from its exec to its exit; nothing coldtrace does \
-         is counted. An event that cannot be opened is null with its reason, never 0."
-        ),
-        opt!(
-            "events",
-            [],
-            ["LIST"],
-            LastWins,
-            RUN_COMPARE,
-            Counters,
-            "choose the perf events, comma-separated (implies --counters)",
-            "Choose the perf events, comma-separated, by perf's names (implies --counters)."
-        ),
-        opt!(
-            "json",
-            [],
-            [],
-            LastWins,
-            &[Sub::Report],
-            Format,
-            "the rows as JSON",
-            "Print the rows as one JSON array on stdout."
-        ),
-        opt!(
-            "markdown",
-            [],
-            [],
-            LastWins,
-            &[Sub::Report],
-            Format,
-            "the rows as a Markdown table",
-            "Print the rows as a Markdown table on stdout."
-        ),
-        opt!("svg", [], ["FILE"], LastWins, &[Sub::Report], Format,
-        "also draw the batches as an SVG picture in FILE",
-        "Also draw every batch as an SVG picture in FILE (replaced atomically if it exists):          the wall time of every run in order, the first run, warm-ups, disturbed and rejected          runs marked; the warm runs' distribution; the first-run penalty's parts; and for a          comparison or a parameter scan each command's warm runs side by side with the 95%          interval of its ratio to the first. Hand-written SVG, nothing loaded from the network."),
-        opt!("html", [], ["FILE"], LastWins, &[Sub::Report], Format,
-        "also draw the batches on a self-contained HTML page in FILE",
-        "As --svg, on an HTML page (FILE replaced atomically if it exists): the same picture          inline, one figure per directory, with no script and nothing loaded from the network,          so it shows the same offline."),
-        opt!(
-            "json",
-            [],
-            [],
-            LastWins,
-            &[Sub::Context],
-            Format,
-            "the context block as JSON",
-            "Print the context block as one JSON document on stdout."
-        ),
-        opt!(
-            "format",
-            ['f'],
-            ["FORMAT"],
-            LastWins,
-            TIME,
-            Format,
-            "use FORMAT (GNU time's % conversions) instead of the default",
-            "Use FORMAT instead of GNU time's default format or the TIME variable: GNU time's % \
-         conversions and its \\n \\t \\\\ escapes, listed below. -f and -p replace each \
-         other (the last one given wins)."
-        ),
-        opt!("portability", ['p'], [], LastWins, TIME, Format,
-        "POSIX output: real %e, user %U, sys %S",
-        "POSIX 1003.2's three lines, `real %e`, `user %U` and `sys %S`, and never a line about \
-         a non-zero exit or a signal."),
-        opt!(
-            "verbose",
-            ['v'],
-            [],
-            LastWins,
-            TIME,
-            Format,
-            "every field, one per line, with its name",
-            "GNU time's 23 lines, one per field with its name; wins over -f, -p and TIME, in any \
-         order."
-        ),
-        opt!("output-file", ['o'], ["FILE"], LastWins, TIME, Output,
-        "write the report to FILE instead of stderr",
-        "Write the report to FILE instead of stderr. FILE is created (or truncated) before the \
-         command runs, as GNU time does; if it cannot be, nothing runs (exit 125). Unlike GNU \
-         time 1.9, the command does not inherit FILE's descriptor.",
-        aliases: ["output"]),
-        opt!(
-            "append",
-            ['a'],
-            [],
-            LastWins,
-            TIME,
-            Output,
-            "with -o, append to FILE instead of overwriting it",
-            "With -o FILE: append the report to FILE instead of overwriting it."
-        ),
-        opt!(
-            "quiet",
-            ['q'],
-            [],
-            LastWins,
-            TIME,
-            Output,
-            "no line about a non-zero exit or a signal",
-            "Leave out the line `Command exited with non-zero status N` or `Command terminated by \
-         signal N` before the report."
-        ),
-        opt!(
-            "help",
-            ['h'],
-            [],
-            LastWins,
-            ALL_SUBS,
-            General,
-            "this help (-h: one line per option; --help: with the details)",
-            "Print the help: -h one line per option, --help each option's details too."
-        ),
-        opt!(
-            "version",
-            ['V'],
-            [],
-            LastWins,
-            ALL_SUBS,
-            General,
-            "print coldtrace's version",
-            "Print coldtrace's version and exit."
-        ),
-    ];
+static OPTIONS: &[OptSpec] = &[
+    opt! {
+        long: "runs", short: ['n', 'r'], values: ["N"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Runs,
+        help: "exactly N counted runs (run: default 1; compare: chosen by time)",
+        description: "Exactly N counted runs of each command. Without it, `run` makes one run \
+            (like `time`: it inherits the terminal's stdin and stdout), and `compare` (or a \
+            parameter scan) chooses the count as hyperfine does: see --max-time. hyperfine's \
+            -r; coldtrace's -n too (hyperfine's -n is --command-name).",
+    },
+    opt! {
+        long: "warmup", short: ['w'], values: ["N"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Runs,
+        help: "runs before the counted ones, recorded but never counted",
+        description: "Warm-up runs before the counted ones: recorded in runs.jsonl with role \
+            \"warmup\", never in the statistics. Warm-ups destroy the cold first run: the first \
+            counted run is then warm too.",
+    },
+    opt! {
+        long: "min-runs", short: ['m'], values: ["N"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Runs,
+        help: "at least N counted runs; the count is chosen by time (default 10)",
+        description: "At least N counted runs (default 10 when the count is chosen by time). \
+            Giving -m, -M or --max-time makes `run` choose its count by time too.",
+    },
+    opt! {
+        long: "max-runs", short: ['M'], values: ["N"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Runs,
+        help: "at most N counted runs; the count is chosen by time (no limit)",
+        description: "At most N counted runs when the count is chosen by time (no limit by \
+            default); below 10 it also lowers the default minimum, as in hyperfine.",
+    },
+    opt! {
+        long: "max-time", short: [], values: ["SECONDS"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Runs,
+        help: "the time budget that chooses the run count (default 3)",
+        description: "The time budget that chooses the number of counted runs, hyperfine's \
+            rule: after the first counted run, as many runs as fit in SECONDS (default 3) at \
+            the cost of that run (its wall time, plus its --prepare and --conclude), but at \
+            least --min-runs (10) and at most --max-runs. In a comparison every command gets \
+            the same number of rounds, fitted to the slowest command's first run.",
+    },
+    opt! {
+        long: "ignore-failure", short: ['i'], values: [], repeat: LastWins,
+        subs: RUN_COMPARE, category: Runs,
+        help: "count failed runs too (they are marked failed)",
+        description: "Count runs that exited non-zero or died of a signal; each keeps its \
+            failure_reason. Without it a failed run is rejected: recorded, listed with the last \
+            lines of its stderr, left out of the statistics, and the batch exits 1.",
+    },
+    opt! {
+        long: "command-name", short: [], values: ["NAME"], repeat: Many,
+        subs: RUN_COMPARE, category: Commands,
+        help: "a name per command (repeatable: once for all, or once per command)",
+        description: "Name the commands in the table, the records (as their label) and \
+            batch.json: once for every command, or once per command in order (a parameter \
+            scan counts each value as a command). {NAME} of a parameter scan is replaced. \
+            hyperfine's -n NAME.",
+    },
+    opt! {
+        long: "parameter-scan", short: ['P'], values: ["NAME", "MIN", "MAX"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Commands,
+        help: "one command per value MIN..=MAX, replacing {NAME} in the command",
+        description: "A parameter scan: one command per value from MIN to MAX (whole numbers, \
+            step 1; with -D any decimals), with {NAME} replaced by the value in the command, \
+            --command-name, --prepare, --conclude, --setup and --cleanup. `run -P n 1 3 -- \
+            sleep 0.{n}` runs an interleaved comparison of sleep 0.1, sleep 0.2 and sleep 0.3; \
+            with `compare`, every command is scanned.",
+    },
+    opt! {
+        long: "parameter-step-size", short: ['D'], values: ["DELTA"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Commands,
+        help: "the step of -P (default 1; decimals allowed)",
+        description: "The step of --parameter-scan: -P d 0.3 0.7 -D 0.2 gives 0.3, 0.5 and \
+            0.7, computed in decimal, not in floating point.",
+    },
+    opt! {
+        long: "parameter-list", short: ['L'], values: ["NAME", "VALUES"], repeat: Many,
+        subs: RUN_COMPARE, category: Commands,
+        help: "one command per value of the comma-separated VALUES (repeatable)",
+        description: "A parameter list: one command per value of VALUES (comma-separated; \
+            \\, is a comma inside a value), {NAME} replaced as with -P. Given several times, \
+            every combination is a command.",
+    },
+    opt! {
+        long: "shell", short: [], implied: [('S', "default"), ('N', "none")],
+        values: ["SHELL"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Commands,
+        help: "run each command string through SHELL -c (-S: sh; -N: none, the default)",
+        description: "Run each command through SHELL -c COMMAND (SHELL may carry arguments: \
+            \"bash --norc\"); -S is --shell default (sh), -N is --shell none, the default: \
+            coldtrace executes the command directly. coldtrace does not subtract the shell's \
+            own cost: each run's times and counts include the shell's start-up and exit.",
+    },
+    opt! {
+        long: "shuffle", short: [], values: ["SEED"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Commands,
+        help: "random order within each round, from SEED (a whole number)",
+        description: "Randomise the order of the commands within each round of a comparison, \
+            reproducibly from SEED; without it every round runs A B C ... in the order given.",
+    },
+    opt! {
+        long: "out", short: ['o'], values: ["DIR"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "batch directory: runs.jsonl, runs/NNN/{stdout,stderr}, batch.json",
+        description: "The batch directory (it must not exist or be empty): runs.jsonl (one \
+            record per run), runs/NNN/{stdout,stderr}, batch.json. A comparison keeps each \
+            command's batch under DIR/commands/NN/. This is not GNU time's -o FILE: that one is \
+            `coldtrace time -o FILE`.",
+    },
+    opt! {
+        long: "json", short: [], values: [], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "print the record (one run) or the batch summary as JSON on stdout",
+        description: "Print the record of a single run, or the batch document, as JSON on \
+            stdout after the command has finished. A single run inherits stdout: add --output \
+            null or -o DIR to keep the command's own output out of it.",
+    },
+    opt! {
+        long: "output", short: [], values: ["MODE"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "the command's stdout/stderr: inherit | null | file",
+        description: "Where the command's stdout and stderr go: inherit, null or file (under \
+            --out DIR). Default: inherit for one run without --out, file with --out, null for \
+            a batch without --out (said once).",
+    },
+    opt! {
+        long: "stdin", short: [], values: ["MODE"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "null | inherit | FILE (default: inherit for one run, else null)",
+        description: "Where the command's stdin comes from: null (/dev/null), inherit, or a \
+            FILE opened afresh for every run. Default: inherit for one run, /dev/null for a \
+            batch.",
+    },
+    opt! {
+        long: "label", short: [], values: ["TEXT"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "a label stored in every record and shown by `report`",
+        description: "A free-text label, stored in every record and in batch.json, shown by \
+            `report`.",
+    },
+    opt! {
+        long: "quiet", short: ['q'], values: [], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "no table, progress or notices on stderr",
+        description: "Print nothing on stderr but errors: no table, no progress line, no \
+            notices.",
+    },
+    opt! {
+        long: "minimal", short: [], values: [], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "only wall time, rusage and the floor: skip the /proc reads around runs",
+        description: "Record only the wall time, rusage and the floor: skip the /proc reads \
+            around each run (system-wide deltas, the child's io/schedstat, boot ID and uptime \
+            per run), which cost about 100-200 µs per run.",
+    },
+    opt! {
+        long: "setup", short: ['s'], values: ["CMD"], repeat: LastWins,
+        subs: RUN_COMPARE, category: AroundRuns,
+        help: "`/bin/sh -c CMD` once per command, before its runs",
+        description: "Run `/bin/sh -c CMD` once for each command before its first run \
+            (warm-ups included), not measured. In a comparison every command's setup runs \
+            before the first round, in command order. If it fails the batch stops and exits 1.",
+    },
+    opt! {
+        long: "prepare", short: ['p'], values: ["CMD"], repeat: Many,
+        subs: RUN_COMPARE, category: AroundRuns,
+        help: "`/bin/sh -c CMD` before every run, not measured (once, or per command)",
+        description: "Run `/bin/sh -c CMD` before every run (warm-ups included), outside the \
+            measured run; its stdout is discarded, its stderr shown. Give it once for every \
+            command or once per command, in order. If it fails the batch stops and exits 1.",
+    },
+    opt! {
+        long: "conclude", short: ['C'], values: ["CMD"], repeat: Many,
+        subs: RUN_COMPARE, category: AroundRuns,
+        help: "`/bin/sh -c CMD` after every run, not measured (once, or per command)",
+        description: "Run `/bin/sh -c CMD` after every run (warm-ups included), after its \
+            record is written and outside the measured run; once for every command or once \
+            per command. If it fails the batch stops and exits 1.",
+    },
+    opt! {
+        long: "cleanup", short: ['c'], values: ["CMD"], repeat: LastWins,
+        subs: RUN_COMPARE, category: AroundRuns,
+        help: "`/bin/sh -c CMD` once per command, after its last run",
+        description: "Run `/bin/sh -c CMD` once for each command after its last run, not \
+            measured (in a comparison, after the last round, in command order); not after an \
+            interruption. If it fails, coldtrace says so and exits 1; the records stay.",
+    },
+    opt! {
+        long: "timeout", short: [], values: ["SECONDS"], repeat: LastWins,
+        subs: RUN_COMPARE, category: AroundRuns,
+        help: "per-run limit: SIGTERM, then SIGKILL after --kill-after",
+        description: "A limit per run, in seconds (decimals allowed): the command runs in its \
+            own process group, which gets SIGTERM when the limit is reached, then SIGKILL after \
+            --kill-after. The run is recorded as timed_out and rejected.",
+    },
+    opt! {
+        long: "kill-after", short: [], values: ["SECONDS"], repeat: LastWins,
+        subs: RUN_COMPARE, category: AroundRuns,
+        help: "grace period after SIGTERM (default 2)",
+        description: "The grace period between the timeout's SIGTERM and SIGKILL, in seconds \
+            (default 2).",
+    },
+    opt! {
+        long: "evict", short: [], values: ["PATH"], repeat: Many,
+        subs: RUN_COMPARE, category: ColdState,
+        help: "drop the page cache of every file under PATH (repeatable, no root)",
+        description: "Drop the page cache of every regular file under PATH with \
+            posix_fadvise(POSIX_FADV_DONTNEED), dirty pages written back first; no root \
+            needed. Repeatable. Evicted paths are watched too (see --watch).",
+    },
+    opt! {
+        long: "drop-caches", short: [], values: [], repeat: LastWins,
+        subs: RUN_COMPARE, category: ColdState,
+        help: "sync and drop the whole page cache, dentries and inodes (root)",
+        description: "`sync; echo 3 > /proc/sys/vm/drop_caches`: the whole page cache, \
+            dentries and inodes. Needs root; refused before anything runs otherwise.",
+    },
+    opt! {
+        long: "cold-first-only", aliases: ["evict-first-only"], short: [], values: [],
+        repeat: LastWins, subs: RUN_COMPARE, category: ColdState,
+        help: "evict / drop before the first counted run only",
+        description: "Evict (--evict) or drop caches (--drop-caches) before the first counted \
+            run only: one cold run, then a warm series.",
+    },
+    opt! {
+        long: "watch", short: [], values: ["PATH"], repeat: Many,
+        subs: RUN_COMPARE, category: ColdState,
+        help: "measure page-cache residency under PATH before and after every run",
+        description: "Measure how much of the files under PATH is in the page cache right \
+            before and right after every run (cachestat(2), or mmap + mincore(2) before Linux \
+            6.5). Repeatable. Where the kernel cannot tell, the value is null with a reason, \
+            never a false 100 %.",
+    },
+    opt! {
+        long: "counters", short: [], values: [], repeat: LastWins,
+        subs: RUN_COMPARE, category: Counters,
+        help: "count the default perf events for every run",
+        description: "Count task-clock, page-faults, context-switches, cpu-migrations and, \
+            where the CPU exposes them, instructions, cycles, cache-references, cache-misses \
+            and branch-misses, for the command and its descendants, from its exec to its exit; \
+            nothing coldtrace does is counted. An event that cannot be opened is null with its \
+            reason, never 0.",
+    },
+    opt! {
+        long: "events", short: [], values: ["LIST"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Counters,
+        help: "choose the perf events, comma-separated (implies --counters)",
+        description: "Choose the perf events, comma-separated, by the names of `perf list` \
+            (implies --counters). Software events, always available: task-clock, cpu-clock, \
+            page-faults (faults), minor-faults, major-faults, context-switches (cs), \
+            cpu-migrations (migrations), cgroup-switches, alignment-faults, emulation-faults, \
+            dummy, bpf-output. Hardware events, where the CPU exposes a PMU: instructions, \
+            cycles (cpu-cycles), cache-references, cache-misses, branch-instructions \
+            (branches), branch-misses, bus-cycles, stalled-cycles-frontend, \
+            stalled-cycles-backend, ref-cycles. Cache events, where the PMU maps them: \
+            L1-dcache, L1-icache, LLC, dTLB, iTLB, branch or node, followed by -loads, \
+            -load-misses, -stores, -store-misses, -prefetches or -prefetch-misses \
+            (L1-dcache-load-misses). An event the machine cannot count (no PMU, \
+            perf_event_paranoid) is recorded as null with the reason, never as 0; an unknown \
+            name gets the nearest one suggested.",
+    },
+    opt! {
+        long: "json", short: [], values: [], repeat: LastWins,
+        subs: &[Sub::Report], category: Format,
+        help: "the rows as JSON",
+        description: "Print the rows as one JSON array on stdout.",
+    },
+    opt! {
+        long: "markdown", short: [], values: [], repeat: LastWins,
+        subs: &[Sub::Report], category: Format,
+        help: "the rows as a Markdown table",
+        description: "Print the rows as a Markdown table on stdout.",
+    },
+    opt! {
+        long: "svg", short: [], values: ["FILE"], repeat: LastWins,
+        subs: &[Sub::Report], category: Format,
+        help: "also draw the batches as an SVG picture in FILE",
+        description: "Also draw every batch as an SVG picture in FILE (replaced atomically if \
+            it exists): the wall time of every run in order, the first run, warm-ups, disturbed \
+            and rejected runs marked; the warm runs' distribution; the first-run penalty's \
+            parts; and for a comparison or a parameter scan each command's warm runs side by \
+            side with the 95% interval of its ratio to the first. Hand-written SVG, nothing \
+            loaded from the network.",
+    },
+    opt! {
+        long: "html", short: [], values: ["FILE"], repeat: LastWins,
+        subs: &[Sub::Report], category: Format,
+        help: "also draw the batches on a self-contained HTML page in FILE",
+        description: "As --svg, on an HTML page (FILE replaced atomically if it exists): the \
+            same picture inline, one figure per directory, with no script and nothing loaded \
+            from the network, so it shows the same offline.",
+    },
+    opt! {
+        long: "json", short: [], values: [], repeat: LastWins,
+        subs: &[Sub::Context], category: Format,
+        help: "the context block as JSON",
+        description: "Print the context block as one JSON document on stdout.",
+    },
+    opt! {
+        long: "format", short: ['f'], values: ["FORMAT"], repeat: LastWins,
+        subs: TIME, category: Format,
+        help: "use FORMAT (GNU time's % conversions) instead of the default",
+        description: "Use FORMAT instead of GNU time's default format or the TIME variable: \
+            GNU time's % conversions and its \\n \\t \\\\ escapes, listed below. -f and -p replace \
+            each other (the last one given wins).",
+    },
+    opt! {
+        long: "portability", short: ['p'], values: [], repeat: LastWins,
+        subs: TIME, category: Format,
+        help: "POSIX output: real %e, user %U, sys %S",
+        description: "POSIX 1003.2's three lines, `real %e`, `user %U` and `sys %S`, and never a \
+            line about a non-zero exit or a signal.",
+    },
+    opt! {
+        long: "verbose", short: ['v'], values: [], repeat: LastWins,
+        subs: TIME, category: Format,
+        help: "every field, one per line, with its name",
+        description: "GNU time's 23 lines, one per field with its name; wins over -f, -p and \
+            TIME, in any order.",
+    },
+    opt! {
+        long: "output-file", aliases: ["output"], short: ['o'], values: ["FILE"],
+        repeat: LastWins, subs: TIME, category: Output,
+        help: "write the report to FILE instead of stderr",
+        description: "Write the report to FILE instead of stderr. FILE is created (or \
+            truncated) before the command runs, as GNU time does; if it cannot be, nothing runs \
+            (exit 125). Unlike GNU time 1.9, the command does not inherit FILE's descriptor.",
+    },
+    opt! {
+        long: "append", short: ['a'], values: [], repeat: LastWins,
+        subs: TIME, category: Output,
+        help: "with -o, append to FILE instead of overwriting it",
+        description: "With -o FILE: append the report to FILE instead of overwriting it.",
+    },
+    opt! {
+        long: "quiet", short: ['q'], values: [], repeat: LastWins,
+        subs: TIME, category: Output,
+        help: "no line about a non-zero exit or a signal",
+        description: "Leave out the line `Command exited with non-zero status N` or `Command \
+            terminated by signal N` before the report.",
+    },
+    opt! {
+        long: "help", short: ['h'], values: [], repeat: LastWins,
+        subs: ALL_SUBS, category: General,
+        help: "this help (-h: one line per option; --help: with the details)",
+        description: "Print the help: -h one line per option, --help each option's details \
+            too.",
+    },
+    opt! {
+        long: "version", short: ['V'], values: [], repeat: LastWins,
+        subs: ALL_SUBS, category: General,
+        help: "print coldtrace's version",
+        description: "Print coldtrace's version and exit.",
+    },
+];
 
 /// Where a flag that coldtrace does not take comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -746,9 +830,9 @@ pub fn find_long(sub: Sub, long: &str) -> Option<&'static OptSpec> {
     options_of(sub).find(|o| o.long == long || o.aliases.contains(&long))
 }
 
-/// The option `-c` of `sub`.
+/// The option `-c` of `sub` (a short name, or one that implies a value).
 pub fn find_short(sub: Sub, c: char) -> Option<&'static OptSpec> {
-    options_of(sub).find(|o| o.shorts.contains(&c))
+    options_of(sub).find(|o| o.shorts.contains(&c) || o.implied.iter().any(|(i, _)| *i == c))
 }
 
 #[cfg(test)]
@@ -806,13 +890,18 @@ mod tests {
             Some("--cold-first-only")
         );
         assert_eq!(find_short(Sub::Run, 'n').map(|o| o.long), Some("--runs"));
-        assert!(find_long(Sub::Run, "--shuffle").is_none());
-        assert!(find_long(Sub::Compare, "--shuffle").is_some());
+        assert!(find_long(Sub::Run, "--markdown").is_none());
+        assert!(find_long(Sub::Report, "--markdown").is_some());
         let report_json = find_long(Sub::Report, "--json").unwrap();
         assert!(report_json.taken_by(Sub::Report) && !report_json.taken_by(Sub::Run));
         assert_eq!(
             find_short(Sub::Run, 'n').unwrap().synopsis(),
-            "-n, --runs N"
+            "-n, -r, --runs N"
+        );
+        assert_eq!(find_short(Sub::Run, 'S').map(|o| o.long), Some("--shell"));
+        assert_eq!(
+            find_short(Sub::Run, 'N').unwrap().synopsis(),
+            "-S, -N, --shell SHELL"
         );
     }
 }

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod context;
 pub mod floor;
 pub mod perf;
+pub mod perf_events;
 pub mod procfs;
 pub mod runner;
 pub mod system;

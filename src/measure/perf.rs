@@ -44,140 +44,24 @@
 #![forbid(unsafe_code)]
 
 use coldtrace_syscalls::perf::{
-    attr_flags, perf_event_open, PerfEventAttr, PerfTarget, PERF_COUNT_HW_BRANCH_MISSES,
-    PERF_COUNT_HW_CACHE_MISSES, PERF_COUNT_HW_CACHE_REFERENCES, PERF_COUNT_HW_CPU_CYCLES,
-    PERF_COUNT_HW_INSTRUCTIONS, PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_CPU_MIGRATIONS,
-    PERF_COUNT_SW_PAGE_FAULTS, PERF_COUNT_SW_TASK_CLOCK, PERF_FLAG_FD_CLOEXEC,
-    PERF_FORMAT_TOTAL_TIME_ENABLED, PERF_FORMAT_TOTAL_TIME_RUNNING, PERF_TYPE_HARDWARE,
-    PERF_TYPE_SOFTWARE,
+    attr_flags, perf_event_open, PerfEventAttr, PerfTarget, PERF_FLAG_FD_CLOEXEC,
+    PERF_FORMAT_TOTAL_TIME_ENABLED, PERF_FORMAT_TOTAL_TIME_RUNNING,
 };
 use coldtrace_syscalls::Errno;
 use rustix::fd::OwnedFd;
 
-/// One counter coldtrace knows, named as `perf stat -e` names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PerfEvent {
-    /// `task-clock`: nanoseconds the task was on a CPU (software).
-    TaskClock,
-    /// `page-faults`: minor + major page faults (software).
-    PageFaults,
-    /// `context-switches` (software).
-    ContextSwitches,
-    /// `cpu-migrations` (software).
-    CpuMigrations,
-    /// `instructions` retired (hardware).
-    Instructions,
-    /// `cycles` (hardware).
-    Cycles,
-    /// `cache-references`, usually last-level cache (hardware).
-    CacheReferences,
-    /// `cache-misses`, usually last-level cache (hardware).
-    CacheMisses,
-    /// `branch-misses` (hardware).
-    BranchMisses,
-}
+pub use crate::measure::perf_events::{default_events, Kind, PerfEvent};
 
-impl PerfEvent {
-    /// Every event, software first.
-    pub const ALL: [PerfEvent; 9] = [
-        PerfEvent::TaskClock,
-        PerfEvent::PageFaults,
-        PerfEvent::ContextSwitches,
-        PerfEvent::CpuMigrations,
-        PerfEvent::Instructions,
-        PerfEvent::Cycles,
-        PerfEvent::CacheReferences,
-        PerfEvent::CacheMisses,
-        PerfEvent::BranchMisses,
-    ];
-
-    /// perf's name for the event (`"task-clock"`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            PerfEvent::TaskClock => "task-clock",
-            PerfEvent::PageFaults => "page-faults",
-            PerfEvent::ContextSwitches => "context-switches",
-            PerfEvent::CpuMigrations => "cpu-migrations",
-            PerfEvent::Instructions => "instructions",
-            PerfEvent::Cycles => "cycles",
-            PerfEvent::CacheReferences => "cache-references",
-            PerfEvent::CacheMisses => "cache-misses",
-            PerfEvent::BranchMisses => "branch-misses",
-        }
+/// The attribute for counting `event` in a child from its `execve` on.
+fn attr(event: PerfEvent, exclude_kernel: bool) -> PerfEventAttr {
+    let (type_, config) = event.type_config();
+    let mut attr = PerfEventAttr::counting(type_, config);
+    attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+    attr.flags = attr_flags::DISABLED | attr_flags::INHERIT | attr_flags::ENABLE_ON_EXEC;
+    if exclude_kernel {
+        attr.flags |= attr_flags::EXCLUDE_KERNEL | attr_flags::EXCLUDE_HV;
     }
-
-    /// The event with perf's name `name`, also accepting perf's aliases (`faults`, `cs`,
-    /// `migrations`, `cpu-cycles`). `None` for anything else.
-    pub fn parse(name: &str) -> Option<PerfEvent> {
-        let alias = match name {
-            "faults" => PerfEvent::PageFaults,
-            "cs" => PerfEvent::ContextSwitches,
-            "migrations" => PerfEvent::CpuMigrations,
-            "cpu-cycles" => PerfEvent::Cycles,
-            _ => return PerfEvent::ALL.into_iter().find(|e| e.name() == name),
-        };
-        Some(alias)
-    }
-
-    /// `"ns"` for task-clock, `"count"` for the others.
-    pub const fn unit(self) -> &'static str {
-        match self {
-            PerfEvent::TaskClock => "ns",
-            _ => "count",
-        }
-    }
-
-    /// Whether the event needs a hardware PMU.
-    pub const fn is_hardware(self) -> bool {
-        !matches!(
-            self,
-            PerfEvent::TaskClock
-                | PerfEvent::PageFaults
-                | PerfEvent::ContextSwitches
-                | PerfEvent::CpuMigrations
-        )
-    }
-
-    /// Whether the kernel raises the event only in kernel context (from the scheduler), so that
-    /// with `exclude_kernel = 1` it would always count 0. Verified for context-switches
-    /// (`tests/perf.rs`, run unprivileged: 0 against 109 in rusage); cpu-migrations is raised
-    /// the same way (`perf_sw_event_sched` from `set_task_cpu`), by reading the kernel, not
-    /// measured (migrations are too rare to test).
-    pub const fn occurs_only_in_kernel(self) -> bool {
-        matches!(self, PerfEvent::ContextSwitches | PerfEvent::CpuMigrations)
-    }
-
-    /// `(type, config)` for `perf_event_attr`.
-    const fn type_config(self) -> (u32, u64) {
-        match self {
-            PerfEvent::TaskClock => (PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK),
-            PerfEvent::PageFaults => (PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS),
-            PerfEvent::ContextSwitches => (PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES),
-            PerfEvent::CpuMigrations => (PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS),
-            PerfEvent::Instructions => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS),
-            PerfEvent::Cycles => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES),
-            PerfEvent::CacheReferences => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES),
-            PerfEvent::CacheMisses => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES),
-            PerfEvent::BranchMisses => (PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES),
-        }
-    }
-
-    /// The attribute for counting this event in a child from its `execve` on.
-    fn attr(self, exclude_kernel: bool) -> PerfEventAttr {
-        let (type_, config) = self.type_config();
-        let mut attr = PerfEventAttr::counting(type_, config);
-        attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-        attr.flags = attr_flags::DISABLED | attr_flags::INHERIT | attr_flags::ENABLE_ON_EXEC;
-        if exclude_kernel {
-            attr.flags |= attr_flags::EXCLUDE_KERNEL | attr_flags::EXCLUDE_HV;
-        }
-        attr
-    }
-}
-
-/// Every event coldtrace knows ([`PerfEvent::ALL`]).
-pub fn default_events() -> Vec<PerfEvent> {
-    PerfEvent::ALL.to_vec()
+    attr
 }
 
 /// `/proc/sys/kernel/perf_event_paranoid`, if readable.
@@ -247,9 +131,8 @@ impl PerfSession {
 
     fn open_one(event: PerfEvent) -> Slot {
         let open = |exclude_kernel| {
-            let attr = event.attr(exclude_kernel);
             perf_event_open(
-                &attr,
+                &attr(event, exclude_kernel),
                 PerfTarget::CallingThread,
                 -1,
                 None,
@@ -426,45 +309,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip_and_aliases_parse() {
-        for event in PerfEvent::ALL {
-            assert_eq!(PerfEvent::parse(event.name()), Some(event));
-        }
-        assert_eq!(PerfEvent::parse("cs"), Some(PerfEvent::ContextSwitches));
-        assert_eq!(PerfEvent::parse("faults"), Some(PerfEvent::PageFaults));
-        assert_eq!(PerfEvent::parse("cpu-cycles"), Some(PerfEvent::Cycles));
-        assert_eq!(PerfEvent::parse("Instructions"), None);
-        assert_eq!(PerfEvent::parse(""), None);
-        assert_eq!(default_events(), PerfEvent::ALL.to_vec());
-        assert_eq!(PerfEvent::TaskClock.unit(), "ns");
-        assert_eq!(PerfEvent::Instructions.unit(), "count");
-        assert!(PerfEvent::BranchMisses.is_hardware() && !PerfEvent::CpuMigrations.is_hardware());
-    }
-
-    #[test]
     fn attr_flags_are_the_documented_bits() {
-        let a = PerfEvent::Cycles.attr(false);
+        let a = attr(PerfEvent::CYCLES, false);
         assert_eq!(a.flags, 0b1_0000_0000_0011); // disabled | inherit | enable_on_exec
         assert_eq!(a.read_format, 0b11);
-        let u = PerfEvent::Cycles.attr(true);
+        let u = attr(PerfEvent::CYCLES, true);
         assert_eq!(u.flags, a.flags | (1 << 5) | (1 << 6));
         assert_eq!((u.type_, u.config), (0, 0));
     }
 
     #[test]
     fn scaling_and_never_scheduled() {
-        let full = CounterReading::from_counts(PerfEvent::Cycles, false, 1000, 50, 50);
+        let full = CounterReading::from_counts(PerfEvent::CYCLES, false, 1000, 50, 50);
         assert_eq!((full.value, full.multiplexed), (Some(1000.0), false));
-        let half = CounterReading::from_counts(PerfEvent::Cycles, false, 1000, 100, 50);
+        let half = CounterReading::from_counts(PerfEvent::CYCLES, false, 1000, 100, 50);
         assert_eq!((half.value, half.multiplexed), (Some(2000.0), true));
         assert_eq!(half.raw_value, Some(1000));
-        let never = CounterReading::from_counts(PerfEvent::Cycles, false, 0, 100, 0);
+        let never = CounterReading::from_counts(PerfEvent::CYCLES, false, 0, 100, 0);
         assert_eq!((never.value, never.raw_value), (None, None));
         assert!(never
             .unavailable_reason
             .unwrap()
             .contains("time_running = 0"));
-        let off = CounterReading::from_counts(PerfEvent::TaskClock, true, 0, 0, 0);
+        let off = CounterReading::from_counts(PerfEvent::TASK_CLOCK, true, 0, 0, 0);
         assert_eq!(off.value, None);
         assert!(off.unavailable_reason.unwrap().starts_with("never enabled"));
     }
@@ -472,19 +339,19 @@ mod tests {
     #[test]
     fn reasons_name_the_errno_and_the_cause() {
         assert_eq!(
-            open_failure_reason(PerfEvent::Instructions, Errno::NOENT),
+            open_failure_reason(PerfEvent::INSTRUCTIONS, Errno::NOENT),
             "ENOENT: no PMU on this machine (a VM without hardware counters)"
         );
-        assert!(open_failure_reason(PerfEvent::TaskClock, Errno::ACCES).starts_with("EACCES: "));
+        assert!(open_failure_reason(PerfEvent::TASK_CLOCK, Errno::ACCES).starts_with("EACCES: "));
         assert_eq!(
-            open_failure_reason(PerfEvent::Cycles, Errno::from_raw(9999)),
+            open_failure_reason(PerfEvent::CYCLES, Errno::from_raw(9999)),
             "errno 9999: unexpected error"
         );
     }
 
     #[test]
     fn serialises_none_as_null() {
-        let r = CounterReading::unavailable(PerfEvent::Instructions, None, "ENOENT: x".into());
+        let r = CounterReading::unavailable(PerfEvent::INSTRUCTIONS, None, "ENOENT: x".into());
         let text = serde_json::to_string(&r).unwrap();
         assert_eq!(
             text,

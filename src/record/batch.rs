@@ -13,13 +13,21 @@ use crate::serialize_struct;
 /// The configuration part of `batch.json`.
 pub struct ConfigRecord<'a> {
     pub argv: &'a [String],
+    pub name: Option<&'a str>,
+    pub parameters: Vec<ParameterRecord<'a>>,
+    pub shell: Option<&'a str>,
+    /// The counted runs asked for: exactly `-n`, or as chosen by time within `run_bounds`.
     pub runs: u32,
+    pub run_bounds: Option<RunBoundsRecord>,
     pub warmup: u32,
     pub output: &'static str,
     pub stdin: String,
     pub timeout_ns: Option<u64>,
     pub kill_after_ns: u64,
+    pub setup: Option<&'a str>,
     pub prepare: Option<&'a str>,
+    pub conclude: Option<&'a str>,
+    pub cleanup: Option<&'a str>,
     pub ignore_failure: bool,
     pub evict: Vec<String>,
     pub drop_caches: bool,
@@ -27,8 +35,28 @@ pub struct ConfigRecord<'a> {
     pub watch: Vec<String>,
 }
 serialize_struct!(ConfigRecord<'_> {
-    argv, runs, warmup, output, stdin, timeout_ns, kill_after_ns, prepare, ignore_failure, evict,
-    drop_caches, cold_when, watch,
+    argv, name, parameters, shell, runs, run_bounds, warmup, output, stdin, timeout_ns,
+    kill_after_ns, setup, prepare, conclude, cleanup, ignore_failure, evict, drop_caches,
+    cold_when, watch,
+});
+
+/// A parameter of a scan (`-P`, `-L`) and the value this command was made with.
+pub struct ParameterRecord<'a> {
+    pub name: &'a str,
+    pub value: &'a str,
+}
+serialize_struct!(ParameterRecord<'_> { name, value });
+
+/// How the count was chosen by time (hyperfine's rule).
+pub struct RunBoundsRecord {
+    pub min_runs: u32,
+    pub max_runs: Option<u32>,
+    pub max_time_ns: u64,
+}
+serialize_struct!(RunBoundsRecord {
+    min_runs,
+    max_runs,
+    max_time_ns
 });
 
 /// The context part of `batch.json`: recorded once.
@@ -137,13 +165,25 @@ serialize_struct!(BatchDocument<'_> {
 });
 
 impl<'a> ConfigRecord<'a> {
-    /// The configuration of `plan`, as recorded.
-    pub fn of(plan: &'a Plan, argv: &'a [String]) -> ConfigRecord<'a> {
+    /// The configuration of `plan`, as recorded, with the `runs` it ended up asking for.
+    pub fn of(plan: &'a Plan, argv: &'a [String], runs: u32) -> ConfigRecord<'a> {
         let paths =
             |list: &[std::path::PathBuf]| list.iter().map(|p| p.display().to_string()).collect();
         ConfigRecord {
             argv,
-            runs: plan.runs,
+            name: plan.name.as_deref(),
+            parameters: plan
+                .parameters
+                .iter()
+                .map(|(name, value)| ParameterRecord { name, value })
+                .collect(),
+            shell: plan.shell.as_deref(),
+            runs,
+            run_bounds: plan.bounds.map(|b| RunBoundsRecord {
+                min_runs: b.min,
+                max_runs: b.max,
+                max_time_ns: b.budget_ns,
+            }),
             warmup: plan.warmup,
             output: plan.output.name(),
             stdin: match &plan.stdin {
@@ -153,7 +193,10 @@ impl<'a> ConfigRecord<'a> {
             },
             timeout_ns: plan.timeout_ns,
             kill_after_ns: plan.kill_after_ns,
+            setup: plan.setup.as_deref(),
             prepare: plan.prepare.as_deref(),
+            conclude: plan.conclude.as_deref(),
+            cleanup: plan.cleanup.as_deref(),
             ignore_failure: plan.ignore_failure,
             evict: paths(&plan.cold.evict),
             drop_caches: plan.cold.drop_caches,

@@ -3,7 +3,7 @@
 //! summary, the first-run penalty and anomalies in penalty and anomaly.
 #![forbid(unsafe_code)]
 
-use crate::record::metrics::{MAX_RSS, METRICS};
+use crate::record::metrics::{Metric, MAX_RSS, METRICS};
 use crate::record::run::{Role, RunRecord};
 use crate::record::stats::{ratio, Summary};
 use crate::record::summary::{AtFloor, MetricSummary};
@@ -30,22 +30,35 @@ pub const ON_CPU_NS: usize = METRICS.len() + 1;
 pub const FELL_FROM_BYTES: usize = METRICS.len() + 2;
 /// Column of the watched bytes resident at the start of such a run.
 pub const FELL_TO_BYTES: usize = METRICS.len() + 3;
-/// Values per row.
+/// Values per row before the batch's perf events.
 const WIDTH: usize = METRICS.len() + EXTRAS.len();
 
-/// One run's values: every metric of [`METRICS`], then the extras ([`INDEX`], [`ON_CPU_NS`]).
+/// One run's values: every metric of [`METRICS`], then the extras ([`INDEX`], [`ON_CPU_NS`]),
+/// then the batch's perf events (metric `METRICS.len() + j` is column `WIDTH + j`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row(Vec<f64>);
 
 impl Row {
-    /// The row of `record` (an absent value is stored as NaN).
-    pub fn of(record: &RunRecord<'_>) -> Row {
-        let metrics = METRICS.iter().map(|m| (m.get)(record));
+    /// The row of `record` for the batch's `metrics` ([`crate::record::metrics::metrics_for`]);
+    /// an absent value is stored as NaN.
+    pub fn of(record: &RunRecord<'_>, metrics: &[Metric]) -> Row {
+        let fields = metrics[..METRICS.len()].iter().map(|m| m.get(record));
         let extras = EXTRAS.iter().map(|get| get(record));
-        Row(metrics
+        let counters = metrics[METRICS.len()..].iter().map(|m| m.get(record));
+        Row(fields
             .chain(extras)
+            .chain(counters)
             .map(|v| v.unwrap_or(f64::NAN))
             .collect())
+    }
+
+    /// The value of metric `i` (in the batch's metric order), `None` when absent.
+    pub fn metric(&self, i: usize) -> Option<f64> {
+        self.get(if i < METRICS.len() {
+            i
+        } else {
+            i + EXTRAS.len()
+        })
     }
 
     /// A row from its values (tests and readers), padded with absent values.
@@ -94,6 +107,7 @@ pub struct FirstRun {
 /// stays flat however long the batch (10,000 runs would otherwise add ~2 MiB). They are read
 /// back once, after the last run.
 pub struct Columns {
+    metrics: Vec<Metric>,
     first: Option<FirstRun>,
     warm_at_floor: u64,
     warm: WarmRows,
@@ -104,25 +118,32 @@ enum WarmRows {
     Memory(Vec<Row>),
 }
 
-impl Default for Columns {
-    fn default() -> Self {
+impl Columns {
+    /// Empty columns for the batch's `metrics` ([`crate::record::metrics::metrics_for`]: the
+    /// [`METRICS`], then its perf events).
+    pub fn new(metrics: Vec<Metric>) -> Self {
+        let width = WIDTH + metrics.len().saturating_sub(METRICS.len());
         let warm =
             match rustix::fs::memfd_create("coldtrace-metrics", rustix::fs::MemfdFlags::CLOEXEC) {
                 Ok(fd) => WarmRows::File {
                     file: std::fs::File::from(fd),
-                    row: Vec::with_capacity(WIDTH * 8),
+                    row: Vec::with_capacity(width * 8),
                 },
                 Err(_) => WarmRows::Memory(Vec::new()),
             };
         Columns {
+            metrics,
             first: None,
             warm_at_floor: 0,
             warm,
         }
     }
-}
 
-impl Columns {
+    /// The batch's metrics, in column order.
+    pub fn metrics(&self) -> &[Metric] {
+        &self.metrics
+    }
+
     /// Adds a run: the run with role `first` (counted or rejected) and every counted warm run.
     /// Warm-ups and rejected warm runs are ignored.
     pub fn push(&mut self, record: &RunRecord<'_>) {
@@ -130,7 +151,7 @@ impl Columns {
         match record.role {
             Role::First => {
                 self.first = Some(FirstRun {
-                    row: Row::of(record),
+                    row: Row::of(record, &self.metrics),
                     index: record.index,
                     counted: record.counted,
                     failure_reason: record.failure_reason.clone(),
@@ -139,7 +160,7 @@ impl Columns {
             }
             Role::Warm if record.counted => {
                 self.warm_at_floor += u64::from(at_floor);
-                self.push_warm(Row::of(record));
+                self.push_warm(Row::of(record, &self.metrics));
             }
             Role::Warm | Role::Warmup => {}
         }
@@ -164,12 +185,13 @@ impl Columns {
     pub fn load(&self) -> Loaded {
         let warm_rows = match &self.warm {
             WarmRows::Memory(rows) => rows.clone(),
-            WarmRows::File { file, .. } => read_rows(file),
+            WarmRows::File { file, .. } => read_rows(file, self.width()),
         };
-        let warm = (0..METRICS.len())
-            .map(|i| warm_rows.iter().filter_map(|r| r.get(i)).collect())
+        let warm = (0..self.metrics.len())
+            .map(|i| warm_rows.iter().filter_map(|r| r.metric(i)).collect())
             .collect();
         Loaded {
+            metrics: self.metrics.clone(),
             first: self.first.clone(),
             warm_at_floor: self.warm_at_floor,
             warm,
@@ -178,7 +200,14 @@ impl Columns {
     }
 }
 
-fn read_rows(file: &std::fs::File) -> Vec<Row> {
+impl Columns {
+    /// Values per row: the fields, the extras, the perf events.
+    fn width(&self) -> usize {
+        WIDTH + self.metrics.len().saturating_sub(METRICS.len())
+    }
+}
+
+fn read_rows(file: &std::fs::File, width: usize) -> Vec<Row> {
     use std::io::{Read, Seek};
     let mut bytes = Vec::new();
     let mut reader: &std::fs::File = file;
@@ -186,7 +215,7 @@ fn read_rows(file: &std::fs::File) -> Vec<Row> {
         return Vec::new();
     }
     bytes
-        .chunks_exact(WIDTH * 8)
+        .chunks_exact(width * 8)
         .map(|row| {
             Row(row
                 .chunks_exact(8)
@@ -202,6 +231,8 @@ fn read_rows(file: &std::fs::File) -> Vec<Row> {
 
 /// The runs' values, read back.
 pub struct Loaded {
+    /// The batch's metrics, in the order of `warm` and of the summaries.
+    pub metrics: Vec<Metric>,
     /// The run with role `first`, counted or rejected (`None` when there was none).
     pub first: Option<FirstRun>,
     warm_at_floor: u64,
@@ -219,7 +250,7 @@ impl Loaded {
 
     /// The wall times of the counted runs, in order (for the strip in the table).
     pub fn walls_ns(&self) -> Vec<f64> {
-        let first = self.counted_first().and_then(|f| f.row.get(0));
+        let first = self.counted_first().and_then(|f| f.row.metric(0));
         first
             .into_iter()
             .chain(self.warm[0].iter().copied())
@@ -230,11 +261,11 @@ impl Loaded {
     pub fn summarise(&self) -> Vec<MetricSummary> {
         let first = self.counted_first();
         let first_at_floor = first.is_some_and(|f| f.at_floor);
-        METRICS
+        self.metrics
             .iter()
             .enumerate()
             .map(|(i, metric)| {
-                let first_value = first.and_then(|f| f.row.get(i));
+                let first_value = first.and_then(|f| f.row.metric(i));
                 let first_summary = first_value.and_then(|v| Summary::of(&[v]));
                 let warm = Summary::of(&self.warm[i]);
                 let all_values: Vec<f64> = first_value

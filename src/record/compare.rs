@@ -3,7 +3,7 @@
 #![forbid(unsafe_code)]
 
 use crate::record::batch::Counts;
-use crate::record::metrics::METRICS;
+use crate::record::metrics::Metric;
 use crate::record::stats::{bootstrap_ratio_ci, Summary};
 use crate::serialize_struct;
 
@@ -61,6 +61,10 @@ pub struct CommandEntry {
     pub index: u64,
     /// The command as given.
     pub command: String,
+    /// Its `--command-name`.
+    pub name: Option<String>,
+    /// The parameter values it was made with (`-P`, `-L`).
+    pub parameters: Vec<ParameterEntry>,
     /// Its batch directory, relative to the comparison's.
     pub dir: Option<String>,
     /// Its own exit code as a batch.
@@ -71,10 +75,22 @@ pub struct CommandEntry {
 serialize_struct!(CommandEntry {
     index,
     command,
+    name,
+    parameters,
     dir,
     exit_code,
     counts
 });
+
+/// A parameter of a scan and this command's value of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParameterEntry {
+    /// `NAME` of `-P NAME …` / `-L NAME …`.
+    pub name: String,
+    /// The value.
+    pub value: String,
+}
+serialize_struct!(ParameterEntry { name, value });
 
 /// The whole comparison document.
 pub struct CompareDocument<'a> {
@@ -117,9 +133,13 @@ fn verdict(metric: &str, ratio: f64, lo: f64, hi: f64, name: &str, base: &str) -
 
 /// Compares the commands' warm runs metric by metric.
 ///
-/// `warm[c][m]` holds command `c`'s warm values of metric `m` (in [`METRICS`] order).
-pub fn compare_metrics(warm: &[&[Vec<f64>]], names: &[String]) -> Vec<MetricComparison> {
-    METRICS
+/// `warm[c][m]` holds command `c`'s warm values of metric `m` (in `metrics` order).
+pub fn compare_metrics(
+    metrics: &[Metric],
+    warm: &[&[Vec<f64>]],
+    names: &[String],
+) -> Vec<MetricComparison> {
+    metrics
         .iter()
         .enumerate()
         .map(|(m, metric)| {

@@ -2,6 +2,7 @@
 //! It only names and reads metrics; holding and summarising their values is elsewhere.
 #![forbid(unsafe_code)]
 
+use crate::measure::perf::PerfEvent;
 use crate::record::run::RunRecord;
 
 /// The unit of a metric, for rendering.
@@ -39,16 +40,66 @@ impl Unit {
     }
 }
 
+/// Where a metric's value is read from.
+#[derive(Clone, Copy)]
+pub enum Source {
+    /// A field of the record.
+    Field(fn(&RunRecord<'_>) -> Option<f64>),
+    /// The reading of the perf event named like the metric.
+    Counter,
+}
+
 /// One summarised number of a run.
+#[derive(Clone, Copy)]
 pub struct Metric {
-    /// Key in `summary` (the record's field name).
+    /// Key in `summary` (the record's field name, or the perf event's name).
     pub name: &'static str,
     /// Label in the human table.
     pub label: &'static str,
     /// Its unit.
     pub unit: Unit,
-    /// Reads it from a record.
-    pub get: fn(&RunRecord<'_>) -> Option<f64>,
+    /// Where it is read from.
+    pub source: Source,
+}
+
+impl Metric {
+    /// The metric of the perf event `event`: its name, labelled and summarised like any other.
+    pub fn counter(event: PerfEvent) -> Metric {
+        Metric {
+            name: event.name(),
+            label: event.name(),
+            unit: if event.unit() == "ns" {
+                Unit::Ns
+            } else {
+                Unit::Count
+            },
+            source: Source::Counter,
+        }
+    }
+
+    /// The value of this metric in `record`, if it was measured.
+    pub fn get(&self, record: &RunRecord<'_>) -> Option<f64> {
+        match self.source {
+            Source::Field(read) => read(record),
+            Source::Counter => {
+                record
+                    .counters
+                    .as_ref()?
+                    .iter()
+                    .find(|c| c.event == self.name)?
+                    .value
+            }
+        }
+    }
+}
+
+/// The metrics of a batch counting `events`: every field metric, then one per event.
+pub fn metrics_for(events: &[PerfEvent]) -> Vec<Metric> {
+    METRICS
+        .iter()
+        .copied()
+        .chain(events.iter().map(|e| Metric::counter(*e)))
+        .collect()
 }
 
 macro_rules! rusage_metric {
@@ -57,35 +108,19 @@ macro_rules! rusage_metric {
             name: stringify!($name),
             label: $label,
             unit: $unit,
-            get: |r| r.rusage.map(|u| u.0.$name as f64),
+            source: Source::Field(|r| r.rusage.map(|u| u.0.$name as f64)),
         }
     };
 }
 
-macro_rules! counter_metric {
-    ($event:literal, $label:expr, $unit:expr) => {
-        Metric {
-            name: $event,
-            label: $label,
-            unit: $unit,
-            get: |r| {
-                r.counters
-                    .as_ref()?
-                    .iter()
-                    .find(|c| c.event == $event)?
-                    .value
-            },
-        }
-    };
-}
-
-/// Every summarised metric, in table order.
+/// Every summarised metric that is a field of the record, in table order; the perf events a
+/// batch counts follow them ([`metrics_for`]).
 pub const METRICS: &[Metric] = &[
     Metric {
         name: "wall_ns",
         label: "wall",
         unit: Unit::Ns,
-        get: |r| r.wall_ns.map(|v| v as f64),
+        source: Source::Field(|r| r.wall_ns.map(|v| v as f64)),
     },
     rusage_metric!(user_us, "user", Unit::Us),
     rusage_metric!(sys_us, "sys", Unit::Us),
@@ -100,78 +135,69 @@ pub const METRICS: &[Metric] = &[
         name: "read_bytes",
         label: "read_bytes (child)",
         unit: Unit::Bytes,
-        get: |r| {
+        source: Source::Field(|r| {
             r.child_io
                 .as_ref()
                 .and_then(|io| io.read_bytes)
                 .map(|v| v as f64)
-        },
+        }),
     },
     Metric {
         name: "rchar",
         label: "rchar (child)",
         unit: Unit::Bytes,
-        get: |r| {
+        source: Source::Field(|r| {
             r.child_io
                 .as_ref()
                 .and_then(|io| io.rchar)
                 .map(|v| v as f64)
-        },
+        }),
     },
     Metric {
         name: "runqueue_wait_ns",
         label: "run-queue wait",
         unit: Unit::Ns,
-        get: |r| {
+        source: Source::Field(|r| {
             r.sched
                 .as_ref()
                 .and_then(|s| s.runqueue_wait_ns)
                 .map(|v| v as f64)
-        },
+        }),
     },
     Metric {
         name: "resident_ratio_before",
         label: "cached before",
         unit: Unit::Ratio,
-        get: |r| r.cache.as_ref().and_then(|c| c.before.resident_ratio),
+        source: Source::Field(|r| r.cache.as_ref().and_then(|c| c.before.resident_ratio)),
     },
     Metric {
         name: "resident_ratio_after",
         label: "cached after",
         unit: Unit::Ratio,
-        get: |r| r.cache.as_ref().and_then(|c| c.after.resident_ratio),
+        source: Source::Field(|r| r.cache.as_ref().and_then(|c| c.after.resident_ratio)),
     },
     Metric {
         name: "pgmajfault",
         label: "pgmajfault (sys)",
         unit: Unit::Count,
-        get: |r| {
+        source: Source::Field(|r| {
             r.system_delta
                 .as_ref()
                 .and_then(|d| d.pgmajfault)
                 .map(|v| v as f64)
-        },
+        }),
     },
     Metric {
         name: "psi_io_some_us",
         label: "I/O pressure (sys)",
         unit: Unit::Us,
-        get: |r| {
+        source: Source::Field(|r| {
             r.system_delta
                 .as_ref()
                 .and_then(|d| d.psi_io_some_us)
                 .map(|v| v as f64)
-        },
+        }),
     },
-    counter_metric!("task-clock", "task-clock", Unit::Ns),
-    counter_metric!("page-faults", "page-faults", Unit::Count),
-    counter_metric!("context-switches", "context-switches", Unit::Count),
-    counter_metric!("cpu-migrations", "cpu-migrations", Unit::Count),
-    counter_metric!("instructions", "instructions", Unit::Count),
-    counter_metric!("cycles", "cycles", Unit::Count),
-    counter_metric!("cache-references", "cache-references", Unit::Count),
-    counter_metric!("cache-misses", "cache-misses", Unit::Count),
-    counter_metric!("branch-misses", "branch-misses", Unit::Count),
 ];
 
 /// Index of `max_rss_kib` in [`METRICS`] (it has an at-the-floor count).

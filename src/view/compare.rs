@@ -5,7 +5,7 @@
 
 use crate::batch::CompareOutcome;
 use crate::record::compare::MetricComparison;
-use crate::record::metrics::{Metric, METRICS};
+use crate::record::metrics::Metric;
 use crate::view::grid::{Align, Grid};
 use crate::view::lines::Note;
 use crate::view::style::Style;
@@ -81,7 +81,7 @@ fn command_lines(outcome: &CompareOutcome) -> Vec<String> {
             format!(
                 "[{}] {}  ({} counted, {} rejected)",
                 c.index,
-                crate::text::escape_controls(&c.command),
+                crate::text::escape_controls(c.name.as_deref().unwrap_or(&c.command)),
                 c.counts.counted,
                 c.counts.rejected
             )
@@ -120,7 +120,7 @@ fn grid(outcome: &CompareOutcome, others: &[usize]) -> Grid {
             .column("\nratio", Align::Right)
             .column("\n95% CI", Align::Right);
     }
-    for (cmp, metric) in outcome.comparison.iter().zip(METRICS) {
+    for (cmp, metric) in outcome.comparison.iter().zip(&outcome.metrics) {
         if !shown(cmp, metric) {
             continue;
         }

@@ -5,7 +5,7 @@
 
 use crate::batch::BatchOutcome;
 use crate::plan::ColdWhen;
-use crate::record::metrics::{is_residency, Metric, MAX_RSS, METRICS};
+use crate::record::metrics::{is_residency, Metric, MAX_RSS};
 use crate::record::stats::Summary;
 use crate::record::summary::MetricSummary;
 use crate::text::escape_controls;
@@ -153,8 +153,8 @@ fn metric_grid(outcome: &BatchOutcome, style: &Style) -> Grid {
             Align::Right,
         )
     };
-    for (i, (summary, metric)) in outcome.summaries.iter().zip(METRICS).enumerate() {
-        let rejected_value = rejected.and_then(|f| f.row.get(i));
+    for (i, (summary, metric)) in outcome.summaries.iter().zip(&outcome.metrics).enumerate() {
+        let rejected_value = rejected.and_then(|f| f.row.metric(i));
         if !row_visible(summary, rejected_value, outcome.watching) {
             continue;
         }

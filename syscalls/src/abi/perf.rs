@@ -8,6 +8,8 @@ use core::mem::{align_of, size_of};
 pub const PERF_TYPE_HARDWARE: u32 = 0;
 /// `PERF_TYPE_SOFTWARE`: events the kernel counts itself (always present).
 pub const PERF_TYPE_SOFTWARE: u32 = 1;
+/// `PERF_TYPE_HW_CACHE`: cache events; `config` is `cache | op << 8 | result << 16`.
+pub const PERF_TYPE_HW_CACHE: u32 = 3;
 
 /// `PERF_COUNT_HW_CPU_CYCLES`.
 pub const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
@@ -17,8 +19,31 @@ pub const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
 pub const PERF_COUNT_HW_CACHE_REFERENCES: u64 = 2;
 /// `PERF_COUNT_HW_CACHE_MISSES`.
 pub const PERF_COUNT_HW_CACHE_MISSES: u64 = 3;
+/// `PERF_COUNT_HW_BRANCH_INSTRUCTIONS`.
+pub const PERF_COUNT_HW_BRANCH_INSTRUCTIONS: u64 = 4;
 /// `PERF_COUNT_HW_BRANCH_MISSES`.
 pub const PERF_COUNT_HW_BRANCH_MISSES: u64 = 5;
+/// `PERF_COUNT_HW_BUS_CYCLES`.
+pub const PERF_COUNT_HW_BUS_CYCLES: u64 = 6;
+/// `PERF_COUNT_HW_STALLED_CYCLES_FRONTEND`.
+pub const PERF_COUNT_HW_STALLED_CYCLES_FRONTEND: u64 = 7;
+/// `PERF_COUNT_HW_STALLED_CYCLES_BACKEND`.
+pub const PERF_COUNT_HW_STALLED_CYCLES_BACKEND: u64 = 8;
+/// `PERF_COUNT_HW_REF_CPU_CYCLES`.
+pub const PERF_COUNT_HW_REF_CPU_CYCLES: u64 = 9;
+
+/// `PERF_COUNT_HW_CACHE_*` ids, in `enum perf_hw_cache_id` order: L1D, L1I, LL, DTLB, ITLB,
+/// BPU, NODE.
+pub const PERF_COUNT_HW_CACHE_IDS: [u64; 7] = [0, 1, 2, 3, 4, 5, 6];
+/// `PERF_COUNT_HW_CACHE_OP_READ`, `_WRITE`, `_PREFETCH`.
+pub const PERF_COUNT_HW_CACHE_OPS: [u64; 3] = [0, 1, 2];
+/// `PERF_COUNT_HW_CACHE_RESULT_ACCESS`.
+pub const PERF_COUNT_HW_CACHE_RESULT_ACCESS: u64 = 0;
+/// `PERF_COUNT_HW_CACHE_RESULT_MISS`.
+pub const PERF_COUNT_HW_CACHE_RESULT_MISS: u64 = 1;
+
+/// `PERF_COUNT_SW_CPU_CLOCK` (nanoseconds of the CPU clock while the task ran).
+pub const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
 
 /// `PERF_COUNT_SW_TASK_CLOCK` (nanoseconds on the CPU).
 pub const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
@@ -28,6 +53,20 @@ pub const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
 pub const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
 /// `PERF_COUNT_SW_CPU_MIGRATIONS`.
 pub const PERF_COUNT_SW_CPU_MIGRATIONS: u64 = 4;
+/// `PERF_COUNT_SW_PAGE_FAULTS_MIN`.
+pub const PERF_COUNT_SW_PAGE_FAULTS_MIN: u64 = 5;
+/// `PERF_COUNT_SW_PAGE_FAULTS_MAJ`.
+pub const PERF_COUNT_SW_PAGE_FAULTS_MAJ: u64 = 6;
+/// `PERF_COUNT_SW_ALIGNMENT_FAULTS`.
+pub const PERF_COUNT_SW_ALIGNMENT_FAULTS: u64 = 7;
+/// `PERF_COUNT_SW_EMULATION_FAULTS`.
+pub const PERF_COUNT_SW_EMULATION_FAULTS: u64 = 8;
+/// `PERF_COUNT_SW_DUMMY` (counts nothing; perf uses it as a placeholder).
+pub const PERF_COUNT_SW_DUMMY: u64 = 9;
+/// `PERF_COUNT_SW_BPF_OUTPUT` (counts what BPF programs emit; nothing without one).
+pub const PERF_COUNT_SW_BPF_OUTPUT: u64 = 10;
+/// `PERF_COUNT_SW_CGROUP_SWITCHES` (Linux ≥ 5.13).
+pub const PERF_COUNT_SW_CGROUP_SWITCHES: u64 = 11;
 
 /// `PERF_FORMAT_TOTAL_TIME_ENABLED`: a read also returns the time the event was enabled.
 pub const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;

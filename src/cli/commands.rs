@@ -1,0 +1,330 @@
+//! The commands of a `run` or a `compare`: a parameter scan expanded, `{NAME}` replaced, the
+//! shell applied, and each command given its name and its `--setup`/`--prepare`/`--conclude`/
+//! `--cleanup`. It builds descriptions of commands; checking them into plans is `run.rs`'s job.
+#![forbid(unsafe_code)]
+
+use crate::cli::args::Read;
+use crate::cli::scan::{self, Binding, MAX_COMMANDS};
+use crate::cli::{usage, UsageError};
+use std::ffi::OsString;
+
+/// One command to measure, with what belongs to it alone.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CommandSpec {
+    /// What is executed (through the shell, with `--shell`).
+    pub argv: Vec<OsString>,
+    /// The command as the user sees it: their string, or their words quoted.
+    pub text: String,
+    /// `--command-name`, parameters replaced.
+    pub name: Option<String>,
+    /// The parameter values it was made with.
+    pub parameters: Binding,
+    /// `--setup`, `--prepare`, `--conclude`, `--cleanup` for this command, parameters replaced.
+    pub setup: Option<String>,
+    pub prepare: Option<String>,
+    pub conclude: Option<String>,
+    pub cleanup: Option<String>,
+}
+
+/// How the commands were given.
+pub(crate) enum Given<'a> {
+    /// `run -- COMMAND ARG...`: one command as words.
+    Words(&'a [OsString]),
+    /// `compare 'CMD A' 'CMD B'`: each command one string, split as a shell would.
+    Strings(&'a [String]),
+}
+
+/// The commands, expanded over the parameter scan (each value, every command: the commands
+/// vary fastest, as in hyperfine).
+pub(crate) fn commands(read: &Read, given: Given<'_>) -> Result<Vec<CommandSpec>, UsageError> {
+    let bindings = scan::bindings(read)?;
+    let scanned = bindings.iter().any(|b| !b.is_empty());
+    let shell = shell_words(read)?;
+    let count = match given {
+        Given::Words(_) => 1,
+        Given::Strings(texts) => texts.len(),
+    };
+    if bindings.len().saturating_mul(count) > MAX_COMMANDS {
+        return Err(usage(format!(
+            "the scan makes more than {MAX_COMMANDS} commands; scan fewer values"
+        )));
+    }
+    let mut specs = Vec::with_capacity(bindings.len() * count);
+    for binding in &bindings {
+        for i in 0..count {
+            let (argv, text) = match &given {
+                Given::Words(words) => from_words(words, binding, shell.as_deref()),
+                Given::Strings(texts) => from_string(&texts[i], i, binding, shell.as_deref())?,
+            };
+            specs.push(CommandSpec {
+                argv,
+                text,
+                parameters: binding.clone(),
+                ..CommandSpec::default()
+            });
+        }
+    }
+    assign_names(read, &mut specs, scanned)?;
+    assign_helpers(read, &mut specs)?;
+    Ok(specs)
+}
+
+/// `--shell`: `None` to execute directly (the default and `-N`), else the shell's words.
+fn shell_words(read: &Read) -> Result<Option<Vec<String>>, UsageError> {
+    let Some(shell) = read.text("--shell") else {
+        return Ok(None);
+    };
+    match shell.as_str() {
+        "none" => Ok(None),
+        "default" => Ok(Some(vec!["sh".into()])),
+        text => {
+            let words = crate::text::split(text).map_err(|e| usage(format!("--shell: {e}")))?;
+            if words.is_empty() {
+                return Err(usage(
+                    "--shell: expected a shell, e.g. --shell bash, got ''",
+                ));
+            }
+            Ok(Some(words))
+        }
+    }
+}
+
+/// `run`'s words, parameters replaced; through the shell as one string.
+fn from_words(
+    words: &[OsString],
+    binding: &Binding,
+    shell: Option<&[String]>,
+) -> (Vec<OsString>, String) {
+    let argv: Vec<OsString> = if binding.is_empty() {
+        words.to_vec()
+    } else {
+        words
+            .iter()
+            .map(|w| scan::substitute(&w.to_string_lossy(), binding).into())
+            .collect()
+    };
+    let lossy: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let text = crate::text::quote(&lossy);
+    match shell {
+        // `run -S -- 'sleep 0.1; echo'` is one string already; several words are quoted back.
+        Some(shell) => {
+            let script = if lossy.len() == 1 {
+                lossy[0].clone()
+            } else {
+                text.clone()
+            };
+            (through(shell, &script), script)
+        }
+        None => (argv, text),
+    }
+}
+
+/// `compare`'s string, parameters replaced, split into words (or handed to the shell).
+fn from_string(
+    text: &str,
+    index: usize,
+    binding: &Binding,
+    shell: Option<&[String]>,
+) -> Result<(Vec<OsString>, String), UsageError> {
+    let text = scan::substitute(text, binding);
+    if let Some(shell) = shell {
+        return Ok((through(shell, &text), text));
+    }
+    let words =
+        crate::text::split(&text).map_err(|e| usage(format!("command {}: {e}", index + 1)))?;
+    if words.is_empty() {
+        return Err(usage(format!(
+            "command {} is empty; give each command as one non-empty argument",
+            index + 1
+        )));
+    }
+    Ok((words.into_iter().map(OsString::from).collect(), text))
+}
+
+fn through(shell: &[String], script: &str) -> Vec<OsString> {
+    shell
+        .iter()
+        .map(OsString::from)
+        .chain([OsString::from("-c"), OsString::from(script)])
+        .collect()
+}
+
+/// `--command-name`: without a scan one per command in order (fewer leave the rest unnamed);
+/// with a scan once for all (parameters replaced) or exactly once per command (hyperfine's).
+fn assign_names(read: &Read, specs: &mut [CommandSpec], scanned: bool) -> Result<(), UsageError> {
+    let names: Vec<String> = read.all("--command-name").map(|o| o.text()).collect();
+    let fits = if scanned {
+        names.len() <= 1 || names.len() == specs.len()
+    } else {
+        names.len() <= specs.len()
+    };
+    if !fits {
+        return Err(usage(format!(
+            "--command-name given {} times for {} commands: {}",
+            names.len(),
+            specs.len(),
+            if scanned {
+                "give it once (for every value) or once per command"
+            } else {
+                "give it at most once per command"
+            }
+        )));
+    }
+    for (i, spec) in specs.iter_mut().enumerate() {
+        let name = names.get(i).or(if scanned { names.first() } else { None });
+        spec.name = name.map(|n| scan::substitute(n, &spec.parameters));
+    }
+    Ok(())
+}
+
+/// The commands around the runs: `--prepare`/`--conclude` once for all or once per command
+/// (hyperfine's rule), `--setup`/`--cleanup` once for all; parameters replaced in each.
+fn assign_helpers(read: &Read, specs: &mut [CommandSpec]) -> Result<(), UsageError> {
+    let per_command = |long: &str| -> Result<Vec<String>, UsageError> {
+        let given: Vec<String> = read.all(long).map(|o| o.text()).collect();
+        if given.len() > 1 && given.len() != specs.len() {
+            return Err(usage(format!(
+                "{long} given {} times for {} command{}: give it once (for every command) or once per command",
+                given.len(),
+                specs.len(),
+                if specs.len() == 1 { "" } else { "s" }
+            )));
+        }
+        Ok(given)
+    };
+    let prepare = per_command("--prepare")?;
+    let conclude = per_command("--conclude")?;
+    let setup = read.text("--setup");
+    let cleanup = read.text("--cleanup");
+    for (i, spec) in specs.iter_mut().enumerate() {
+        let pick = |list: &[String]| list.get(i).or(list.first()).cloned();
+        let replace = |s: Option<String>| s.map(|s| scan::substitute(&s, &spec.parameters));
+        spec.prepare = replace(pick(&prepare));
+        spec.conclude = replace(pick(&conclude));
+        spec.setup = replace(setup.clone());
+        spec.cleanup = replace(cleanup.clone());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::args;
+    use crate::cli::table::Sub;
+
+    fn specs(sub: Sub, list: &[&str]) -> Result<Vec<CommandSpec>, UsageError> {
+        let words: Vec<OsString> = list.iter().map(OsString::from).collect();
+        let read = args::read(sub, words)?;
+        match sub {
+            Sub::Run => commands(&read, Given::Words(&read.operands)),
+            _ => {
+                let texts: Vec<String> = read
+                    .operands
+                    .iter()
+                    .map(|o| o.to_string_lossy().into_owned())
+                    .collect();
+                commands(&read, Given::Strings(&texts))
+            }
+        }
+    }
+
+    fn argv(spec: &CommandSpec) -> Vec<String> {
+        spec.argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_scan_of_run_makes_one_command_per_value() {
+        let s = specs(Sub::Run, &["-P", "n", "1", "3", "--", "sleep", "0.0{n}"]).unwrap();
+        let all: Vec<Vec<String>> = s.iter().map(argv).collect();
+        assert_eq!(
+            all,
+            [["sleep", "0.01"], ["sleep", "0.02"], ["sleep", "0.03"]]
+        );
+        assert_eq!(s[1].text, "sleep 0.02");
+        assert_eq!(s[2].parameters, [("n".to_string(), "3".to_string())]);
+    }
+
+    #[test]
+    fn a_scan_of_compare_varies_the_commands_fastest() {
+        let s = specs(Sub::Compare, &["-L", "v", "a,b", "echo {v}", "printf {v}"]).unwrap();
+        let texts: Vec<&str> = s.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(texts, ["echo a", "printf a", "echo b", "printf b"]);
+    }
+
+    #[test]
+    fn names_and_helpers_follow_hyperfines_counts() {
+        let s = specs(
+            Sub::Compare,
+            &[
+                "-P",
+                "n",
+                "1",
+                "2",
+                "--command-name",
+                "n={n}",
+                "-p",
+                "p{n}",
+                "-s",
+                "s{n}",
+                "x {n}",
+            ],
+        )
+        .unwrap();
+        assert_eq!(s[1].name.as_deref(), Some("n=2"));
+        assert_eq!(s[1].prepare.as_deref(), Some("p2"));
+        assert_eq!(s[0].setup.as_deref(), Some("s1"));
+        let s = specs(Sub::Compare, &["-C", "c1", "-C", "c2", "a", "b"]).unwrap();
+        assert_eq!(s[1].conclude.as_deref(), Some("c2"));
+        let e = specs(Sub::Compare, &["-p", "1", "-p", "2", "a", "b", "c"])
+            .unwrap_err()
+            .0;
+        assert!(
+            e.starts_with("--prepare given 2 times for 3 commands"),
+            "{e}"
+        );
+        let e = specs(Sub::Run, &["-p", "1", "-p", "2", "--", "x"])
+            .unwrap_err()
+            .0;
+        assert!(
+            e.starts_with("--prepare given 2 times for 1 command:"),
+            "{e}"
+        );
+        let s = specs(Sub::Compare, &["--command-name", "first", "a", "b"]).unwrap();
+        assert_eq!(
+            (s[0].name.as_deref(), s[1].name.as_deref()),
+            (Some("first"), None)
+        );
+        let e = specs(
+            Sub::Compare,
+            &[
+                "--command-name",
+                "1",
+                "--command-name",
+                "2",
+                "--command-name",
+                "3",
+                "a",
+                "b",
+            ],
+        );
+        assert!(e.unwrap_err().0.contains("at most once per command"));
+    }
+
+    #[test]
+    fn the_shell_gets_the_command_as_one_string() {
+        let s = specs(Sub::Compare, &["-S", "sleep 0.1; true", "b"]).unwrap();
+        assert_eq!(argv(&s[0]), ["sh", "-c", "sleep 0.1; true"]);
+        let s = specs(Sub::Run, &["--shell", "bash --norc", "--", "echo", "a b"]).unwrap();
+        assert_eq!(argv(&s[0]), ["bash", "--norc", "-c", "echo 'a b'"]);
+        let s = specs(Sub::Run, &["-N", "--", "echo", "a b"]).unwrap();
+        assert_eq!(argv(&s[0]), ["echo", "a b"]);
+        assert!(specs(Sub::Run, &["--shell=", "--", "x"]).is_err());
+    }
+}

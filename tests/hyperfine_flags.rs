@@ -1,0 +1,437 @@
+//! hyperfine's vocabulary on the binary: the commands around the runs and their order,
+//! parameter scans as interleaved comparisons, the run count chosen by time, names, the shell,
+//! and every perf event name.
+#![forbid(unsafe_code)]
+
+mod common;
+
+use common::{ct, read_batch, read_records, TempDir};
+use serde_json::Value;
+
+/// Appends `WORD` to ./log (the batch's cwd).
+fn log(word: &str) -> String {
+    format!("echo {word} >> log")
+}
+
+fn logged(dir: &TempDir) -> Vec<String> {
+    std::fs::read_to_string(dir.join("log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn setup_prepare_conclude_and_cleanup_run_in_hyperfines_order() {
+    let dir = TempDir::new("order");
+    let (setup, prepare, conclude, cleanup) = (
+        log("setup"),
+        log("prepare"),
+        log("conclude"),
+        log("cleanup"),
+    );
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "-n",
+            "2",
+            "-w",
+            "1",
+            "-s",
+            &setup,
+            "-p",
+            &prepare,
+            "-C",
+            &conclude,
+            "-c",
+            &cleanup,
+            "--",
+            "sh",
+            "-c",
+            "echo run >> log",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let mut expected = vec!["setup"];
+    for _ in 0..3 {
+        expected.extend(["prepare", "run", "conclude"]);
+    }
+    expected.push("cleanup");
+    assert_eq!(logged(&dir), expected, "{}", out.describe());
+}
+
+#[test]
+fn in_a_comparison_every_setup_comes_first_and_every_cleanup_last() {
+    let dir = TempDir::new("order-compare");
+    let out = ct(
+        dir.path(),
+        [
+            "compare",
+            "-n",
+            "2",
+            "-q",
+            "-s",
+            "echo setup {c} >> log",
+            "-p",
+            "echo prepare {c} >> log",
+            "-C",
+            "echo conclude {c} >> log",
+            "-c",
+            "echo cleanup {c} >> log",
+            "-L",
+            "c",
+            "a,b",
+            "sh -c 'echo run {c} >> log'",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let round = |c: &str| -> Vec<String> {
+        ["prepare", "run", "conclude"]
+            .iter()
+            .map(|w| format!("{w} {c}"))
+            .collect()
+    };
+    let mut expected: Vec<String> = vec!["setup a".into(), "setup b".into()];
+    for _ in 0..2 {
+        expected.extend(round("a"));
+        expected.extend(round("b"));
+    }
+    expected.extend(["cleanup a".to_string(), "cleanup b".to_string()]);
+    assert_eq!(logged(&dir), expected, "{}", out.describe());
+}
+
+#[test]
+fn the_commands_around_a_run_are_outside_its_timed_window() {
+    let dir = TempDir::new("window");
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "-n",
+            "3",
+            "-o",
+            "b",
+            "-s",
+            "sleep 0.3",
+            "-p",
+            "sleep 0.3",
+            "-C",
+            "sleep 0.3",
+            "-c",
+            "sleep 0.3",
+            "--",
+            "true",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let records = read_records(&dir.join("b"));
+    assert_eq!(records.len(), 3, "{}", out.describe());
+    for r in &records {
+        let wall = r["wall_ns"].as_u64().expect("wall_ns");
+        // `true` takes about a millisecond; any one of the 300 ms sleeps would show.
+        assert!(
+            wall < 250_000_000,
+            "a surrounding command was timed: {wall} ns{}",
+            out.describe()
+        );
+    }
+    let config = &read_batch(&dir.join("b"))["config"];
+    assert_eq!(config["setup"], "sleep 0.3");
+    assert_eq!(config["conclude"], "sleep 0.3");
+    assert_eq!(config["cleanup"], "sleep 0.3");
+}
+
+#[test]
+fn a_failing_setup_or_conclude_stops_the_batch_and_a_failing_cleanup_exits_1() {
+    let dir = TempDir::new("around-fail");
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "3", "-o", "s", "-s", "exit 3", "--", "true"],
+    )
+    .run();
+    out.expect_code(1);
+    assert!(
+        out.stderr
+            .contains("--setup failed before the first run (exited with code 3): exit 3"),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(read_records(&dir.join("s")).len(), 0);
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "3", "-o", "c", "-C", "exit 4", "--", "true"],
+    )
+    .run();
+    out.expect_code(1);
+    assert_eq!(read_records(&dir.join("c")).len(), 1, "{}", out.describe());
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "2", "-o", "k", "-c", "exit 5", "--", "true"],
+    )
+    .run();
+    out.expect_code(1);
+    assert!(
+        out.stderr
+            .contains("--cleanup failed after the last run (exited with code 5)"),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(read_batch(&dir.join("k"))["complete"], true);
+}
+
+#[test]
+fn a_parameter_scan_is_an_interleaved_comparison_with_a_ratio_against_the_first() {
+    let dir = TempDir::new("scan");
+    let out = ct(
+        dir.path(),
+        [
+            "compare",
+            "-n",
+            "6",
+            "-o",
+            "cmp",
+            "-P",
+            "n",
+            "1",
+            "3",
+            "sleep 0.0{n}",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let doc = read_batch(&dir.join("cmp"));
+    let commands: Vec<&str> = doc["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        commands,
+        ["sleep 0.01", "sleep 0.02", "sleep 0.03"],
+        "{}",
+        out.describe()
+    );
+    assert_eq!(doc["commands"][2]["parameters"][0]["value"], "3");
+    let wall = doc["comparison"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "wall_ns")
+        .unwrap();
+    for c in 1..3 {
+        let ratio = wall["commands"][c]["ratio_to_first"]
+            .as_f64()
+            .expect("a ratio");
+        assert!(ratio > 1.2, "sleep 0.0{} over sleep 0.01: {ratio}", c + 1);
+        assert!(wall["commands"][c]["ci_low"].is_f64(), "{wall}");
+    }
+    // Interleaved: round r runs command 0, 1, 2 in turn.
+    let slots: Vec<(u64, u64)> = (0..3)
+        .flat_map(|c| read_records(&dir.join(format!("cmp/commands/{c:02}"))))
+        .map(|r| {
+            (
+                r["slot"]["round"].as_u64().unwrap(),
+                r["slot"]["command"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(slots.len(), 18);
+    assert!(
+        out.stderr.contains("3 commands compared"),
+        "{}",
+        out.describe()
+    );
+    // `run` with a scan is the same comparison.
+    let out = ct(
+        dir.path(),
+        [
+            "run", "-n", "2", "-q", "-o", "r", "-P", "n", "1", "2", "--", "sleep", "0.0{n}",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    assert_eq!(
+        read_batch(&dir.join("r"))["commands"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+fn counted(dir: &std::path::Path) -> usize {
+    read_records(dir)
+        .iter()
+        .filter(|r| r["counted"] == Value::Bool(true))
+        .count()
+}
+
+#[test]
+fn min_runs_max_runs_and_max_time_choose_the_count_as_hyperfine_does() {
+    let dir = TempDir::new("bounds");
+    // A budget far below one run's cost: the minimum.
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "-q",
+            "-o",
+            "a",
+            "-m",
+            "3",
+            "--max-time",
+            "0.000001",
+            "--",
+            "true",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    assert_eq!(counted(&dir.join("a")), 3, "{}", out.describe());
+    // -M below the default minimum of 10 lowers it; 3 s of `true` would be thousands of runs.
+    let out = ct(
+        dir.path(),
+        ["run", "-q", "-o", "b", "-M", "4", "--", "true"],
+    )
+    .run();
+    out.expect_code(0);
+    assert_eq!(counted(&dir.join("b")), 4, "{}", out.describe());
+    let bounds = &read_batch(&dir.join("b"))["config"]["run_bounds"];
+    assert_eq!(
+        (bounds["min_runs"].as_u64(), bounds["max_runs"].as_u64()),
+        (Some(4), Some(4))
+    );
+    let out = ct(dir.path(), ["run", "-n", "3", "-m", "2", "--", "true"]).run();
+    out.expect_code(125);
+    assert!(
+        out.stderr.contains("fixes the number of runs"),
+        "{}",
+        out.describe()
+    );
+    let out = ct(dir.path(), ["run", "-m", "5", "-M", "2", "--", "true"]).run();
+    out.expect_code(125);
+    assert!(
+        out.stderr.contains("no count satisfies both"),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn names_and_the_shell_are_shown_and_recorded() {
+    let dir = TempDir::new("names");
+    let out = ct(
+        dir.path(),
+        [
+            "compare",
+            "-n",
+            "2",
+            "-o",
+            "c",
+            "--command-name",
+            "fast",
+            "--command-name",
+            "slow",
+            "-S",
+            "true",
+            "sleep 0.01; true",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let ctx = out.describe();
+    assert!(
+        out.stderr.contains("[0] fast") && out.stderr.contains("[1] slow"),
+        "{ctx}"
+    );
+    assert!(
+        out.stderr.contains("coldtrace does not subtract them"),
+        "{ctx}"
+    );
+    assert_eq!(
+        out.stderr.matches("does not subtract").count(),
+        1,
+        "said once{ctx}"
+    );
+    let doc = read_batch(&dir.join("c"));
+    assert_eq!(doc["commands"][1]["name"], "slow");
+    let argv = &read_records(&dir.join("c/commands/01"))[0]["argv"];
+    assert_eq!(
+        argv,
+        &serde_json::json!(["sh", "-c", "sleep 0.01; true"]),
+        "{ctx}"
+    );
+    let out = ct(dir.path(), ["run", "-N", "-q", "--", "true"]).run();
+    out.expect_code(0);
+}
+
+#[test]
+fn every_perf_event_name_is_taken_and_hardware_without_a_pmu_is_null_with_a_reason() {
+    let dir = TempDir::new("events");
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "-n",
+            "2",
+            "-o",
+            "e",
+            "--events",
+            "major-faults,minor-faults,alignment-faults,cpu-clock,cs,cycles,L1-dcache-load-misses",
+            "--",
+            "true",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let record = &read_records(&dir.join("e"))[0];
+    let counters = record["counters"].as_array().expect("counters");
+    let names: Vec<&str> = counters
+        .iter()
+        .map(|c| c["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "major-faults",
+            "minor-faults",
+            "alignment-faults",
+            "cpu-clock",
+            "context-switches",
+            "cycles",
+            "L1-dcache-load-misses"
+        ]
+    );
+    for c in counters {
+        match (&c["value"], &c["unavailable_reason"]) {
+            (Value::Number(_), Value::Null) => {}
+            (Value::Null, Value::String(reason)) => assert!(!reason.is_empty()),
+            other => panic!("neither a value nor a reason: {other:?} in {c}"),
+        }
+    }
+    assert!(
+        counters[1]["value"].as_f64().unwrap() > 0.0,
+        "minor-faults of `true`"
+    );
+    let summary = &read_batch(&dir.join("e"))["summary"];
+    assert!(
+        summary["minor-faults"]["all"]["n"].as_u64() == Some(2),
+        "{summary}"
+    );
+    assert!(
+        summary.get("instructions").is_none(),
+        "only the events asked for are summarised"
+    );
+    let out = ct(dir.path(), ["run", "--events", "majorfaults", "--", "true"]).run();
+    out.expect_code(125);
+    assert!(
+        out.stderr.contains("did you mean major-faults?"),
+        "{}",
+        out.describe()
+    );
+}
