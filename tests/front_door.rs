@@ -144,3 +144,67 @@ fn dash_o_null_creates_nothing_and_says_what_dash_o_is() {
     assert!(out.stderr.contains("coldtrace time -o FILE"), "{ctx}");
     assert_eq!(out.stdout, "", "the command ran{ctx}");
 }
+
+/// The README's migration section, from its heading to the next `## `.
+fn migration_section() -> String {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let start = readme
+        .find("## Coming from hyperfine 2.0 or GNU time 1.9")
+        .expect("the migration section");
+    let rest = &readme[start + 3..];
+    rest[..rest.find("\n## ").unwrap_or(rest.len())].to_string()
+}
+
+#[test]
+fn the_migration_table_names_every_foreign_flag_and_every_time_option() {
+    use coldtrace::cli::table::{self, Sub};
+    let section = migration_section();
+    for foreign in table::foreign() {
+        assert!(
+            section.contains(foreign.flag),
+            "{} is refused with a hint but missing from the README's migration table",
+            foreign.flag
+        );
+    }
+    for o in table::options_of(Sub::Time) {
+        if o.long == "--help" || o.long == "--version" {
+            continue;
+        }
+        let short = o.shorts.first().map(|c| format!("coldtrace time -{c}"));
+        assert!(
+            short.is_some_and(|s| section.contains(&s)),
+            "`coldtrace time`'s {} is missing from the GNU time rows",
+            o.long
+        );
+    }
+    // hyperfine's flags that coldtrace takes under the same name.
+    for flag in [
+        "-w",
+        "--min-runs",
+        "--max-runs",
+        "-r",
+        "--setup",
+        "--prepare",
+        "--conclude",
+        "--cleanup",
+        "--parameter-scan",
+        "--parameter-step-size",
+        "--parameter-list",
+        "--shell",
+        "-N",
+        "--ignore-failure",
+        "--command-name",
+    ] {
+        let spec = table::find_long(Sub::Run, flag).or_else(|| {
+            flag.strip_prefix('-')
+                .and_then(|c| c.chars().next())
+                .and_then(|c| table::find_short(Sub::Run, c))
+        });
+        assert!(spec.is_some(), "coldtrace run does not take {flag}");
+        assert!(
+            section.contains(flag),
+            "{flag} is missing from the migration table"
+        );
+    }
+}
