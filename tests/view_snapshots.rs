@@ -6,10 +6,16 @@
 
 use coldtrace::batch::{BatchOutcome, CompareOutcome, FirstPagedIn};
 use coldtrace::measure::cache::{PagedFile, PagedIn};
+use coldtrace::measure::perf::default_events;
 use coldtrace::plan::ColdWhen;
 use coldtrace::record::batch::{BatchContext, Counts, FailedRun};
 use coldtrace::record::compare::{CommandEntry, MetricComparison, Ratio};
-use coldtrace::record::metrics::{MAX_RSS, METRICS};
+use coldtrace::record::metrics::{metrics_for, Metric, MAX_RSS};
+
+/// The metrics of a batch that counted the default perf events (`--counters`).
+fn metrics() -> Vec<Metric> {
+    metrics_for(&default_events())
+}
 use coldtrace::record::penalty::{Basis, Evidence, FirstPenalty};
 use coldtrace::record::reader::BatchRow;
 use coldtrace::record::stats::{ratio, Summary};
@@ -20,7 +26,7 @@ use std::path::Path;
 
 /// Per metric name: the first run's value and the warm runs' values.
 fn summaries(data: &[(&str, f64, &[f64])], at_floor: Option<AtFloor>) -> Vec<MetricSummary> {
-    METRICS
+    metrics()
         .iter()
         .enumerate()
         .map(|(i, metric)| {
@@ -77,6 +83,7 @@ fn outcome(summaries: Vec<MetricSummary>, counts: Counts) -> BatchOutcome {
     BatchOutcome {
         exit_code: 0,
         json: String::new(),
+        metrics: metrics(),
         summaries,
         walls_ns: walls,
         warm_values: Vec::new(),
@@ -234,6 +241,8 @@ fn comparison() -> CompareOutcome {
         .map(|(i, name)| CommandEntry {
             index: i as u64,
             command: name.to_string(),
+            name: None,
+            parameters: Vec::new(),
             dir: None,
             exit_code: 0,
             counts: Counts {
@@ -266,7 +275,7 @@ fn comparison() -> CompareOutcome {
                 })
                 .collect(),
         };
-    let comparison = METRICS
+    let comparison = metrics()
         .iter()
         .map(|m| match m.name {
             "wall_ns" => metric(m.name, "ns", [121.78e6, 98.76e6, 130.2e6], true),
@@ -284,6 +293,7 @@ fn comparison() -> CompareOutcome {
         json: String::new(),
         batches: Vec::new(),
         commands,
+        metrics: metrics(),
         comparison,
         interrupted_by: None,
     }
