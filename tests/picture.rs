@@ -119,10 +119,7 @@ fn every_run_is_one_mark_of_its_kind_in_well_formed_svg() {
         };
         let tip = tips.iter().find(|t| t.starts_with(&wanted));
         let tip = tip.unwrap_or_else(|| panic!("no mark for run {index}: {tips:#?}"));
-        assert!(
-            tip.ends_with(&format!(": {wall}")),
-            "{tip} vs {wall}"
-        );
+        assert!(tip.ends_with(&format!(": {wall}")), "{tip} vs {wall}");
     }
     assert_eq!(
         class_count(&doc, "rejected"),

@@ -178,3 +178,165 @@ fn files_the_user_may_not_write_are_unknown_with_the_reason_never_a_figure() {
     );
     assert!(stderr.contains("write access"), "{stderr}");
 }
+
+/// The sentences under the table, wrapping undone.
+fn prose(stderr: &str) -> String {
+    stderr.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn stayed(dir: &Path) -> Value {
+    read_records(dir)[0]["cold_action"]["stayed_cached"].clone()
+}
+
+#[test]
+fn an_eviction_on_tmpfs_is_said_not_to_have_made_the_file_cold() {
+    let shm = Path::new("/dev/shm");
+    assert_eq!(
+        coldtrace::measure::cache::is_tmpfs(shm),
+        Some(true),
+        "this test needs /dev/shm to be a tmpfs"
+    );
+    let tmp = TempDir::new("evict-tmpfs");
+    let file = shm.join(format!("coldtrace-test-{}", std::process::id()));
+    std::fs::write(&file, vec![1u8; 1 << 20]).unwrap();
+    let f = file.to_str().unwrap();
+    let out = ct(
+        tmp.path(),
+        ["run", "-n", "2", "-o", "b", "--evict", f, "--", "cat", f],
+    )
+    .run();
+    let _ = std::fs::remove_file(&file);
+    out.expect_code(0);
+    let s = stayed(&tmp.join("b"));
+    assert_eq!(s["resident_ratio"], 1.0, "{s}");
+    assert_eq!(s["top"][0]["path"], f, "{s}");
+    assert!(
+        s["top"][0]["reason"].as_str().unwrap().contains("tmpfs"),
+        "{s}"
+    );
+    let text = prose(&out.stderr);
+    assert!(
+        text.contains(&format!(
+            "not cold: 100 % of {f} stayed cached after the eviction"
+        )) && text.contains("on tmpfs or ramfs, where nothing can be evicted"),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn an_eviction_of_a_file_another_process_maps_names_that_process() {
+    let tmp = TempDir::new("evict-mapped");
+    let file = tmp.join("mapped.bin");
+    std::fs::write(&file, vec![2u8; 4 << 20]).unwrap();
+    std::fs::File::open(&file).unwrap().sync_all().unwrap();
+    let f = file.to_str().unwrap();
+    // A process that maps the file, touches every page, says so and waits for its stdin.
+    let mut holder = Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import mmap, sys\nf = open(sys.argv[1], 'rb')\n\
+             m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n\
+             s = sum(m[i] for i in range(0, len(m), 4096))\nprint('ready', flush=True)\n\
+             sys.stdin.read()",
+            f,
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 maps the file");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "ready");
+    let out = ct(
+        tmp.path(),
+        ["run", "-n", "2", "-o", "b", "--evict", f, "--", "true"],
+    )
+    .run();
+    drop(holder.stdin.take());
+    let _ = holder.wait();
+    out.expect_code(0);
+    let s = stayed(&tmp.join("b"));
+    assert!(s["resident_bytes"].as_u64().unwrap() > 0, "{s}");
+    let reason = s["top"][0]["reason"].as_str().unwrap();
+    assert_eq!(
+        reason,
+        format!("mapped by another process (pid {}, python3)", holder.id()),
+        "{s}"
+    );
+    assert!(
+        prose(&out.stderr).contains("stayed cached after the eviction (1 file): mapped.bin"),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn report_says_when_cached_before_covers_different_file_sets() {
+    let tmp = TempDir::new("report-sets");
+    for (name, size) in [("a", 8192), ("b", 4096)] {
+        std::fs::create_dir(tmp.join(name)).unwrap();
+        std::fs::write(tmp.join(name).join("f"), vec![0u8; size]).unwrap();
+    }
+    let batch = |out: &str, watch: &str| {
+        let w = tmp.join(watch);
+        ct(
+            tmp.path(),
+            [
+                "run",
+                "-q",
+                "-n",
+                "2",
+                "-o",
+                out,
+                "--watch",
+                w.to_str().unwrap(),
+                "--",
+                "true",
+            ],
+        )
+        .run()
+        .expect_code(0);
+    };
+    batch("one", "a");
+    batch("two", "a");
+    batch("three", "b");
+    let fingerprint =
+        |d: &str| common::read_batch(&tmp.join(d))["context"]["file_set"]["fingerprint"].clone();
+    assert_eq!(
+        fingerprint("one"),
+        fingerprint("two"),
+        "the same set, the same fingerprint"
+    );
+    assert_ne!(fingerprint("one"), fingerprint("three"));
+    let same = ct(tmp.path(), ["report", "one", "two"]).run();
+    assert!(
+        !same.stdout.contains("different file sets"),
+        "{}",
+        same.stdout
+    );
+    let mixed = ct(tmp.path(), ["report", "one", "two", "three"]).run();
+    mixed.expect_code(0);
+    let text = prose(&mixed.stdout);
+    assert!(
+        text.contains("cached before covers 2 different file sets"),
+        "{}",
+        mixed.stdout
+    );
+    assert!(
+        text.contains(&format!("[a] {} (1 file,", tmp.join("a").display()))
+            && text.contains(&format!("[b] {} (1 file,", tmp.join("b").display())),
+        "{}",
+        mixed.stdout
+    );
+    let rows: Vec<&str> = mixed
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("three"))
+        .collect();
+    assert!(rows[0].contains("[b]"), "{}", mixed.stdout);
+}

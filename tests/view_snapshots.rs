@@ -69,6 +69,7 @@ fn context() -> BatchContext {
             state_file: None,
             note: None,
         },
+        file_set: None,
     }
 }
 
@@ -89,6 +90,7 @@ fn outcome(summaries: Vec<MetricSummary>, counts: Counts) -> BatchOutcome {
         warm_values: Vec::new(),
         first: None,
         first_paged_in: None,
+        first_stayed: None,
         watching: false,
         cache_unknown: None,
         first_penalty: Err("no warm series"),

@@ -7,7 +7,10 @@ use crate::batch::step::NotRun;
 use crate::batch::{BatchError, Signals};
 use crate::measure::cache::{self, CacheError, EvictReport, FileSet};
 use crate::plan::ColdWhen;
-use crate::record::run::{ColdAction, Role};
+use crate::record::run::{ColdAction, Role, StayedRecord};
+
+/// Files named, with their reason, when some evicted pages stayed cached.
+const STAYED_TOP: usize = 5;
 
 impl CommandBatch<'_> {
     /// Establishes the cold state before a run of `role`, when due. The walk and the eviction
@@ -39,6 +42,11 @@ impl CommandBatch<'_> {
                 .evict_until(&stop)
                 .map_err(|(_, sig)| NotRun::Interrupted(sig))?;
             self.say_evict_shortfall(set.is_empty(), &report);
+            let stayed = set.stayed_cached(STAYED_TOP);
+            if self.first_stayed.is_none() {
+                self.first_stayed = Some(stayed.clone());
+            }
+            action.stayed_cached = Some(StayedRecord(stayed));
             action.evicted_files = Some(report.files);
             action.evicted_bytes = Some(report.bytes);
             action.evict_failed_files = Some(report.failed);

@@ -5,7 +5,7 @@
 use crate::batch::program::{lossy, resolve, sh_program};
 use crate::batch::watch::FirstPagedIn;
 use crate::batch::{BatchError, Shared, Signals, SingleRun};
-use crate::measure::cache::{self, CacheError, FileSet, Ledger};
+use crate::measure::cache::{self, CacheError, FileSet, FileSetIdentity, Ledger, Stayed};
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
 use crate::plan::{OutputMode, Plan, StdinMode};
 use crate::record::anomaly::OnlineCheck;
@@ -66,6 +66,8 @@ pub struct CommandBatch<'p> {
     pub(super) online: OnlineCheck,
     /// Whether the eviction's shortfall (files not evicted, nothing to evict) was said.
     pub(super) evict_said: bool,
+    /// What stayed cached after the first eviction.
+    pub(super) first_stayed: Option<Stayed>,
 }
 
 /// A command's plan checked against the system before anything is created or run: the program
@@ -76,6 +78,7 @@ pub struct Checked<'p> {
     program: Program,
     around: AroundPrograms,
     stdin_file_path: Option<PathBuf>,
+    file_set: Option<FileSetIdentity>,
 }
 
 impl<'p> Checked<'p> {
@@ -85,13 +88,14 @@ impl<'p> Checked<'p> {
     pub fn check(plan: &'p Plan, signals: &Signals) -> Result<Checked<'p>, BatchError> {
         let program = resolve(plan)?;
         let around = AroundPrograms::of(plan)?;
-        check_cold_state(plan, signals)?;
+        let file_set = check_cold_state(plan, signals)?;
         let stdin_file_path = check_stdin(plan)?;
         Ok(Checked {
             plan,
             program,
             around,
             stdin_file_path,
+            file_set,
         })
     }
 
@@ -106,6 +110,7 @@ impl<'p> Checked<'p> {
             program,
             around,
             stdin_file_path,
+            file_set,
         } = self;
         let argv: Vec<String> = plan.argv.iter().map(|a| lossy(a)).collect();
         // A working directory that was deleted (or cannot be named) is unknown: null.
@@ -124,6 +129,7 @@ impl<'p> Checked<'p> {
             coldtrace_version: env!("CARGO_PKG_VERSION"),
             floor_reset_unavailable: shared.floor.unavailable_reason().map(str::to_owned),
             boot_marker: shared.boot_marker().clone(),
+            file_set,
         };
         let stderr_sink = if plan.output == OutputMode::Null {
             rustix::fs::memfd_create("coldtrace-stderr", rustix::fs::MemfdFlags::CLOEXEC)
@@ -169,6 +175,7 @@ impl<'p> Checked<'p> {
             first_paged_in: None,
             online: OnlineCheck::default(),
             evict_said: false,
+            first_stayed: None,
         })
     }
 }
@@ -282,7 +289,8 @@ impl AroundPrograms {
 
 /// Refuses a cold state that cannot be established (before anything runs). A signal during
 /// the walk ends coldtrace at once, 128+N, before anything was created.
-fn check_cold_state(plan: &Plan, signals: &Signals) -> Result<(), BatchError> {
+/// Returns the watched set's identity (`None` without `--watch`/`--evict`).
+fn check_cold_state(plan: &Plan, signals: &Signals) -> Result<Option<FileSetIdentity>, BatchError> {
     if plan.cold.drop_caches && !cache::drop_caches_permitted() {
         return Err(BatchError::own(
             "--drop-caches needs root (it writes /proc/sys/vm/drop_caches); use --evict PATH to evict specific files without root",
@@ -291,11 +299,14 @@ fn check_cold_state(plan: &Plan, signals: &Signals) -> Result<(), BatchError> {
     // The file sets are walked afresh each time and dropped at once: a tree of 40,000 files
     // held for the whole batch would add megabytes to coldtrace's resident set, and so to
     // the floor under every child's max RSS. Walking them here reports a bad path early.
+    let mut identity = None;
     for (flag, roots) in [("--evict", &plan.cold.evict), ("--watch", &plan.cold.watch)] {
         if roots.is_empty() {
             continue;
         }
         match FileSet::collect_until(roots, &|| signals.pending_interrupt()) {
+            // The watched set is the evicted paths and the --watch ones.
+            Ok(set) if flag == "--watch" => identity = Some(set.identity(roots)),
             Ok(_) => {}
             Err(CacheError::Interrupted(sig)) => {
                 return Err(BatchError {
@@ -309,7 +320,7 @@ fn check_cold_state(plan: &Plan, signals: &Signals) -> Result<(), BatchError> {
             Err(e) => return Err(BatchError::own(format!("{flag}: {e}"))),
         }
     }
-    Ok(())
+    Ok(identity)
 }
 
 /// The `--stdin FILE` path, examined now without opening it (it is opened afresh for every

@@ -4,6 +4,7 @@
 
 use crate::batch::program::exit_code_for_failed_start;
 use crate::batch::watch::FirstPagedIn;
+use crate::measure::cache::Stayed;
 use crate::measure::runner::Outcome;
 use crate::plan::ColdWhen;
 use crate::record::anomaly::{Noise, RunAnomaly};
@@ -34,6 +35,8 @@ pub struct BatchOutcome {
     pub watching: bool,
     /// Why some watched files' residency is unknown (the first time it was), in words.
     pub cache_unknown: Option<String>,
+    /// What stayed cached after the first eviction, and the evicted paths.
+    pub first_stayed: Option<(Stayed, Vec<String>)>,
     /// What the first run brought into the page cache (with `--watch`/`--evict`).
     pub first_paged_in: Option<FirstPagedIn>,
     /// The first run's penalty over the reference warm run, or why there is none.

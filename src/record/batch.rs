@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 use crate::measure::boot_marker::BootMarker;
+use crate::measure::cache::FileSetIdentity;
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
 use crate::plan::{ColdWhen, Plan, StdinMode};
 use crate::record::anomaly::{Noise, RunAnomaly};
@@ -76,6 +77,9 @@ pub struct BatchContext {
     /// Whether this is the first coldtrace batch since boot (with `system.boot_id` and
     /// `system.uptime_s`, all coldtrace knows about the boot).
     pub boot_marker: BootMarker,
+    /// The watched file set (`--evict` and `--watch` paths) that the residency figures cover:
+    /// its roots, files, size and fingerprint; `null` without one.
+    pub file_set: Option<FileSetIdentity>,
 }
 serialize_struct!(BatchContext {
     system,
@@ -84,7 +88,8 @@ serialize_struct!(BatchContext {
     program,
     coldtrace_version,
     floor_reset_unavailable,
-    boot_marker
+    boot_marker,
+    file_set
 });
 
 /// A rejected (or, with `--ignore-failure`, counted but failed) run.

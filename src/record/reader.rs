@@ -55,6 +55,13 @@ pub struct BatchRow {
     pub first_major_faults: Option<u64>,
     /// Block input (512-byte blocks) of the run with role `first`.
     pub first_block_in: Option<u64>,
+    /// The fingerprint of the watched file set that the residency covers (batch.json's
+    /// `context.file_set`; `null` for batches that predate it or watched nothing).
+    pub file_set: Option<String>,
+    /// That set's roots, as given, and its number of files.
+    pub file_set_roots: Vec<String>,
+    /// Files in that set.
+    pub file_set_files: Option<u64>,
     /// Residency of the watched files before the run with role `first`.
     pub first_resident_ratio_before: Option<f64>,
     /// Counted runs.
@@ -97,6 +104,9 @@ serialize_struct!(BatchRow {
     first_to_warm,
     first_major_faults,
     first_block_in,
+    file_set,
+    file_set_roots,
+    file_set_files,
     first_resident_ratio_before,
     counted,
     rejected,
@@ -286,6 +296,18 @@ fn boot_and_penalty(doc: &Value, row: &mut BatchRow) {
         .pointer("/context/boot_marker/first_batch_since_boot")
         .and_then(Value::as_bool);
     row.first_penalty_ns = f64_at(doc, &["first_penalty", "wall_ns"]);
+    row.file_set = str_at(doc, &["context", "file_set", "fingerprint"]).map(|f| one_line(&f));
+    row.file_set_files = u64_at(doc, &["context", "file_set", "files"]);
+    row.file_set_roots = doc
+        .pointer("/context/file_set/roots")
+        .and_then(Value::as_array)
+        .map_or(Vec::new(), |roots| {
+            roots
+                .iter()
+                .filter_map(Value::as_str)
+                .map(one_line)
+                .collect()
+        });
 }
 
 /// Parses the bytes of a `runs.jsonl` into `row`: boot, start, counted and rejected runs, the

@@ -5,7 +5,7 @@
 //! absent measurement is `null`.
 #![forbid(unsafe_code)]
 
-use crate::measure::cache::{PagedFile, Residency};
+use crate::measure::cache::{PagedFile, Residency, Stayed, StayedFile};
 use crate::measure::context::ProgramInfo;
 use crate::measure::floor::FloorReading;
 use crate::measure::runner::Outcome;
@@ -177,6 +177,36 @@ impl Serialize for PagedInList {
     }
 }
 
+/// What stayed cached of the evicted files right after the eviction, as records list it.
+#[derive(Clone, Debug)]
+pub struct StayedRecord(pub Stayed);
+
+impl Serialize for StayedRecord {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Top<'a>(&'a [StayedFile]);
+        impl Serialize for Top<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.iter().map(|f| {
+                    let mut m = std::collections::BTreeMap::new();
+                    m.insert("bytes", serde_json::Value::from(f.bytes));
+                    m.insert("path", f.path.to_string_lossy().into_owned().into());
+                    m.insert("reason", f.reason.to_string().into());
+                    m
+                }))
+            }
+        }
+        let r = &self.0.residency;
+        let mut m = s.serialize_map(Some(6))?;
+        m.serialize_entry("resident_bytes", &r.resident_bytes)?;
+        m.serialize_entry("resident_ratio", &r.resident_ratio)?;
+        m.serialize_entry("total_bytes", &r.total_bytes)?;
+        m.serialize_entry("files", &self.0.files)?;
+        m.serialize_entry("unknown_files", &r.unknown_files)?;
+        m.serialize_entry("top", &Top(&self.0.top))?;
+        m.end()
+    }
+}
+
 /// What was done to make the run cold.
 #[derive(Clone, Debug, Default)]
 pub struct ColdAction {
@@ -190,13 +220,16 @@ pub struct ColdAction {
     pub dropped_caches: bool,
     /// Time spent establishing the state (outside the timed window).
     pub took_ns: u64,
+    /// What of the evicted files stayed cached right after the eviction, and why.
+    pub stayed_cached: Option<StayedRecord>,
 }
 serialize_struct!(ColdAction {
     evicted_files,
     evicted_bytes,
     evict_failed_files,
     dropped_caches,
-    took_ns
+    took_ns,
+    stayed_cached
 });
 
 /// Artifact paths, relative to the batch directory.

@@ -3,9 +3,10 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::{BatchOutcome, FirstPagedIn};
-use crate::measure::cache::PagedFile;
+use crate::measure::cache::{PagedFile, Stayed};
 use crate::plan::ColdWhen;
 use crate::record::anomaly::{RunAnomaly, RULE_OUTLIER};
+use crate::record::metrics::Unit;
 use crate::record::penalty::{Basis, FirstPenalty};
 use crate::text::unbreakable;
 use crate::view::lines::Note;
@@ -33,6 +34,11 @@ pub fn notes(outcome: &BatchOutcome) -> Vec<Note> {
             notes.push(Note::warning("no first-run penalty", *why));
         }
         Err(_) => {}
+    }
+    if let Some((stayed, roots)) = &outcome.first_stayed {
+        if stayed.residency.resident_bytes.is_some_and(|b| b > 0) {
+            notes.push(Note::warning("not cold", stayed_sentence(stayed, roots)));
+        }
     }
     if let Some(first) = &outcome.first_paged_in {
         notes.push(Note::plain(paged_in_sentence(first)));
@@ -89,6 +95,42 @@ pub fn anomaly_sentence(a: &RunAnomaly) -> String {
             human_bytes(reference * 512.0)
         ),
     }
+}
+
+/// `12 % of /usr/lib/python3.11 stayed cached after the eviction (3 files): libpython3.11.so
+/// 5.1 MiB, mapped by another process (pid 812, python3); …`.
+pub fn stayed_sentence(stayed: &Stayed, roots: &[String]) -> String {
+    let ratio = stayed.residency.resident_ratio.map_or("some".into(), |r| {
+        unbreakable(&units::human(Unit::Ratio, r))
+    });
+    let shown: Vec<String> = stayed
+        .top
+        .iter()
+        .map(|f| {
+            let name = f
+                .path
+                .file_name()
+                .map_or(f.path.to_string_lossy(), |n| n.to_string_lossy());
+            format!(
+                "{} {}, {}",
+                crate::text::escape_controls(&name),
+                human_bytes(f.bytes as f64),
+                f.reason
+            )
+        })
+        .collect();
+    let more = if stayed.files > stayed.top.len() as u64 {
+        "; …"
+    } else {
+        ""
+    };
+    format!(
+        "{ratio} of {} stayed cached after the eviction ({} file{}): {}{more}",
+        crate::text::escape_controls(&roots.join(", ")),
+        stayed.files,
+        if stayed.files == 1 { "" } else { "s" },
+        shown.join("; ")
+    )
 }
 
 /// `the first run brought 13.6 MiB of the watched files into the page cache (212 files):

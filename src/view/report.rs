@@ -61,13 +61,65 @@ fn grid(rows: &[BatchRow]) -> Grid {
                 .map_or("—".into(), |v| signed(wall.cell(v), v)),
             count(row.first_major_faults),
             count(row.first_block_in),
-            row.first_resident_ratio_before
-                .map_or("—".into(), |r| cached.cell(r)),
+            row.first_resident_ratio_before.map_or("—".into(), |r| {
+                format!("{}{}", cached.cell(r), set_mark(rows, row))
+            }),
             row.rejected.to_string(),
             count(row.anomalies),
         ]);
     }
     grid
+}
+
+/// The distinct watched file sets of the listed batches, in order of appearance.
+fn file_sets(rows: &[BatchRow]) -> Vec<&BatchRow> {
+    let mut sets: Vec<&BatchRow> = Vec::new();
+    for row in rows.iter().filter(|r| r.file_set.is_some()) {
+        if !sets.iter().any(|s| s.file_set == row.file_set) {
+            sets.push(row);
+        }
+    }
+    sets
+}
+
+/// ` [a]` after a residency figure when the listed batches watched different file sets.
+fn set_mark(rows: &[BatchRow], row: &BatchRow) -> String {
+    let sets = file_sets(rows);
+    match sets.iter().position(|s| s.file_set == row.file_set) {
+        Some(i) if sets.len() > 1 => format!(" [{}]", set_letter(i)),
+        _ => String::new(),
+    }
+}
+
+fn set_letter(i: usize) -> char {
+    char::from(b'a' + (i % 26) as u8)
+}
+
+/// One line per watched file set when the batches watched different ones: "cached before" is
+/// then not one column of comparable figures, and this says so.
+fn file_set_lines(rows: &[BatchRow]) -> Vec<String> {
+    let sets = file_sets(rows);
+    if sets.len() < 2 {
+        return Vec::new();
+    }
+    let mut lines = vec![format!(
+        "cached before covers {} different file sets: not comparable across them",
+        sets.len()
+    )];
+    for (i, s) in sets.iter().enumerate() {
+        let files = match s.file_set_files {
+            Some(1) => "1 file".to_string(),
+            Some(n) => format!("{n} files"),
+            None => "? files".into(),
+        };
+        lines.push(format!(
+            "[{}] {} ({files}, fingerprint {})",
+            set_letter(i),
+            s.file_set_roots.join(", "),
+            s.file_set.as_deref().unwrap_or("?")
+        ));
+    }
+    lines
 }
 
 /// `+0.036` for a positive difference (a negative one has its sign already).
@@ -125,7 +177,7 @@ pub fn group_line(group: &[BatchRow]) -> String {
 
 /// What the table has no column for: each batch's flags and rejected first run.
 fn under_table(rows: &[BatchRow]) -> Vec<String> {
-    let mut lines = Vec::new();
+    let mut lines = file_set_lines(rows);
     for row in rows {
         if !row.complete {
             lines.push(format!("{}: incomplete", name(row)));

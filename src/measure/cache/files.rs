@@ -20,7 +20,28 @@ pub struct WatchedFile {
     pub(super) owner_uid: u32,
     /// Its device: files of one device share a file system (and so a residency method).
     pub(super) dev: u64,
+    /// Its inode (with `dev`, how `/proc/PID/maps` names a mapped file).
+    pub(super) ino: u64,
 }
+
+/// The identity of a watched file set (see [`FileSet::identity`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileSetIdentity {
+    /// The roots as given (`--evict` and `--watch` paths, each once).
+    pub roots: Vec<String>,
+    /// Regular files under them.
+    pub files: u64,
+    /// Their total size when the batch started.
+    pub total_bytes: u64,
+    /// FNV-1a 64 of the sorted paths, in hex.
+    pub fingerprint: String,
+}
+crate::serialize_struct!(FileSetIdentity {
+    roots,
+    files,
+    total_bytes,
+    fingerprint
+});
 
 /// The regular files under some roots, each once.
 ///
@@ -170,6 +191,7 @@ impl FileSet {
                 size_bytes: meta.len(),
                 owner_uid: meta.uid(),
                 dev: meta.dev(),
+                ino: meta.ino(),
             });
         }
     }
@@ -186,6 +208,29 @@ impl FileSet {
             if self.first_unreached.is_none() {
                 self.first_unreached = Some(format!("{}: {error}", path.display()));
             }
+        }
+    }
+
+    /// What names this set across batches: the roots as given, the number of files, their
+    /// total size, and a fingerprint of the paths (FNV-1a 64 over the sorted paths, so the walk
+    /// order does not matter; sizes are left out, so a file that grows is the same set).
+    pub fn identity(&self, roots: &[PathBuf]) -> FileSetIdentity {
+        let mut paths: Vec<&[u8]> = self
+            .files
+            .iter()
+            .map(|f| f.path.as_os_str().as_encoded_bytes())
+            .collect();
+        paths.sort_unstable();
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in paths.iter().flat_map(|p| p.iter().chain(&[0u8])) {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        FileSetIdentity {
+            roots: roots.iter().map(|r| r.display().to_string()).collect(),
+            files: self.files.len() as u64,
+            total_bytes: self.total_bytes(),
+            fingerprint: format!("{hash:016x}"),
         }
     }
 

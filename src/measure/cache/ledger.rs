@@ -237,6 +237,7 @@ impl<'f> EntryReader<'f> {
             size_bytes: self.u64_at(8),
             owner_uid: self.u32_at(24),
             dev: self.u64_at(0),
+            ino: 0,
         };
         let pages = self.u64_at(16);
         self.at += HEAD + len;
@@ -276,6 +277,7 @@ mod tests {
                 size_bytes: i * 4096,
                 owner_uid: (i % 7) as u32,
                 dev: 2049 + i % 3,
+                ino: 0,
             })
             .collect();
         for (i, f) in files.iter().enumerate() {

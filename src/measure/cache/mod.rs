@@ -25,14 +25,16 @@ mod files;
 mod ledger;
 mod open;
 mod residency;
+mod stayed;
 
 pub use evict::{drop_caches, drop_caches_permitted, is_tmpfs, EvictReport};
-pub use files::{FileSet, WatchedFile};
+pub use files::{FileSet, FileSetIdentity, WatchedFile};
 pub use ledger::{Ledger, PagedFile, PagedIn};
 pub use residency::{
     aggregate, cachestat_available, choose_method, FileProbe, Method, Prober, Residency, Totals,
     UnknownReason, OVERLAYFS_MAGIC,
 };
+pub use stayed::{StayReason, Stayed, StayedFile};
 
 use coldtrace_syscalls::{Errno, Signal};
 use std::fmt;

@@ -146,6 +146,11 @@ impl Prober {
         }
     }
 
+    /// The file system type of the last file probed (`None`: unknown, or nothing probed).
+    pub fn last_fs_type(&self) -> Option<rustix::fs::FsWord> {
+        self.fs_types.last.and_then(|(_, t)| t)
+    }
+
     /// The method of a file system nothing is known about.
     pub fn default_method(&self) -> &'static str {
         choose_method(None, self.cachestat).name()

@@ -1,0 +1,231 @@
+//! What stayed cached after an eviction, and why: the resident pages of a just-evicted file set,
+//! the files that hold most of them, and for each the reason the kernel kept it. It measures;
+//! wording it for a person is the view's job.
+//!
+//! `posix_fadvise(DONTNEED)` cannot drop pages that a process has mapped, nor pages of tmpfs or
+//! ramfs (they are the file), nor a lower overlayfs layer's dirty pages; a file it could not
+//! open was not evicted at all. So a cold action that did not make the files cold is said,
+//! never silent. Mappings are found in [proc_pid_maps(5)] by device and inode.
+//!
+//! [proc_pid_maps(5)]: https://man7.org/linux/man-pages/man5/proc_pid_maps.5.html
+#![forbid(unsafe_code)]
+
+use super::residency::{page_size, Prober, Totals, OVERLAYFS_MAGIC};
+use super::{FileSet, Residency};
+use std::path::PathBuf;
+
+/// `TMPFS_MAGIC` and `RAMFS_MAGIC` from `<linux/magic.h>`.
+const IN_MEMORY: [rustix::fs::FsWord; 2] = [0x0102_1994, 0x8584_58f6];
+
+/// Why a file's pages stayed in the page cache after it was evicted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StayReason {
+    /// On tmpfs or ramfs: the pages are the file, nothing can be evicted.
+    InMemoryFs,
+    /// Mapped by another process (its PID and name, the first one found).
+    Mapped {
+        /// The process.
+        pid: u32,
+        /// Its `comm`.
+        name: String,
+    },
+    /// On overlayfs, not mapped by any process coldtrace can inspect: a lower layer's dirty
+    /// pages are not written back through the overlay, so they cannot be dropped.
+    Overlay,
+    /// None of the above that coldtrace can see (mapped by a process it may not inspect, or
+    /// read again by another process since).
+    Unknown,
+}
+
+impl std::fmt::Display for StayReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StayReason::InMemoryFs => {
+                f.write_str("on tmpfs or ramfs, where nothing can be evicted")
+            }
+            StayReason::Mapped { pid, name } => {
+                write!(f, "mapped by another process (pid {pid}, {name})")
+            }
+            StayReason::Overlay => f.write_str(
+                "on overlayfs, whose lower layer's dirty pages cannot be written back through it",
+            ),
+            StayReason::Unknown => f.write_str(
+                "not known: mapped by a process coldtrace cannot inspect, or read again since",
+            ),
+        }
+    }
+}
+
+/// A file that stayed (partly) cached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StayedFile {
+    /// Its path.
+    pub path: PathBuf,
+    /// Its resident bytes.
+    pub bytes: u64,
+    /// Why.
+    pub reason: StayReason,
+}
+
+/// What stayed cached of an evicted set.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stayed {
+    /// The set's residency right after the eviction.
+    pub residency: Residency,
+    /// Files with resident pages.
+    pub files: u64,
+    /// The ones holding the most, largest first, each with its reason.
+    pub top: Vec<StayedFile>,
+}
+
+impl FileSet {
+    /// Probes the set right after its eviction: what stayed, and why, for the `top` largest.
+    pub fn stayed_cached(&self, top: usize) -> Stayed {
+        let mut prober = Prober::new();
+        let fallback = prober.default_method();
+        let mut totals = Totals::new(page_size());
+        let mut files = 0u64;
+        let mut largest: Vec<(u64, usize, Option<rustix::fs::FsWord>)> = Vec::new();
+        for (i, file) in self.files.iter().enumerate() {
+            let probe = prober.probe(file);
+            let bytes = totals.resident_bytes(file.size_bytes, &probe).unwrap_or(0);
+            totals.add(file.size_bytes, probe);
+            if bytes == 0 {
+                continue;
+            }
+            files += 1;
+            let at = largest.partition_point(|(b, ..)| *b >= bytes);
+            if at < top {
+                largest.truncate(top.saturating_sub(1));
+                largest.insert(at.min(largest.len()), (bytes, i, prober.last_fs_type()));
+            }
+        }
+        let wanted: Vec<(u64, u64)> = largest
+            .iter()
+            .map(|&(_, i, _)| (self.files[i].dev, self.files[i].ino))
+            .collect();
+        let mapped = mapping_processes(&wanted);
+        let top = largest
+            .iter()
+            .zip(mapped)
+            .map(|(&(bytes, i, fs_type), mapper)| StayedFile {
+                path: self.files[i].path.clone(),
+                bytes,
+                reason: reason(fs_type, mapper),
+            })
+            .collect();
+        Stayed {
+            residency: totals.finish(fallback),
+            files,
+            top,
+        }
+    }
+}
+
+/// The reason a file stayed, from its file system type and a process that maps it.
+pub fn reason(fs_type: Option<rustix::fs::FsWord>, mapper: Option<(u32, String)>) -> StayReason {
+    match (fs_type, mapper) {
+        (Some(t), _) if IN_MEMORY.contains(&t) => StayReason::InMemoryFs,
+        (_, Some((pid, name))) => StayReason::Mapped { pid, name },
+        (Some(OVERLAYFS_MAGIC), None) => StayReason::Overlay,
+        _ => StayReason::Unknown,
+    }
+}
+
+/// `major:minor` of a `st_dev`, as `/proc/PID/maps` writes it (glibc's `gnu_dev_major/minor`).
+pub fn dev_major_minor(dev: u64) -> (u64, u64) {
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    (major, minor)
+}
+
+/// The device (`major:minor`, hex) and inode of one line of `/proc/PID/maps`.
+pub fn parse_maps_line(line: &str) -> Option<((u64, u64), u64)> {
+    let mut fields = line.split_ascii_whitespace();
+    let dev = fields.nth(3)?;
+    let inode: u64 = fields.next()?.parse().ok()?;
+    let (major, minor) = dev.split_once(':')?;
+    let major = u64::from_str_radix(major, 16).ok()?;
+    let minor = u64::from_str_radix(minor, 16).ok()?;
+    Some(((major, minor), inode))
+}
+
+/// For each `(st_dev, inode)`, the first other process found that maps it (every readable
+/// `/proc/PID/maps` is read once; only called when something stayed after an eviction).
+fn mapping_processes(wanted: &[(u64, u64)]) -> Vec<Option<(u32, String)>> {
+    let mut found: Vec<Option<(u32, String)>> = vec![None; wanted.len()];
+    if wanted.is_empty() {
+        return found;
+    }
+    let keys: Vec<((u64, u64), u64)> = wanted
+        .iter()
+        .map(|&(dev, ino)| (dev_major_minor(dev), ino))
+        .collect();
+    let me = std::process::id();
+    let Ok(proc_dir) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in proc_dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(maps) = std::fs::read_to_string(entry.path().join("maps")) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        for key in maps.lines().filter_map(parse_maps_line) {
+            for (slot, wanted) in found.iter_mut().zip(&keys) {
+                if slot.is_none() && key == *wanted && key.1 != 0 {
+                    let comm = std::fs::read_to_string(entry.path().join("comm"))
+                        .map(|c| c.trim().to_string())
+                        .unwrap_or_default();
+                    *slot = Some((pid, comm));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_lines_give_device_and_inode() {
+        let line = "7f0c1c000000-7f0c1c021000 r--p 00000000 fd:01 1845032  /usr/lib/libc.so.6";
+        assert_eq!(parse_maps_line(line), Some(((0xfd, 1), 1_845_032)));
+        assert_eq!(
+            parse_maps_line("7f0-7f1 rw-p 00000000 00:00 0"),
+            Some(((0, 0), 0))
+        );
+        assert_eq!(parse_maps_line("garbage"), None);
+        // st_dev 0xfe00 is 254:0 (the root of this project's VM); 0x10302 is 259:2 (nvme).
+        assert_eq!(dev_major_minor(0xfe00), (254, 0));
+        assert_eq!(dev_major_minor(0x10302), (259, 2));
+    }
+
+    #[test]
+    fn tmpfs_comes_first_then_a_mapping_then_overlayfs() {
+        let mapper = Some((42, "python3".to_string()));
+        assert_eq!(
+            reason(Some(0x0102_1994), mapper.clone()),
+            StayReason::InMemoryFs
+        );
+        assert_eq!(
+            reason(Some(0xEF53), mapper),
+            StayReason::Mapped {
+                pid: 42,
+                name: "python3".into()
+            }
+        );
+        assert_eq!(reason(Some(OVERLAYFS_MAGIC), None), StayReason::Overlay);
+        assert_eq!(reason(Some(0xEF53), None), StayReason::Unknown);
+    }
+}
