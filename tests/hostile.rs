@@ -893,3 +893,104 @@ fn a_command_that_leaves_its_process_group_is_still_timed_out() {
     out.expect_code(143);
     assert_eq!(out.json()["outcome"]["sent_to"], "process group");
 }
+
+// ---------------------------------------------------------------- memory bounded by what is used
+
+#[test]
+fn a_discarded_stderr_keeps_only_its_tail_while_the_command_writes() {
+    let dir = TempDir::new("sinkbound");
+    // 256 MiB of stderr, then the command looks at how much of its stderr file is allocated.
+    let body = format!(
+        "yes | head -c 268435456 >&2; sleep 0.3; stat -L -c %b /proc/$$/fd/2 > {}; \
+         echo the-last-line >&2; exit 1",
+        dir.join("blocks").display()
+    );
+    let noisy = script(&dir, "sink", &body);
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "2", "--", noisy.to_str().unwrap()],
+    )
+    .run_within(Duration::from_secs(60));
+    out.expect_code(1);
+    assert_no_raw_controls(&out);
+    assert!(
+        out.stderr.contains("the-last-line"),
+        "the tail is still shown{}",
+        out.describe()
+    );
+    let blocks: u64 = std::fs::read_to_string(dir.join("blocks"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        blocks * 512 < 4 << 20,
+        "the discarded stderr holds {} KiB of 256 MiB written",
+        blocks / 2
+    );
+    assert_no_survivor(&noisy);
+}
+
+/// coldtrace's own peak RSS (KiB) over `coldtrace run -q ARGS`, measured by coldtrace.
+fn peak_rss_kib(dir: &TempDir, args: &[&str]) -> u64 {
+    let mut all = vec!["run", "--json", "--output", "null", "--", BIN, "run", "-q"];
+    all.extend_from_slice(args);
+    let out = ct(dir.path(), &all).run_within(Duration::from_secs(120));
+    let r = out.json();
+    assert_eq!(r["outcome"]["kind"], "exited", "{}", out.describe());
+    r["rusage"]["max_rss_kib"].as_u64().unwrap()
+}
+
+#[test]
+fn the_end_of_a_long_batch_does_not_grow_with_its_runs() {
+    let dir = TempDir::new("summarybound");
+    // The summary reads one metric's values at a time, never every run's row.
+    let few = peak_rss_kib(&dir, &["-n", "500", "--minimal", "--", "true"]);
+    let many = peak_rss_kib(&dir, &["-n", "8000", "--minimal", "--", "true"]);
+    eprintln!("coldtrace's peak RSS: {few} KiB over 500 runs, {many} KiB over 8000 runs");
+    assert!(
+        many < few + 2048,
+        "{few} KiB over 500 runs, {many} KiB over 8000"
+    );
+    // Failed runs keep their last stderr lines only for the most recent ones.
+    let failing = script(
+        &dir,
+        "f5k",
+        "printf '%1000s\\n%1000s\\n%1000s\\n%1000s\\n%1000s\\n' a b c d e >&2; exit 1",
+    );
+    let f = failing.to_str().unwrap();
+    let few = peak_rss_kib(&dir, &["-n", "100", "--minimal", "--", f]);
+    let many = peak_rss_kib(&dir, &["-n", "1500", "--minimal", "--", f]);
+    eprintln!("coldtrace's peak RSS: {few} KiB over 100 failed runs, {many} KiB over 1500");
+    assert!(
+        many < few + 2048,
+        "{few} KiB over 100 failed runs, {many} KiB over 1500"
+    );
+}
+
+#[test]
+fn a_label_longer_than_65535_characters_renders_everywhere() {
+    let dir = TempDir::new("longlabel");
+    let label = "L".repeat(70_000);
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "2", "-o", "b", "--label", &label, "--", "true"],
+    )
+    .run_within(DEADLINE);
+    out.expect_code(0);
+    assert!(
+        out.stderr.lines().all(|l| l.chars().count() <= 200),
+        "{}",
+        out.describe()
+    );
+    for args in [
+        vec!["report", "b"],
+        vec!["report", "--markdown", "b"],
+        vec!["report", "--json", "b"],
+    ] {
+        let out = ct(dir.path(), &args).run_within(DEADLINE);
+        out.expect_code(0);
+        assert_no_raw_controls(&out);
+        assert!(out.stdout.contains("LLLL"), "{}", out.describe());
+    }
+}

@@ -87,7 +87,7 @@ fn outcome(summaries: Vec<MetricSummary>, counts: Counts) -> BatchOutcome {
         metrics: metrics(),
         summaries,
         walls_ns: walls,
-        warm_values: Vec::new(),
+        columns: coldtrace::record::columns::Columns::new(metrics()),
         first: None,
         first_paged_in: None,
         first_stayed: None,

@@ -137,6 +137,7 @@ fn run_around(program: &Program, shared: &mut Shared<'_>) -> Result<u64, Failure
         counters: &[],
         inspect_child: false,
         orphans: Some(&shared.signals.subreaper),
+        tick: None,
     };
     let result = runner::measure(
         program,

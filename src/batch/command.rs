@@ -4,6 +4,7 @@
 
 use crate::batch::program::{lossy, resolve, sh_program};
 use crate::batch::watch::FirstPagedIn;
+use crate::batch::wiring::StderrSink;
 use crate::batch::{BatchError, Shared, Signals, SingleRun};
 use crate::measure::cache::{self, CacheError, FileSet, FileSetIdentity, Ledger, Stayed};
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
@@ -17,7 +18,6 @@ use crate::record::run::RunRecord;
 use crate::untrusted::{self, OpenError, Want};
 use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::{Errno, Program, Signal};
-use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -43,7 +43,7 @@ pub struct CommandBatch<'p> {
     pub(super) dir: Option<BatchDir>,
     pub(super) context: BatchContext,
     pub(super) started_at: String,
-    pub(super) stderr_sink: Option<File>,
+    pub(super) stderr_sink: Option<StderrSink>,
     pub(super) columns: Columns,
     pub(super) counts: Counts,
     pub(super) failed: Vec<FailedRun>,
@@ -68,6 +68,8 @@ pub struct CommandBatch<'p> {
     pub(super) evict_said: bool,
     /// What stayed cached after the first eviction.
     pub(super) first_stayed: Option<Stayed>,
+    /// Which of `failed` still hold their stderr tail, oldest first.
+    pub(super) tails_kept: std::collections::VecDeque<usize>,
 }
 
 /// A command's plan checked against the system before anything is created or run: the program
@@ -132,9 +134,7 @@ impl<'p> Checked<'p> {
             file_set,
         };
         let stderr_sink = if plan.output == OutputMode::Null {
-            rustix::fs::memfd_create("coldtrace-stderr", rustix::fs::MemfdFlags::CLOEXEC)
-                .ok()
-                .map(File::from)
+            StderrSink::create()
         } else {
             None
         };
@@ -176,6 +176,7 @@ impl<'p> Checked<'p> {
             online: OnlineCheck::default(),
             evict_said: false,
             first_stayed: None,
+            tails_kept: std::collections::VecDeque::new(),
         })
     }
 }

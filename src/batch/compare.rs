@@ -7,6 +7,7 @@ use crate::batch::progress::Observer;
 use crate::batch::{BatchError, BatchOutcome, CommandBatch, Shared, Signals, Step};
 use crate::plan::ComparePlan;
 use crate::record::artifacts;
+use crate::record::columns::WarmSeries;
 use crate::record::compare::{
     compare_metrics, CommandEntry, CompareDocument, MetricComparison, ParameterEntry,
     COMPARE_SCHEMA, LEVEL, RESAMPLES,
@@ -189,7 +190,7 @@ fn finish_comparison(
             counts: o.counts,
         })
         .collect();
-    let warm: Vec<&[Vec<f64>]> = outcomes.iter().map(|o| o.warm_values.as_slice()).collect();
+    let warm: Vec<&dyn WarmSeries> = outcomes.iter().map(|o| &o.columns as _).collect();
     let metrics = outcomes
         .first()
         .map(|o| o.metrics.clone())

@@ -9,7 +9,7 @@ use crate::batch::{BatchError, BatchOutcome};
 use crate::plan::{ColdWhen, Plan};
 use crate::record::anomaly::{noise, series_anomalies, Noise, RunAnomaly};
 use crate::record::batch::{BatchDocument, ConfigRecord, FirstRejected};
-use crate::record::columns::Loaded;
+use crate::record::columns::{Columns, WarmSeries};
 use crate::record::penalty::{batch_penalty, FirstPenalty};
 use crate::record::run;
 use crate::record::summary::SummaryMap;
@@ -23,8 +23,8 @@ struct Findings {
 }
 
 impl Findings {
-    fn of(loaded: &Loaded, plan: &Plan) -> Findings {
-        let first_rejected = loaded.first.as_ref().filter(|f| !f.counted).map(|f| {
+    fn of(columns: &Columns, plan: &Plan) -> Findings {
+        let first_rejected = columns.first().filter(|f| !f.counted).map(|f| {
             let reason = f.failure_reason.as_deref().unwrap_or("not counted");
             FirstRejected {
                 index: f.index,
@@ -34,9 +34,9 @@ impl Findings {
         let cold_every_run = plan.cold.when == Some(ColdWhen::EveryRun);
         Findings {
             first_rejected,
-            penalty: batch_penalty(loaded.first.as_ref(), &loaded.warm_rows, cold_every_run),
-            anomalies: series_anomalies(&loaded.warm_rows),
-            warm_noise: noise(&loaded.warm[0]),
+            penalty: batch_penalty(columns.first(), columns, cold_every_run),
+            anomalies: series_anomalies(columns),
+            warm_noise: noise(&columns.column(0)),
         }
     }
 }
@@ -45,9 +45,8 @@ impl CommandBatch<'_> {
     /// Writes `batch.json` (atomically) and returns what the caller renders.
     pub fn finish(self) -> Result<BatchOutcome, BatchError> {
         let plan = self.plan;
-        let loaded = self.columns.load();
-        let summaries = loaded.summarise();
-        let found = Findings::of(&loaded, plan);
+        let summaries = self.columns.summarise();
+        let found = Findings::of(&self.columns, plan);
         let complete =
             self.interrupted_by.is_none() && self.stopped_reason.is_none() && self.is_done();
         let document = BatchDocument {
@@ -86,10 +85,10 @@ impl CommandBatch<'_> {
         Ok(BatchOutcome {
             exit_code,
             json,
-            walls_ns: loaded.walls_ns(),
-            metrics: loaded.metrics.clone(),
-            warm_values: loaded.warm,
-            first: loaded.first,
+            walls_ns: self.columns.walls_ns(),
+            metrics: self.columns.metrics().to_vec(),
+            first: self.columns.first().cloned(),
+            columns: self.columns,
             cold_when: plan.cold.when,
             first_penalty: found.penalty,
             anomalies: found.anomalies,

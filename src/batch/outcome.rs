@@ -27,8 +27,8 @@ pub struct BatchOutcome {
     pub summaries: Vec<MetricSummary>,
     /// Wall times of counted runs, in order.
     pub walls_ns: Vec<f64>,
-    /// Every metric's warm values (for comparisons).
-    pub warm_values: Vec<Vec<f64>>,
+    /// The counted runs' values, read back one column at a time (for comparisons).
+    pub columns: crate::record::columns::Columns,
     /// The run with role `first`, counted or rejected (its figures, for the table).
     pub first: Option<FirstRun>,
     /// Files are watched (`--watch`/`--evict`): the residency rows are always shown.

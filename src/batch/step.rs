@@ -21,6 +21,10 @@ use crate::record::run::{
 };
 use coldtrace_syscalls::Signal;
 
+/// Failed runs whose stderr tail is kept (in memory and in `batch.json`): the most recent ones.
+/// Every run's whole stderr is in its artifact with `-o DIR`.
+pub const FAILED_TAILS_KEPT: usize = 16;
+
 /// A run as measured, with the context sampled around it.
 struct Measured {
     result: RunResult,
@@ -201,6 +205,8 @@ impl CommandBatch<'_> {
             self.stderr_sink.as_ref(),
             shared.signals,
         );
+        // A discarded stderr is trimmed to its tail while the command writes it.
+        let trim = self.stderr_sink.as_ref().map(|sink| move || sink.trim());
         let limits = RunLimits {
             timeout_ns: plan.timeout_ns,
             kill_after_ns: plan.kill_after_ns,
@@ -208,6 +214,7 @@ impl CommandBatch<'_> {
             counters: &plan.counters,
             inspect_child: !plan.minimal,
             orphans: Some(&shared.signals.subreaper),
+            tick: trim.as_ref().map(|t| t as &dyn Fn()),
         };
         let minimal = plan.minimal;
         let boot_id = if minimal {
@@ -353,7 +360,7 @@ impl CommandBatch<'_> {
         }
         let tail = match (files, &mut self.stderr_sink) {
             (Some(mut f), _) => Some(artifacts::tail(&mut f.stderr, 5)),
-            (None, Some(sink)) => Some(artifacts::tail(sink, 5)),
+            (None, Some(sink)) => Some(sink.tail(5)),
             (None, None) => None,
         }
         .filter(|t| !t.is_empty());
@@ -362,12 +369,22 @@ impl CommandBatch<'_> {
         } else {
             self.counts.rejected += 1;
         }
+        let has_tail = tail.is_some();
         self.failed.push(FailedRun {
             index,
             reason,
             stderr_tail: tail,
             counted,
         });
+        // Only the most recent tails are kept: 10,000 failing runs would hold 40 MB of them.
+        if has_tail {
+            self.tails_kept.push_back(self.failed.len() - 1);
+            if self.tails_kept.len() > FAILED_TAILS_KEPT {
+                if let Some(oldest) = self.tails_kept.pop_front() {
+                    self.failed[oldest].stderr_tail = None;
+                }
+            }
+        }
     }
 
     /// Whether the batch goes on after a run that ended as `run.outcome`.

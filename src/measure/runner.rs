@@ -136,7 +136,13 @@ pub struct RunLimits<'a> {
     pub inspect_child: bool,
     /// Reap adopted orphans after the run (coldtrace is a subreaper; `None`: do not).
     pub orphans: Option<&'a Subreaper>,
+    /// Called every [`TICK_NS`] while the child runs (bounding what grows with the child's
+    /// output, outside the timed measurement); `None`: the wait sleeps until something happens.
+    pub tick: Option<&'a dyn Fn()>,
 }
+
+/// How often [`RunLimits::tick`] is called while a child runs.
+pub const TICK_NS: u64 = 20_000_000;
 
 /// What one run produced.
 #[derive(Clone, Debug)]
@@ -209,7 +215,21 @@ pub fn measure(
     let mut end_ns = None;
     let mut wait_error = None;
     loop {
-        match child.wait(limits.signals, deadline) {
+        let wake = match limits.tick {
+            Some(_) => {
+                let next = crate::measure::clock::monotonic_ns().saturating_add(TICK_NS);
+                Some(deadline.map_or(next, |d| d.min(next)))
+            }
+            None => deadline,
+        };
+        match child.wait(limits.signals, wake) {
+            Ok(WaitEvent::TimedOut)
+                if deadline.is_none_or(|d| crate::measure::clock::monotonic_ns() < d) =>
+            {
+                if let Some(tick) = limits.tick {
+                    tick();
+                }
+            }
             Ok(WaitEvent::Exited) => {
                 end_ns = Some(crate::measure::clock::monotonic_ns());
                 break;

@@ -11,7 +11,7 @@
 //! ([`noise`]).
 #![forbid(unsafe_code)]
 
-use crate::record::columns::{Row, FELL_FROM_BYTES, FELL_TO_BYTES};
+use crate::record::columns::{WarmSeries, FELL_FROM_BYTES, FELL_TO_BYTES};
 use crate::record::metrics::metric_index;
 use crate::record::stats::Summary;
 use crate::serialize_struct;
@@ -183,14 +183,12 @@ fn stands_out(value: f64, median: f64, mad: f64) -> Option<&'static str> {
 /// Every anomaly of the warm series `warm` (rows in run order), judged over the whole series:
 /// storage reads and major faults against the warm median, and the cached-before falls the
 /// records flagged when they ended.
-pub fn series_anomalies(warm: &[Row]) -> Vec<RunAnomaly> {
+pub fn series_anomalies<W: WarmSeries + ?Sized>(warm: &W) -> Vec<RunAnomaly> {
     let mut found = Vec::new();
     let columns = ["block_in", "major_faults"].map(|m| (m, metric_index(m)));
-    let stats = columns.map(|(_, i)| {
-        let values: Vec<f64> = warm.iter().filter_map(|r| r.get(i)).collect();
-        median_and_mad(&values)
-    });
-    for row in warm {
+    // One column in memory at a time, then the rows streamed.
+    let stats = columns.map(|(_, i)| median_and_mad(&warm.column(i)));
+    warm.each_row(&mut |row| {
         let index = row.index().unwrap_or(0);
         if let (Some(from), Some(to)) = (row.get(FELL_FROM_BYTES), row.get(FELL_TO_BYTES)) {
             found.push(RunAnomaly {
@@ -215,7 +213,7 @@ pub fn series_anomalies(warm: &[Row]) -> Vec<RunAnomaly> {
                 });
             }
         }
-    }
+    });
     found
 }
 
@@ -266,6 +264,7 @@ pub fn noise(walls: &[f64]) -> Option<Noise> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::columns::Row;
 
     fn warm(before: u64, after: u64, block_in: u64) -> RunFacts {
         RunFacts {

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 use crate::record::batch::Counts;
+use crate::record::columns::WarmSeries;
 use crate::record::metrics::Metric;
 use crate::record::stats::{bootstrap_ratio_ci, Summary};
 use crate::serialize_struct;
@@ -133,23 +134,27 @@ fn verdict(metric: &str, ratio: f64, lo: f64, hi: f64, name: &str, base: &str) -
 
 /// Compares the commands' warm runs metric by metric.
 ///
-/// `warm[c][m]` holds command `c`'s warm values of metric `m` (in `metrics` order).
+/// `warm[c]` holds command `c`'s warm runs; metric `m` is read from each in `metrics` order,
+/// one metric at a time.
 pub fn compare_metrics(
     metrics: &[Metric],
-    warm: &[&[Vec<f64>]],
+    warm: &[&dyn WarmSeries],
     names: &[String],
 ) -> Vec<MetricComparison> {
     metrics
         .iter()
         .enumerate()
         .map(|(m, metric)| {
-            let base = warm.first().map(|w| w[m].as_slice()).unwrap_or(&[]);
+            // One metric at a time: the first command's column and one other command's.
+            let base_values = warm.first().map_or(Vec::new(), |w| w.metric(m));
+            let base = base_values.as_slice();
             let base_median = Summary::of(base).map(|s| s.median);
             let commands = warm
                 .iter()
                 .enumerate()
                 .map(|(c, command)| {
-                    let values = command[m].as_slice();
+                    let column = command.metric(m);
+                    let values = column.as_slice();
                     let warm_median = Summary::of(values).map(|s| s.median);
                     let ratio_to_first = crate::record::stats::ratio(warm_median, base_median);
                     let ci = if c == 0 {
