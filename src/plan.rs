@@ -133,13 +133,13 @@ pub struct Plan {
     /// Grace period between SIGTERM and SIGKILL after a timeout, nanoseconds.
     pub kill_after_ns: u64,
     /// Shell command run (`/bin/sh -c`, not measured) once before the first run.
-    pub setup: Option<String>,
+    pub setup: Option<std::ffi::OsString>,
     /// Shell command run (`/bin/sh -c`, not measured) before every run.
-    pub prepare: Option<String>,
+    pub prepare: Option<std::ffi::OsString>,
     /// Shell command run (`/bin/sh -c`, not measured) after every run.
-    pub conclude: Option<String>,
+    pub conclude: Option<std::ffi::OsString>,
     /// Shell command run (`/bin/sh -c`, not measured) once after the last run.
-    pub cleanup: Option<String>,
+    pub cleanup: Option<std::ffi::OsString>,
     /// Count failed runs too (marked as failed).
     pub ignore_failure: bool,
     /// Free-text label stored in every record.

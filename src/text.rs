@@ -8,56 +8,68 @@
 
 /// Splits `text` into words; an unbalanced quote or a trailing backslash is an error.
 pub fn split(text: &str) -> Result<Vec<String>, String> {
+    // The quotes, blanks and backslash are ASCII: the words of valid UTF-8 are valid UTF-8.
+    let words = split_bytes(text.as_bytes())?;
+    Ok(words
+        .into_iter()
+        .map(|w| String::from_utf8_lossy(&w).into_owned())
+        .collect())
+}
+
+/// [`split`] over bytes: a command given as an argument is split without ever being decoded,
+/// so that invalid UTF-8 reaches the program exactly as it was given (decoding would turn it
+/// into U+FFFD).
+pub fn split_bytes(text: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    let shown = || String::from_utf8_lossy(text).into_owned();
     let mut words = Vec::new();
-    let mut word = String::new();
+    let mut word = Vec::new();
     let mut in_word = false;
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' | '\n' => {
+    let mut bytes = text.iter().copied();
+    while let Some(b) = bytes.next() {
+        match b {
+            b' ' | b'\t' | b'\n' => {
                 if in_word {
                     words.push(std::mem::take(&mut word));
                     in_word = false;
                 }
             }
-            '\'' => {
+            b'\'' => {
                 in_word = true;
                 loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err(format!("unbalanced single quote in {text:?}")),
+                    match bytes.next() {
+                        Some(b'\'') => break,
+                        Some(b) => word.push(b),
+                        None => return Err(format!("unbalanced single quote in {:?}", shown())),
                     }
                 }
             }
-            '"' => {
+            b'"' => {
                 in_word = true;
                 loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
+                    match bytes.next() {
+                        Some(b'"') => break,
+                        Some(b'\\') => match bytes.next() {
+                            Some(b @ (b'"' | b'\\' | b'$' | b'`')) => word.push(b),
+                            Some(b) => word.extend_from_slice(&[b'\\', b]),
+                            None => {
+                                return Err(format!("unbalanced double quote in {:?}", shown()))
                             }
-                            None => return Err(format!("unbalanced double quote in {text:?}")),
                         },
-                        Some(c) => word.push(c),
-                        None => return Err(format!("unbalanced double quote in {text:?}")),
+                        Some(b) => word.push(b),
+                        None => return Err(format!("unbalanced double quote in {:?}", shown())),
                     }
                 }
             }
-            '\\' => match chars.next() {
-                Some(c) => {
+            b'\\' => match bytes.next() {
+                Some(b) => {
                     in_word = true;
-                    word.push(c);
+                    word.push(b);
                 }
-                None => return Err(format!("trailing backslash in {text:?}")),
+                None => return Err(format!("trailing backslash in {:?}", shown())),
             },
-            c => {
+            b => {
                 in_word = true;
-                word.push(c);
+                word.push(b);
             }
         }
     }
@@ -186,7 +198,24 @@ mod tests {
         }
     }
 
+    #[test]
+    fn bytes_are_split_without_being_decoded() {
+        let words = split_bytes(b"prog '\xff\xfe x' a\\\x80b \"\xc3\"").unwrap();
+        assert_eq!(words, [&b"prog"[..], b"\xff\xfe x", b"a\x80b", b"\xc3"]);
+        assert!(split_bytes(b"'\xff")
+            .unwrap_err()
+            .contains("unbalanced single quote"));
+    }
+
     proptest! {
+        #[test]
+        fn split_bytes_agrees_with_split_on_text(text in ".*") {
+            let bytes: Vec<Vec<u8>> = split(&text)
+                .map(|w| w.into_iter().map(String::into_bytes).collect())
+                .unwrap_or_default();
+            prop_assert_eq!(split_bytes(text.as_bytes()).unwrap_or_default(), bytes);
+        }
+
         #[test]
         fn quote_then_split_gives_the_words_back(words in proptest::collection::vec(".*", 1..6)) {
             prop_assert_eq!(split(&quote(&words)).unwrap(), words);

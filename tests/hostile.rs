@@ -994,3 +994,81 @@ fn a_label_longer_than_65535_characters_renders_everywhere() {
         assert!(out.stdout.contains("LLLL"), "{}", out.describe());
     }
 }
+
+// ---------------------------------------------------------------- arguments byte for byte
+
+#[test]
+fn invalid_utf8_reaches_the_command_and_prepare_byte_for_byte() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    let dir = TempDir::new("bytes");
+    let log = dir.join("argv");
+    let show = script(
+        &dir,
+        "show",
+        &format!("for a; do printf '%s|' \"$a\"; done >> {}", log.display()),
+    );
+    let show = show.to_str().unwrap().as_bytes().to_vec();
+    let os = |parts: &[&[u8]]| OsString::from_vec(parts.concat());
+    let prepare_log = dir.join("prepare");
+    let prepare = format!("printf 'P\\377' >> {}", prepare_log.display());
+    let cases: Vec<(Vec<OsString>, &[u8])> = vec![
+        // compare: each command one argument, split into words without being decoded.
+        (
+            vec![
+                "compare".into(),
+                "-n".into(),
+                "1".into(),
+                "-p".into(),
+                prepare.clone().into(),
+                os(&[&show, b" a\xff\xfeb 'c d'"]),
+                os(&[&show, b" \xc3"]),
+            ],
+            b"a\xff\xfeb|c d|\xc3|",
+        ),
+        // run with a parameter scan: {n} replaced in words that are not UTF-8.
+        (
+            vec![
+                "run".into(),
+                "-n".into(),
+                "1".into(),
+                "-P".into(),
+                "n".into(),
+                "1".into(),
+                "2".into(),
+                "--".into(),
+                OsString::from_vec(show.clone()),
+                os(&[b"{n}\x80"]),
+            ],
+            b"1\x80|2\x80|",
+        ),
+        // run through the shell: the script is handed to it as given.
+        (
+            vec![
+                "run".into(),
+                "-n".into(),
+                "1".into(),
+                "--shell".into(),
+                "sh".into(),
+                "--".into(),
+                os(&[&show, b" '\xfe'"]),
+            ],
+            b"\xfe|",
+        ),
+    ];
+    for (args, expected) in cases {
+        let _ = std::fs::remove_file(&log);
+        let out = ct(dir.path(), args).run_within(DEADLINE);
+        out.expect_code(0);
+        assert_no_raw_controls(&out);
+        assert_eq!(
+            String::from_utf8_lossy(&std::fs::read(&log).unwrap()),
+            String::from_utf8_lossy(expected),
+            "{}",
+            out.describe()
+        );
+        assert_eq!(std::fs::read(&log).unwrap(), expected, "{}", out.describe());
+    }
+    // --prepare ran before each of the comparison's two runs, byte for byte.
+    assert_eq!(std::fs::read(&prepare_log).unwrap(), b"P\xffP\xff");
+}

@@ -46,14 +46,15 @@ impl Around {
 
 impl CommandBatch<'_> {
     /// The program of `around` and its text, if the plan has one.
-    fn around_program(&self, around: Around) -> Option<(&Program, &str)> {
+    fn around_program(&self, around: Around) -> Option<(&Program, String)> {
         let (program, text) = match around {
             Around::Setup => (&self.around.setup, &self.plan.setup),
             Around::Prepare => (&self.around.prepare, &self.plan.prepare),
             Around::Conclude => (&self.around.conclude, &self.plan.conclude),
             Around::Cleanup => (&self.around.cleanup, &self.plan.cleanup),
         };
-        Some((program.as_ref()?, text.as_deref().unwrap_or_default()))
+        let shown = text.as_deref().unwrap_or_default().to_string_lossy();
+        Some((program.as_ref()?, shown.into_owned()))
     }
 
     /// Runs `around` (if the plan has it) next to run `index`; `Some(Stop)` when the batch must

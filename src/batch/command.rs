@@ -276,7 +276,7 @@ pub(super) struct AroundPrograms {
 
 impl AroundPrograms {
     fn of(plan: &Plan) -> Result<AroundPrograms, BatchError> {
-        let build = |cmd: &Option<String>, flag: &str| {
+        let build = |cmd: &Option<std::ffi::OsString>, flag: &str| {
             cmd.as_deref().map(|c| sh_program(c, flag)).transpose()
         };
         Ok(AroundPrograms {

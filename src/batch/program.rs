@@ -83,7 +83,8 @@ fn environment() -> Result<Vec<CString>, BatchError> {
 
 /// `/bin/sh -c COMMAND` (for `--setup`, `--prepare`, `--conclude`, `--cleanup`: `flag`), with
 /// coldtrace's environment.
-pub(crate) fn sh_program(command: &str, flag: &str) -> Result<Program, BatchError> {
+pub(crate) fn sh_program(command: &std::ffi::OsStr, flag: &str) -> Result<Program, BatchError> {
+    // The shell command as given, byte for byte.
     let argv = vec![
         cstring(b"sh", "")?,
         cstring(b"-c", "")?,

@@ -20,18 +20,19 @@ pub(crate) struct CommandSpec {
     /// The parameter values it was made with.
     pub parameters: Binding,
     /// `--setup`, `--prepare`, `--conclude`, `--cleanup` for this command, parameters replaced.
-    pub setup: Option<String>,
-    pub prepare: Option<String>,
-    pub conclude: Option<String>,
-    pub cleanup: Option<String>,
+    pub setup: Option<OsString>,
+    pub prepare: Option<OsString>,
+    pub conclude: Option<OsString>,
+    pub cleanup: Option<OsString>,
 }
 
 /// How the commands were given.
 pub(crate) enum Given<'a> {
     /// `run -- COMMAND ARG...`: one command as words.
     Words(&'a [OsString]),
-    /// `compare 'CMD A' 'CMD B'`: each command one string, split as a shell would.
-    Strings(&'a [String]),
+    /// `compare 'CMD A' 'CMD B'`: each command one string, split as a shell would (as bytes:
+    /// never decoded).
+    Strings(&'a [OsString]),
 }
 
 /// The commands, expanded over the parameter scan (each value, every command: the commands
@@ -95,28 +96,26 @@ fn from_words(
     binding: &Binding,
     shell: Option<&[String]>,
 ) -> (Vec<OsString>, String) {
-    let argv: Vec<OsString> = if binding.is_empty() {
-        words.to_vec()
-    } else {
-        words
-            .iter()
-            .map(|w| scan::substitute(&w.to_string_lossy(), binding).into())
-            .collect()
-    };
+    let argv: Vec<OsString> = words
+        .iter()
+        .map(|w| scan::substitute_os(w, binding))
+        .collect();
     let lossy: Vec<String> = argv
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let text = crate::text::quote(&lossy);
     match shell {
-        // `run -S -- 'sleep 0.1; echo'` is one string already; several words are quoted back.
+        // `run -S -- 'sleep 0.1; echo'` is one string already (passed as given); several
+        // words are quoted back.
         Some(shell) => {
-            let script = if lossy.len() == 1 {
-                lossy[0].clone()
+            let script = if argv.len() == 1 {
+                argv[0].clone()
             } else {
-                text.clone()
+                OsString::from(&text)
             };
-            (through(shell, &script), script)
+            let shown = script.to_string_lossy().into_owned();
+            (through(shell, &script), shown)
         }
         None => (argv, text),
     }
@@ -124,31 +123,33 @@ fn from_words(
 
 /// `compare`'s string, parameters replaced, split into words (or handed to the shell).
 fn from_string(
-    text: &str,
+    given: &std::ffi::OsStr,
     index: usize,
     binding: &Binding,
     shell: Option<&[String]>,
 ) -> Result<(Vec<OsString>, String), UsageError> {
-    let text = scan::substitute(text, binding);
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let exact = scan::substitute_os(given, binding);
+    let text = exact.to_string_lossy().into_owned();
     if let Some(shell) = shell {
-        return Ok((through(shell, &text), text));
+        return Ok((through(shell, &exact), text));
     }
-    let words =
-        crate::text::split(&text).map_err(|e| usage(format!("command {}: {e}", index + 1)))?;
+    let words = crate::text::split_bytes(exact.as_bytes())
+        .map_err(|e| usage(format!("command {}: {e}", index + 1)))?;
     if words.is_empty() {
         return Err(usage(format!(
             "command {} is empty; give each command as one non-empty argument",
             index + 1
         )));
     }
-    Ok((words.into_iter().map(OsString::from).collect(), text))
+    Ok((words.into_iter().map(OsString::from_vec).collect(), text))
 }
 
-fn through(shell: &[String], script: &str) -> Vec<OsString> {
+fn through(shell: &[String], script: &std::ffi::OsStr) -> Vec<OsString> {
     shell
         .iter()
         .map(OsString::from)
-        .chain([OsString::from("-c"), OsString::from(script)])
+        .chain([OsString::from("-c"), script.to_os_string()])
         .collect()
 }
 
@@ -183,8 +184,10 @@ fn assign_names(read: &Read, specs: &mut [CommandSpec], scanned: bool) -> Result
 /// The commands around the runs: `--prepare`/`--conclude` once for all or once per command
 /// (hyperfine's rule), `--setup`/`--cleanup` once for all; parameters replaced in each.
 fn assign_helpers(read: &Read, specs: &mut [CommandSpec]) -> Result<(), UsageError> {
-    let per_command = |long: &str| -> Result<Vec<String>, UsageError> {
-        let given: Vec<String> = read.all(long).map(|o| o.text()).collect();
+    // Shell commands are passed to `sh -c` as given, byte for byte.
+    let exact = |o: &crate::cli::args::Occurrence| o.values.first().cloned().unwrap_or_default();
+    let per_command = |long: &str| -> Result<Vec<OsString>, UsageError> {
+        let given: Vec<OsString> = read.all(long).map(exact).collect();
         if given.len() > 1 && given.len() != specs.len() {
             return Err(usage(format!(
                 "{long} given {} times for {} command{}: give it once (for every command) or once per command",
@@ -197,11 +200,11 @@ fn assign_helpers(read: &Read, specs: &mut [CommandSpec]) -> Result<(), UsageErr
     };
     let prepare = per_command("--prepare")?;
     let conclude = per_command("--conclude")?;
-    let setup = read.text("--setup");
-    let cleanup = read.text("--cleanup");
+    let setup = read.last("--setup").map(exact);
+    let cleanup = read.last("--cleanup").map(exact);
     for (i, spec) in specs.iter_mut().enumerate() {
-        let pick = |list: &[String]| list.get(i).or(list.first()).cloned();
-        let replace = |s: Option<String>| s.map(|s| scan::substitute(&s, &spec.parameters));
+        let pick = |list: &[OsString]| list.get(i).or(list.first()).cloned();
+        let replace = |s: Option<OsString>| s.map(|s| scan::substitute_os(&s, &spec.parameters));
         spec.prepare = replace(pick(&prepare));
         spec.conclude = replace(pick(&conclude));
         spec.setup = replace(setup.clone());
@@ -221,14 +224,7 @@ mod tests {
         let read = args::read(sub, words)?;
         match sub {
             Sub::Run => commands(&read, Given::Words(&read.operands)),
-            _ => {
-                let texts: Vec<String> = read
-                    .operands
-                    .iter()
-                    .map(|o| o.to_string_lossy().into_owned())
-                    .collect();
-                commands(&read, Given::Strings(&texts))
-            }
+            _ => commands(&read, Given::Strings(&read.operands)),
         }
     }
 
@@ -278,10 +274,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s[1].name.as_deref(), Some("n=2"));
-        assert_eq!(s[1].prepare.as_deref(), Some("p2"));
-        assert_eq!(s[0].setup.as_deref(), Some("s1"));
+        assert_eq!(s[1].prepare.as_deref(), Some("p2".as_ref()));
+        assert_eq!(s[0].setup.as_deref(), Some("s1".as_ref()));
         let s = specs(Sub::Compare, &["-C", "c1", "-C", "c2", "a", "b"]).unwrap();
-        assert_eq!(s[1].conclude.as_deref(), Some("c2"));
+        assert_eq!(s[1].conclude.as_deref(), Some("c2".as_ref()));
         let e = specs(Sub::Compare, &["-p", "1", "-p", "2", "a", "b", "c"])
             .unwrap_err()
             .0;

@@ -24,12 +24,7 @@ pub fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
     if read.version {
         return Ok(Command::Version);
     }
-    let texts: Vec<String> = read
-        .operands
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let specs = commands(&read, Given::Strings(&texts))?;
+    let specs = commands(&read, Given::Strings(&read.operands))?;
     if specs.len() < 2 {
         return Err(usage(
             "compare needs at least two commands, each one argument (or a parameter scan), e.g. coldtrace compare -n 10 'python3.11 -c \"import json\"' 'python3.12 -c \"import json\"'",

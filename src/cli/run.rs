@@ -76,7 +76,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         ("--conclude", &raw.conclude),
         ("--cleanup", &raw.cleanup),
     ] {
-        if cmd.as_deref() == Some("") {
+        if cmd.as_ref().is_some_and(|c| c.is_empty()) {
             return Err(usage(format!("{flag}: expected a shell command, got ''")));
         }
     }

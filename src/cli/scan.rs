@@ -202,25 +202,36 @@ fn split_list(text: &str) -> Vec<String> {
 
 /// `text` with every `{NAME}` of `binding` replaced by its value, in one pass.
 pub(crate) fn substitute(text: &str, binding: &Binding) -> String {
+    String::from_utf8_lossy(&substitute_bytes(text.as_bytes(), binding)).into_owned()
+}
+
+/// [`substitute`] over bytes (a command or a shell command given as an argument is never
+/// decoded: invalid UTF-8 in it reaches the program as it was given).
+pub(crate) fn substitute_os(text: &std::ffi::OsStr, binding: &Binding) -> std::ffi::OsString {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    std::ffi::OsString::from_vec(substitute_bytes(text.as_bytes(), binding))
+}
+
+fn substitute_bytes(text: &[u8], binding: &Binding) -> Vec<u8> {
     if binding.is_empty() {
-        return text.to_string();
+        return text.to_vec();
     }
-    let keys: Vec<(String, &str)> = binding
+    let keys: Vec<(Vec<u8>, &str)> = binding
         .iter()
-        .map(|(name, value)| (format!("{{{name}}}"), value.as_str()))
+        .map(|(name, value)| (format!("{{{name}}}").into_bytes(), value.as_str()))
         .collect();
-    let mut out = String::with_capacity(text.len());
+    let mut out = Vec::with_capacity(text.len());
     let mut rest = text;
-    'outer: while let Some(c) = rest.chars().next() {
+    'outer: while let Some((&b, after_byte)) = rest.split_first() {
         for (key, value) in &keys {
-            if let Some(after) = rest.strip_prefix(key.as_str()) {
-                out.push_str(value);
+            if let Some(after) = rest.strip_prefix(key.as_slice()) {
+                out.extend_from_slice(value.as_bytes());
                 rest = after;
                 continue 'outer;
             }
         }
-        out.push(c);
-        rest = &rest[c.len_utf8()..];
+        out.push(b);
+        rest = after_byte;
     }
     out
 }

@@ -25,10 +25,10 @@ pub struct ConfigRecord<'a> {
     pub stdin: String,
     pub timeout_ns: Option<u64>,
     pub kill_after_ns: u64,
-    pub setup: Option<&'a str>,
-    pub prepare: Option<&'a str>,
-    pub conclude: Option<&'a str>,
-    pub cleanup: Option<&'a str>,
+    pub setup: Option<String>,
+    pub prepare: Option<String>,
+    pub conclude: Option<String>,
+    pub cleanup: Option<String>,
     pub ignore_failure: bool,
     pub evict: Vec<String>,
     pub drop_caches: bool,
@@ -198,10 +198,10 @@ impl<'a> ConfigRecord<'a> {
             },
             timeout_ns: plan.timeout_ns,
             kill_after_ns: plan.kill_after_ns,
-            setup: plan.setup.as_deref(),
-            prepare: plan.prepare.as_deref(),
-            conclude: plan.conclude.as_deref(),
-            cleanup: plan.cleanup.as_deref(),
+            setup: lossy(&plan.setup),
+            prepare: lossy(&plan.prepare),
+            conclude: lossy(&plan.conclude),
+            cleanup: lossy(&plan.cleanup),
             ignore_failure: plan.ignore_failure,
             evict: paths(&plan.cold.evict),
             drop_caches: plan.cold.drop_caches,
@@ -212,4 +212,9 @@ impl<'a> ConfigRecord<'a> {
             watch: paths(&plan.cold.watch),
         }
     }
+}
+
+/// A shell command as text for the document (it was passed to `sh -c` byte for byte).
+fn lossy(command: &Option<std::ffi::OsString>) -> Option<String> {
+    command.as_ref().map(|c| c.to_string_lossy().into_owned())
 }

@@ -323,7 +323,10 @@ fn each_stored_row(file: &std::fs::File, rows: usize, width: usize, f: &mut dyn 
     while done < rows {
         let n = (rows - done).min(BLOCK);
         let block = &mut bytes[..n * width * 8];
-        if file.read_exact_at(block, (done * width * 8) as u64).is_err() {
+        if file
+            .read_exact_at(block, (done * width * 8) as u64)
+            .is_err()
+        {
             return;
         }
         for stored in block.chunks_exact(width * 8) {
