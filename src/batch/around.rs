@@ -85,6 +85,7 @@ impl CommandBatch<'_> {
             self.interrupted_by = Some(sig);
         } else if around == Around::Cleanup {
             // The runs are all recorded: the batch is complete, but not clean.
+            self.notices.push(message.clone());
             self.cleanup_failure = Some(message);
         } else {
             self.stopped_reason = Some(format!("{message}; the batch stops"));
@@ -146,7 +147,7 @@ fn run_around(program: &Program, shared: &mut Shared<'_>) -> Result<u64, Failure
         &mut shared.stack,
         &mut shared.floor,
         &limits,
-        |_| {},
+        &mut crate::measure::waiting::Quietly,
     );
     match (result.outcome.failure_reason(), result.interrupted_by) {
         (None, None) => Ok(result.wall_ns.unwrap_or(0)),

@@ -13,6 +13,15 @@ use crate::record::run::{ColdAction, Role, StayedRecord};
 const STAYED_TOP: usize = 5;
 
 impl CommandBatch<'_> {
+    /// Whether a run of `role` starts cold (the plan evicts or drops before it).
+    pub(super) fn cold_due(&self, role: Role) -> bool {
+        match self.plan.cold.when {
+            Some(ColdWhen::EveryRun) => role != Role::Warmup,
+            Some(ColdWhen::FirstOnly) => role == Role::First,
+            None => false,
+        }
+    }
+
     /// Establishes the cold state before a run of `role`, when due. The walk and the eviction
     /// give up at once when a signal asks coldtrace to stop (the run then does not happen).
     pub(super) fn cold_action(
@@ -21,12 +30,7 @@ impl CommandBatch<'_> {
         signals: &Signals,
     ) -> Result<Option<ColdAction>, NotRun> {
         let plan = self.plan;
-        let due = match plan.cold.when {
-            Some(ColdWhen::EveryRun) => role != Role::Warmup,
-            Some(ColdWhen::FirstOnly) => role == Role::First,
-            None => false,
-        };
-        if !due {
+        if !self.cold_due(role) {
             return Ok(None);
         }
         let began = crate::measure::clock::monotonic_ns();

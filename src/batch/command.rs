@@ -56,6 +56,8 @@ pub struct CommandBatch<'p> {
     pub(super) next_index: u64,
     pub(super) last_wall_ns: Option<u64>,
     pub(super) notices: Vec<String>,
+    /// How many of `notices` the observer has been told.
+    pub(super) notices_said: usize,
     /// Why some watched files' residency is unknown, the first time it was.
     pub(super) cache_unknown: Option<String>,
     /// Each watched file's residency before the current run (a memfd, not the heap).
@@ -166,6 +168,7 @@ impl<'p> Checked<'p> {
             next_index: 0,
             last_wall_ns: None,
             notices,
+            notices_said: 0,
             cache_unknown: None,
             ledger: if plan.cold.watch.is_empty() {
                 None
@@ -190,6 +193,13 @@ impl<'p> CommandBatch<'p> {
         shared: &Shared<'_>,
     ) -> Result<Self, BatchError> {
         Checked::check(plan, shared.signals)?.open(out_dir, shared)
+    }
+
+    /// The command as a person reads it: its `--command-name`, or its words quoted as a
+    /// shell would; escaped.
+    pub fn shown_command(&self) -> String {
+        let words = || crate::text::quote(&self.argv);
+        crate::text::escape_controls(&self.plan.name.clone().unwrap_or_else(words))
     }
 
     /// Whether every run of the plan has been done.

@@ -3,7 +3,7 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::command::Checked;
-use crate::batch::progress::Observer;
+use crate::batch::progress::{BatchStart, Observer};
 use crate::batch::{BatchError, BatchOutcome, CommandBatch, Shared, Signals, Step};
 use crate::plan::ComparePlan;
 use crate::record::artifacts;
@@ -66,7 +66,11 @@ pub fn run_compare(
         batches.push(c.open(p.out_dir.as_deref(), &shared)?);
     }
     let started_at = crate::measure::clock::rfc3339_utc_now();
-    let interrupted_by = match setups(&mut batches, &mut shared) {
+    let set_up = setups(&mut batches, &mut shared);
+    for batch in batches.iter_mut() {
+        batch.say_notices(observer);
+    }
+    let interrupted_by = match set_up {
         Step::Continue => run_rounds(plan, &mut batches, &mut shared, observer)?,
         Step::Stop => None,
     };
@@ -79,6 +83,7 @@ pub fn run_compare(
             batch.interrupt(sig);
         }
         batch.cleanup(&mut shared);
+        batch.say_notices(observer);
         outcomes.push(batch.finish()?);
     }
     finish_comparison(plan, &started_at, outcomes, interrupted_by)
@@ -116,10 +121,13 @@ fn run_rounds(
     shared: &mut Shared<'_>,
     observer: &mut dyn Observer,
 ) -> Result<Option<Signal>, BatchError> {
-    let mut done = 0u64;
     let mut round = 0u64;
+    let commands: Vec<String> = batches.iter().map(CommandBatch::shown_command).collect();
+    observer.batch_started(&BatchStart {
+        commands: &commands,
+        total_runs: batches.iter().map(CommandBatch::total_runs).sum(),
+    });
     while batches.iter().any(|b| !b.is_done()) {
-        let total: u64 = batches.iter().map(CommandBatch::total_runs).sum();
         for (position, command) in round_order(batches.len(), round, plan.shuffle_seed)
             .into_iter()
             .enumerate()
@@ -137,14 +145,13 @@ fn run_rounds(
                 position: position as u64,
             };
             let step = batches[command].run_next(shared, Some(slot), observer)?;
-            done += 1;
-            observer.run_finished(done, total, batches[command].last_wall_ns());
             if step == Step::Stop {
                 observer.finished();
                 return Ok(None);
             }
         }
         choose_rounds(batches);
+        observer.total_runs(batches.iter().map(CommandBatch::total_runs).sum());
         round += 1;
     }
     observer.finished();

@@ -107,11 +107,7 @@ impl CommandBatch<'_> {
             interrupted_by: self.interrupted_by,
             stopped_reason: self.stopped_reason,
             out_dir: self.dir.map(|d| d.root().to_path_buf()),
-            notices: self
-                .notices
-                .into_iter()
-                .chain(self.cleanup_failure)
-                .collect(),
+            notices: self.notices,
             single_outcome: self.single.map(|s| describe(&s.outcome)),
             single_run: self.single,
             start_failure: self

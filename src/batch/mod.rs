@@ -26,7 +26,7 @@ pub use command::CommandBatch;
 pub use compare::{round_order, run_compare, CompareOutcome};
 pub use outcome::{BatchOutcome, SingleRun, Step};
 pub use program::exit_code_for_start_failure;
-pub use progress::{Observer, Unobserved};
+pub use progress::{BatchStart, Observer, RunEnd, RunStart, Unobserved};
 pub use shared::Shared;
 pub use signals::Signals;
 pub use watch::{FirstPagedIn, PAGED_IN_TOP};
@@ -70,6 +70,11 @@ pub fn run(
 ) -> Result<BatchOutcome, BatchError> {
     let mut shared = Shared::new(signals)?;
     let mut batch = CommandBatch::new(plan, plan.out_dir.as_deref(), &shared)?;
+    batch.say_notices(observer);
+    observer.batch_started(&BatchStart {
+        commands: &[batch.shown_command()],
+        total_runs: batch.total_runs(),
+    });
     while !batch.is_done() {
         if let Some(sig) = shared.pending_interrupt() {
             batch.interrupt(sig);
@@ -79,12 +84,13 @@ pub fn run(
         if let Some(cost_ns) = batch.first_cost_ns() {
             batch.choose_runs(cost_ns);
         }
-        observer.run_finished(batch.runs_done(), batch.total_runs(), batch.last_wall_ns());
+        observer.total_runs(batch.total_runs());
         if step == Step::Stop {
             break;
         }
     }
     observer.finished();
     batch.cleanup(&mut shared);
+    batch.say_notices(observer);
     batch.finish()
 }

@@ -4,7 +4,7 @@
 
 use crate::batch::around::Around;
 use crate::batch::command::CommandBatch;
-use crate::batch::progress::Observer;
+use crate::batch::progress::{Observer, RunEnd, RunStart};
 use crate::batch::wiring::{spawn_options, RunIo};
 use crate::batch::{BatchError, Shared, SingleRun, Step};
 use crate::measure::cache::PagedFile;
@@ -12,6 +12,7 @@ use crate::measure::clock;
 use crate::measure::context::ProgramInfo;
 use crate::measure::runner::{self, Outcome, RunLimits, RunResult};
 use crate::measure::system::SystemDelta;
+use crate::measure::waiting::WhileWaiting;
 use crate::record::anomaly::RunFacts;
 use crate::record::artifacts::{self, RunFiles};
 use crate::record::batch::FailedRun;
@@ -96,6 +97,30 @@ impl<'a> RecordBase<'a> {
     }
 }
 
+/// The observer, as the waiting loop sees it: a stopped child is a notice, ticks are
+/// `running`.
+struct Watching<'o> {
+    observer: &'o mut dyn Observer,
+    timeout: bool,
+}
+
+impl WhileWaiting for Watching<'_> {
+    fn stopped(&mut self, sig: Signal) {
+        let or = if self.timeout { " or to time out" } else { "" };
+        self.observer.notice(&format!(
+            "the command was stopped by {sig}; waiting for it to be continued (SIGCONT){or}"
+        ));
+    }
+
+    fn wants_ticks(&self) -> bool {
+        self.observer.wants_ticks()
+    }
+
+    fn tick(&mut self, running_ns: u64) {
+        self.observer.running(running_ns);
+    }
+}
+
 /// Why a run did not happen: coldtrace's own error, or a signal that asked to stop before the
 /// spawn (during the cold action, a FIFO's wait, the residency probe, or just before it).
 pub(super) enum NotRun {
@@ -146,6 +171,13 @@ impl CommandBatch<'_> {
         }
         let index = self.next_index;
         let role = self.role_of(index);
+        let run = RunStart {
+            command: slot.map_or(0, |s| s.command as usize),
+            index,
+            role,
+            cold: self.cold_due(role),
+        };
+        observer.run_started(&run);
         self.around_ns = 0;
         if let Some(stop) = self.around_step(shared, Around::Prepare, index) {
             return Ok(stop);
@@ -163,7 +195,14 @@ impl CommandBatch<'_> {
             }
         };
         let wall_ns = measured.result.wall_ns;
+        let counted_before = self.counts.counted;
         let step = self.record_run(index, role, slot, cold_action, measured, io.files)?;
+        observer.run_finished(&RunEnd {
+            run,
+            wall_ns,
+            counted: self.counts.counted > counted_before,
+        });
+        self.say_notices(observer);
         // After the record is on disk, outside the timed window; not after an interruption.
         let concluded = match self.interrupted_by {
             None => self.around_step(shared, Around::Conclude, index),
@@ -173,6 +212,14 @@ impl CommandBatch<'_> {
             self.first_cost_ns = wall_ns.map(|w| w.saturating_add(self.around_ns));
         }
         Ok(concluded.unwrap_or(step))
+    }
+
+    /// Tells `observer` the notices it has not been told yet (the first ones before any run).
+    pub fn say_notices(&mut self, observer: &mut dyn Observer) {
+        for notice in &self.notices[self.notices_said..] {
+            observer.notice(notice);
+        }
+        self.notices_said = self.notices.len();
     }
 
     pub(super) fn role_of(&self, index: u64) -> Role {
@@ -230,10 +277,9 @@ impl CommandBatch<'_> {
         if let Some(sig) = shared.signals.pending_interrupt() {
             return Err(sig);
         }
-        let or = if plan.timeout_ns.is_some() {
-            " or to time out"
-        } else {
-            ""
+        let mut watching = Watching {
+            observer,
+            timeout: plan.timeout_ns.is_some(),
         };
         let result = runner::measure(
             &self.program,
@@ -241,11 +287,7 @@ impl CommandBatch<'_> {
             &mut shared.stack,
             &mut shared.floor,
             &limits,
-            |sig| {
-                observer.notice(&format!(
-                    "the command was stopped by {sig}; waiting for it to be continued (SIGCONT){or}"
-                ))
-            },
+            &mut watching,
         );
         let system_after = (!minimal).then(|| shared.sampler.sample());
         let (cache, paged_in) = self.watch_after(residency_before).unzip();

@@ -9,7 +9,7 @@ use crate::cli::options::{raw_flags, RawRun};
 use crate::cli::run::check_run;
 use crate::cli::table::Sub;
 use crate::cli::{help, json_line, usage, Command, Output, UsageError};
-use crate::plan::ComparePlan;
+use crate::plan::{ComparePlan, OutputMode};
 use crate::view::progress::ProgressLine;
 use crate::view::style::use_colour;
 use crate::view::terminal::{self, Stream};
@@ -87,18 +87,12 @@ fn shuffle_seed(text: Option<&str>) -> Result<Option<u64>, UsageError> {
 /// Runs the comparison and shows its table (unless quiet); `--json` goes to stdout.
 pub fn execute_compare(plan: &ComparePlan) -> Result<Output, crate::batch::BatchError> {
     let signals = Signals::install()?;
-    let mut progress = ProgressLine::new(plan.quiet);
+    let on_terminal = plan.plans.iter().any(|p| p.output == OutputMode::Inherit);
+    let mut progress = ProgressLine::new(plan.quiet, on_terminal);
     let outcome = run_compare(plan, &signals, &mut progress)?;
     if !plan.quiet {
+        // The notices were said as they came, through the progress line.
         let width = terminal::width(Stream::Stderr);
-        let mut said: Vec<&str> = Vec::new();
-        for notice in outcome.batches.iter().flat_map(|b| b.notices.iter()) {
-            if !said.contains(&notice.as_str()) {
-                let text = crate::text::escape_controls(notice);
-                eprint!("{}", crate::view::progress::notice_text(&text, width));
-                said.push(notice);
-            }
-        }
         eprint!(
             "{}",
             crate::view::compare::compare_table(&outcome, use_colour(), width)

@@ -136,8 +136,9 @@ pub fn execute(command: Command) -> Result<Output, BatchError> {
 /// What to say once, before anything runs, about how the flags were read.
 fn say_notices(notices: &[String], quiet: bool) {
     if !quiet {
+        let width = crate::view::terminal::width(crate::view::terminal::Stream::Stderr);
         for notice in notices {
-            eprintln!("coldtrace: {notice}");
+            eprint!("{}", crate::view::progress::notice_text(notice, width));
         }
     }
 }

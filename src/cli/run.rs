@@ -12,7 +12,7 @@ use crate::cli::{help, json_line, usage, Command, Output, UsageError};
 use crate::measure::perf::{default_events, PerfEvent};
 use crate::plan::{ColdPlan, ColdWhen, OutputMode, Plan, RunBounds, StdinMode};
 use crate::text::escape_controls;
-use crate::view::progress::{notice_text, ProgressLine};
+use crate::view::progress::ProgressLine;
 use crate::view::style::use_colour;
 use crate::view::table;
 use crate::view::terminal::{self, Stream};
@@ -273,7 +273,7 @@ fn perf_events(list: Option<&str>, counters: bool) -> Result<Vec<PerfEvent>, Usa
 /// Runs the plan and shows its table (unless quiet); `--json` goes to stdout.
 pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
     let signals = Signals::install()?;
-    let mut progress = ProgressLine::new(plan.quiet);
+    let mut progress = ProgressLine::new(plan.quiet, plan.output == OutputMode::Inherit);
     let outcome = batch::run(plan, &signals, &mut progress).map_err(|mut e| {
         if e.exit_code == 127 {
             if let Some(hint) = args::not_found_hint(&plan.argv) {
@@ -286,10 +286,8 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
         // Nothing ran: one line, like a PATH lookup failure, not an empty table.
         eprintln!("coldtrace: error: {}", escape_controls(message));
     } else if !plan.quiet {
+        // The notices were said as they came, through the progress line.
         let width = terminal::width(Stream::Stderr);
-        for notice in &outcome.notices {
-            eprint!("{}", notice_text(&escape_controls(notice), width));
-        }
         let argv: Vec<String> = plan
             .argv
             .iter()

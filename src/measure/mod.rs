@@ -13,4 +13,5 @@ pub mod perf_events;
 pub mod procfs;
 pub mod runner;
 pub mod system;
+pub mod waiting;
 pub mod zombie;

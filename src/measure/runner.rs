@@ -1,13 +1,14 @@
 //! One measured run: the timed window is spawn → exit observed, nothing else inside it.
 //! It measures one run and returns the numbers; it never decides whether the run counts.
 //!
-//! Order: read the floor (outside the window) → clock → spawn → wait (deadline, signals) →
-//! clock → look at the zombie (per-child /proc figures) → reap with wait4 (rusage) → reap
-//! adopted orphans.
+//! Order: read the floor (outside the window) → clock → spawn → wait (deadline, signals,
+//! progress ticks of a long run: `waiting.rs`) → clock → look at the zombie (per-child /proc
+//! figures) → reap with wait4 (rusage) → reap adopted orphans.
 #![forbid(unsafe_code)]
 
 use crate::measure::floor::{Floor, FloorReading};
 use crate::measure::perf::{CounterReading, PerfEvent, PerfSession};
+use crate::measure::waiting::{TickSchedule, WhileWaiting};
 use crate::measure::zombie::{ChildIo, ChildSched};
 use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::{
@@ -176,7 +177,7 @@ pub fn measure(
     stack: &mut ChildStack,
     floor: &mut Floor,
     limits: &RunLimits<'_>,
-    mut on_stop: impl FnMut(Signal),
+    watcher: &mut dyn WhileWaiting,
 ) -> RunResult {
     // Opened on coldtrace itself with inherit + enable_on_exec: they only start counting in the
     // child, at its exec, and the kernel folds the child's counts back in when it exits.
@@ -214,14 +215,15 @@ pub fn measure(
     let mut stopped_by = None;
     let mut end_ns = None;
     let mut wait_error = None;
+    let mut ticks = TickSchedule::new(start_ns, watcher.wants_ticks());
     loop {
-        let wake = match limits.tick {
-            Some(_) => {
-                let next = crate::measure::clock::monotonic_ns().saturating_add(TICK_NS);
-                Some(deadline.map_or(next, |d| d.min(next)))
-            }
-            None => deadline,
-        };
+        // The wait wakes for the deadline, the bounding tick and the progress tick (see
+        // `waiting.rs` for what it may cost), whichever comes first; a wake-up before the
+        // deadline is a tick.
+        let trim_at = limits
+            .tick
+            .map(|_| crate::measure::clock::monotonic_ns().saturating_add(TICK_NS));
+        let wake = [deadline, trim_at, ticks.next_ns()].into_iter().flatten().min();
         match child.wait(limits.signals, wake) {
             Ok(WaitEvent::TimedOut)
                 if deadline.is_none_or(|d| crate::measure::clock::monotonic_ns() < d) =>
@@ -229,6 +231,7 @@ pub fn measure(
                 if let Some(tick) = limits.tick {
                     tick();
                 }
+                ticks.fire_if_due(watcher);
             }
             Ok(WaitEvent::Exited) => {
                 end_ns = Some(crate::measure::clock::monotonic_ns());
@@ -238,7 +241,7 @@ pub fn measure(
                 if let Ok(Some(stop)) = child.stopped_by() {
                     if stopped_by.is_none() {
                         stopped_by = Some(stop);
-                        on_stop(stop);
+                        watcher.stopped(stop);
                     }
                 }
             }

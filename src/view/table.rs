@@ -254,7 +254,8 @@ fn notes(outcome: &BatchOutcome) -> Vec<Note> {
     }
     notes.extend(crate::view::explain::notes(outcome));
     notes.extend(rejected(outcome));
-    if let Some(text) = first_rejected_text(outcome) {
+    // With nothing counted, "all N runs were rejected" already says it.
+    if let Some(text) = first_rejected_text(outcome).filter(|_| !nothing_to_tabulate(outcome)) {
         notes.push(Note::marked("✗", text));
     }
     if let Some(why) = &outcome.cache_unknown {
