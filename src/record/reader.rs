@@ -652,7 +652,7 @@ fn compared(doc: Option<&Value>, member: &Path, position: usize, series: Series)
     let index = entry.and_then(|e| u64_at(e, &["index"]));
     let name = entry
         .and_then(|e| str_at(e, &["name"]).or_else(|| str_at(e, &["command"])))
-        .map_or_else(|| series.title.clone(), |n| one_line(&n));
+        .map_or_else(|| series.command.clone(), |n| one_line(&n));
     let parameters = entry
         .and_then(|e| e.get("parameters"))
         .and_then(Value::as_array)
@@ -711,9 +711,12 @@ pub fn read_series(dir: &Path, cap: usize) -> Result<Series, ReportError> {
     }
     let (reader, name) = open_runs(dir)?;
     stream_runs(reader, &name, &mut series)?;
-    if series.title.is_empty() {
-        series.title = series.dir.clone();
-    }
+    series.title = match (series.title.is_empty(), series.command.is_empty()) {
+        (false, false) => format!("{} — {}", series.title, series.command),
+        (false, true) => series.title.clone(),
+        (true, false) => series.command.clone(),
+        (true, true) => series.dir.clone(),
+    };
     Ok(series)
 }
 
@@ -732,8 +735,8 @@ pub fn stream_runs(
         let Some(record) = record_line(line, line_no, name, &mut series.notes)? else {
             return Ok(Flow::Stop);
         };
-        if series.title.is_empty() {
-            series.title = title_of(&record);
+        if series.command.is_empty() {
+            series.command = title_of(&record);
         }
         series.push(&run_point(&record, &series.flagged));
         Ok(Flow::Next)

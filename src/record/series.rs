@@ -145,8 +145,10 @@ pub struct Penalty {
 /// One batch, ready to draw.
 #[derive(Clone, Debug, Default)]
 pub struct Series {
-    /// What the batch ran (its label, or its command).
+    /// What the batch is called: its label and its command, or its command.
     pub title: String,
+    /// The command, quoted (from its first record).
+    pub command: String,
     /// The batch directory.
     pub dir: String,
     /// Lines of `runs.jsonl` read (every run, warm-ups included).

@@ -68,7 +68,8 @@ fn header(svg: &mut Svg, title: &str, subtitle: &str) -> f64 {
         22.0,
         Anchor::Start,
         "title",
-        &fit(title, WIDTH - 32.0, 16.0),
+        // Bold letters are wider: fit as if the size were 17.5 px.
+        &fit(title, WIDTH - 32.0, 17.5),
     );
     svg.text(
         16.0,

@@ -215,9 +215,9 @@ fn first_key(s: &Series) -> (Key<'static>, String) {
         Some(f) => {
             let wall = f.wall_ns.map_or("no wall time".into(), human_ns);
             match &f.rejected {
-                Some(why) => (
+                Some(_) => (
                     Key::Marker(Shape::Cross, "first-x"),
-                    fit(&format!("first run {wall}, rejected: {why}"), 300.0, 11.0),
+                    format!("first run {wall} (rejected)"),
                 ),
                 None => (
                     Key::Marker(Shape::Diamond, "first"),
@@ -346,8 +346,11 @@ fn footnotes(svg: &mut Svg, s: &Series, top: f64) -> f64 {
             human_ns(w.max)
         ));
     }
+    if let Some(why) = s.first.as_ref().and_then(|f| f.rejected.as_ref()) {
+        notes.push(format!("the first run was rejected: {why}"));
+    }
     if let Some(rule) = &s.noise {
-        notes.push(format!("the warm wall times are noisy: {rule}"));
+        notes.push(format!("noisy: {rule}"));
     }
     notes.extend(s.notes.iter().cloned());
     let mut y = top;
