@@ -48,6 +48,19 @@ pub enum ColdWhen {
     EveryRun,
     /// Before the first counted run only: one cold run, then a warm series.
     FirstOnly,
+    /// `--cold-cycles M`: M times { the cold action; `-n` K runs } — every position after the
+    /// cold action gets M samples (position 0 cold, 1 lightly cached, the rest warm).
+    Cycles(u32),
+}
+
+impl ColdWhen {
+    /// The number of cycles (`None` unless [`ColdWhen::Cycles`]).
+    pub fn cycles(self) -> Option<u32> {
+        match self {
+            ColdWhen::Cycles(m) => Some(m),
+            _ => None,
+        }
+    }
 }
 
 /// The cold state to establish before runs, and what to watch.
@@ -159,14 +172,24 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Total runs, warm-ups included, before the count is chosen by time (see [`RunBounds`]).
+    /// Total runs, warm-ups included, before the count is chosen by time (see [`RunBounds`]):
+    /// with `--cold-cycles M`, M × `-n` counted runs.
     pub fn total_runs(&self) -> u64 {
-        u64::from(self.runs) + u64::from(self.warmup)
+        u64::from(self.runs) * u64::from(self.cycles()) + u64::from(self.warmup)
+    }
+
+    /// Cycles of { cold action; `-n` runs }: 1 without `--cold-cycles`.
+    pub fn cycles(&self) -> u32 {
+        self.cold.when.and_then(ColdWhen::cycles).unwrap_or(1)
     }
 
     /// A single measured run with nothing around it: behaves like `time COMMAND`.
     pub fn is_single_run(&self) -> bool {
-        self.runs == 1 && self.warmup == 0 && self.bounds.is_none() && !self.in_comparison
+        self.runs == 1
+            && self.warmup == 0
+            && self.bounds.is_none()
+            && !self.in_comparison
+            && self.cycles() == 1
     }
 }
 

@@ -96,6 +96,7 @@ fn outcome(summaries: Vec<MetricSummary>, counts: Counts) -> BatchOutcome {
         first_penalty: Err("no warm series"),
         anomalies: Vec::new(),
         warm_noise: None,
+        cycles: None,
         cold_when: None,
         single_run: None,
         failed: Vec::new(),

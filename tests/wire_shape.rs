@@ -98,6 +98,25 @@ fn every_document_keeps_its_golden_shape() {
     .expect_code(1);
     ct(
         dir.path(),
+        [
+            "run",
+            "-q",
+            "-n",
+            "2",
+            "--cold-cycles",
+            "2",
+            "-o",
+            "cycles",
+            "--evict",
+            &data_arg,
+            "--",
+            "true",
+        ],
+    )
+    .run()
+    .expect_code(0);
+    ct(
+        dir.path(),
         ["compare", "-n", "3", "-o", "cmp", "true", "sh -c true"],
     )
     .run()
@@ -127,6 +146,14 @@ fn every_document_keeps_its_golden_shape() {
         &lines_of(&dir.join("cmp/commands/01/runs.jsonl")),
     );
     shape += &shape_of("batch.json", &[doc(&dir.join("batch/batch.json"))]);
+    shape += &shape_of(
+        "runs.jsonl (cold cycles)",
+        &lines_of(&dir.join("cycles/runs.jsonl")),
+    );
+    shape += &shape_of(
+        "batch.json (cold cycles)",
+        &[doc(&dir.join("cycles/batch.json"))],
+    );
     shape += &shape_of(
         "batch.json (failing)",
         &[doc(&dir.join("failing/batch.json"))],

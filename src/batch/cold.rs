@@ -18,6 +18,7 @@ impl CommandBatch<'_> {
         match self.plan.cold.when {
             Some(ColdWhen::EveryRun) => role != Role::Warmup,
             Some(ColdWhen::FirstOnly) => role == Role::First,
+            Some(ColdWhen::Cycles(_)) => matches!(role, Role::First | Role::Cold),
             None => false,
         }
     }

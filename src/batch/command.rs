@@ -209,7 +209,7 @@ impl<'p> CommandBatch<'p> {
 
     /// Runs to make, warm-ups included (as far as the count is known yet).
     pub fn total_runs(&self) -> u64 {
-        u64::from(self.target_runs) + u64::from(self.plan.warmup)
+        u64::from(self.target_runs) * u64::from(self.plan.cycles()) + u64::from(self.plan.warmup)
     }
 
     /// The first counted run's cost (its wall time and the commands around it), once run.
@@ -229,6 +229,14 @@ impl<'p> CommandBatch<'p> {
     /// Whether the number of counted runs is known.
     pub fn runs_chosen(&self) -> bool {
         self.runs_chosen
+    }
+
+    /// Whether the next run continues a `--cold-cycles` cycle (it is not the cycle's first).
+    pub fn mid_cycle(&self) -> bool {
+        !self.is_done()
+            && self
+                .cycle_of(self.next_index)
+                .is_some_and(|c| c.position != 0)
     }
 
     /// Runs done so far.

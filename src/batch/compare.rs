@@ -144,10 +144,21 @@ fn run_rounds(
                 round,
                 position: position as u64,
             };
-            let step = batches[command].run_next(shared, Some(slot), observer)?;
-            if step == Step::Stop {
-                observer.finished();
-                return Ok(None);
+            // A turn is one run, or with --cold-cycles one whole cycle: the cycles, not the
+            // runs, are interleaved, so another command's cold action never falls inside one.
+            loop {
+                let step = batches[command].run_next(shared, Some(slot), observer)?;
+                if step == Step::Stop {
+                    observer.finished();
+                    return Ok(None);
+                }
+                if !batches[command].mid_cycle() {
+                    break;
+                }
+                if let Some(sig) = shared.pending_interrupt() {
+                    observer.finished();
+                    return Ok(Some(sig));
+                }
             }
         }
         choose_rounds(batches);

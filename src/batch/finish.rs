@@ -9,7 +9,8 @@ use crate::batch::{BatchError, BatchOutcome};
 use crate::plan::{ColdWhen, Plan};
 use crate::record::anomaly::{noise, series_anomalies, Noise, RunAnomaly};
 use crate::record::batch::{BatchDocument, ConfigRecord, FirstRejected};
-use crate::record::columns::{Columns, WarmSeries};
+use crate::record::columns::{AllRows, Columns, WarmSeries};
+use crate::record::cycles::{self, CyclesSummary};
 use crate::record::penalty::{batch_penalty, FirstPenalty};
 use crate::record::run;
 use crate::record::summary::SummaryMap;
@@ -20,10 +21,11 @@ struct Findings {
     penalty: Result<FirstPenalty, &'static str>,
     anomalies: Vec<RunAnomaly>,
     warm_noise: Option<Noise>,
+    cycles: Option<CyclesSummary>,
 }
 
 impl Findings {
-    fn of(columns: &Columns, plan: &Plan) -> Findings {
+    fn of(columns: &Columns, plan: &Plan, runs_per_cycle: u32) -> Findings {
         let first_rejected = columns.first().filter(|f| !f.counted).map(|f| {
             let reason = f.failure_reason.as_deref().unwrap_or("not counted");
             FirstRejected {
@@ -37,6 +39,11 @@ impl Findings {
             penalty: batch_penalty(columns.first(), columns, cold_every_run),
             anomalies: series_anomalies(columns),
             warm_noise: noise(&columns.column(0)),
+            cycles: plan
+                .cold
+                .when
+                .and_then(ColdWhen::cycles)
+                .map(|m| cycles::summarise(columns.first(), &AllRows(columns), m, runs_per_cycle)),
         }
     }
 }
@@ -46,7 +53,7 @@ impl CommandBatch<'_> {
     pub fn finish(self) -> Result<BatchOutcome, BatchError> {
         let plan = self.plan;
         let summaries = self.columns.summarise();
-        let found = Findings::of(&self.columns, plan);
+        let found = Findings::of(&self.columns, plan, self.target_runs);
         let complete =
             self.interrupted_by.is_none() && self.stopped_reason.is_none() && self.is_done();
         let document = BatchDocument {
@@ -66,6 +73,7 @@ impl CommandBatch<'_> {
             first_penalty_unavailable: found.penalty.as_ref().err().copied(),
             anomalies: &found.anomalies,
             warm_noise: found.warm_noise.as_ref(),
+            cycles: found.cycles.as_ref(),
             stddev: "sample (n-1)",
             summary: SummaryMap(&summaries),
         };
@@ -93,6 +101,7 @@ impl CommandBatch<'_> {
             first_penalty: found.penalty,
             anomalies: found.anomalies,
             warm_noise: found.warm_noise,
+            cycles: found.cycles,
             watching: !plan.cold.watch.is_empty(),
             cache_unknown: self.cache_unknown,
             first_paged_in: self.first_paged_in,

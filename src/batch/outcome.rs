@@ -10,6 +10,7 @@ use crate::plan::ColdWhen;
 use crate::record::anomaly::{Noise, RunAnomaly};
 use crate::record::batch::{BatchContext, Counts, FailedRun};
 use crate::record::columns::FirstRun;
+use crate::record::cycles::CyclesSummary;
 use crate::record::metrics::Metric;
 use crate::record::penalty::FirstPenalty;
 use crate::record::summary::MetricSummary;
@@ -45,6 +46,8 @@ pub struct BatchOutcome {
     pub anomalies: Vec<RunAnomaly>,
     /// Why the warm wall times are noisy, if they are.
     pub warm_noise: Option<Noise>,
+    /// With `--cold-cycles`: the runs by position after the cold action, and the cold penalty.
+    pub cycles: Option<CyclesSummary>,
     /// When the cold action happened (`None`: no cold action).
     pub cold_when: Option<ColdWhen>,
     /// Failed runs.

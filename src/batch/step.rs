@@ -17,8 +17,8 @@ use crate::record::anomaly::RunFacts;
 use crate::record::artifacts::{self, RunFiles};
 use crate::record::batch::FailedRun;
 use crate::record::run::{
-    self, ArtifactPaths, CacheRecord, ColdAction, OutcomeRecord, Role, RunRecord, RusageRecord,
-    Slot,
+    self, ArtifactPaths, CacheRecord, ColdAction, CyclePosition, OutcomeRecord, Role, RunRecord,
+    RusageRecord, Slot,
 };
 use coldtrace_syscalls::Signal;
 
@@ -46,6 +46,7 @@ struct RecordBase<'a> {
     index: u64,
     role: Role,
     slot: Option<Slot>,
+    cycle: Option<CyclePosition>,
     counted: bool,
 }
 
@@ -92,6 +93,7 @@ impl<'a> RecordBase<'a> {
                 stderr: f.stderr_rel.display().to_string(),
             }),
             slot: self.slot,
+            cycle: self.cycle,
             counters: result.counters,
         }
     }
@@ -224,13 +226,24 @@ impl CommandBatch<'_> {
 
     pub(super) fn role_of(&self, index: u64) -> Role {
         let warmup = u64::from(self.plan.warmup);
-        if index < warmup {
-            Role::Warmup
-        } else if index == warmup {
-            Role::First
-        } else {
-            Role::Warm
+        match (index.checked_sub(warmup), self.cycle_of(index)) {
+            (None, _) => Role::Warmup,
+            (Some(0), _) => Role::First,
+            (Some(_), Some(c)) if c.position == 0 => Role::Cold,
+            (Some(_), _) => Role::Warm,
         }
+    }
+
+    /// Where the run with `index` sits in `--cold-cycles` (`None` without cycles, and for
+    /// warm-ups).
+    pub(super) fn cycle_of(&self, index: u64) -> Option<CyclePosition> {
+        self.plan.cold.when?.cycles()?;
+        let counted = index.checked_sub(u64::from(self.plan.warmup))?;
+        let k = u64::from(self.target_runs.max(1));
+        Some(CyclePosition {
+            cycle: counted / k,
+            position: counted % k,
+        })
     }
 
     /// The measured run and what is sampled right around it (outside its timed window); the
@@ -333,6 +346,7 @@ impl CommandBatch<'_> {
             index,
             role,
             slot,
+            cycle: self.cycle_of(index),
             counted,
         };
         let mut record = base.record(cold_action, measured, &files);

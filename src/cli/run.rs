@@ -58,7 +58,14 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
     let (runs, bounds) = run_count(&raw)?;
     let warmup = count("-w/--warmup", raw.warmup.as_deref(), 0, 0)?;
     let out_dir = out_dir(raw.out.as_ref())?;
-    let single = runs == 1 && warmup == 0 && bounds.is_none();
+    let cold = cold_plan(&raw)?;
+    let cycles = cold.when.and_then(ColdWhen::cycles);
+    if cycles.is_some() && bounds.is_some() {
+        return Err(usage(
+            "--cold-cycles needs -n K, the runs in each cycle (a count chosen by time cannot be repeated per cycle)",
+        ));
+    }
+    let single = runs == 1 && warmup == 0 && bounds.is_none() && cycles.is_none_or(|m| m == 1);
     let output = output_mode(raw.output.as_deref(), out_dir.is_some(), single)?;
     let stdin = stdin_mode(raw.stdin.clone(), single)?;
     let timeout_ns = raw
@@ -80,7 +87,6 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
             return Err(usage(format!("{flag}: expected a shell command, got ''")));
         }
     }
-    let cold = cold_plan(&raw)?;
     let counters = perf_events(raw.events.as_deref(), raw.counters)?;
     let program_name = raw.command[0].clone();
     if program_name.is_empty() {
@@ -225,8 +231,11 @@ fn cold_plan(raw: &RawRun) -> Result<ColdPlan, UsageError> {
             "--cold-first-only needs --evict PATH or --drop-caches",
         ));
     }
+    let cycles = cold_cycles(raw)?;
     let when = if evict.is_empty() && !raw.drop_caches {
         None
+    } else if let Some(m) = cycles {
+        Some(ColdWhen::Cycles(m))
     } else if raw.cold_first_only {
         Some(ColdWhen::FirstOnly)
     } else {
@@ -244,6 +253,26 @@ fn cold_plan(raw: &RawRun) -> Result<ColdPlan, UsageError> {
         when,
         watch,
     })
+}
+
+/// `--cold-cycles M`: a whole number ≥ 1, with a cold action to repeat and not with
+/// `--cold-first-only`.
+fn cold_cycles(raw: &RawRun) -> Result<Option<u32>, UsageError> {
+    let Some(text) = raw.cold_cycles.as_deref() else {
+        return Ok(None);
+    };
+    let m = count("--cold-cycles", Some(text), 1, 1)?;
+    if raw.evict.is_empty() && !raw.drop_caches {
+        return Err(usage(
+            "--cold-cycles needs --evict PATH or --drop-caches: the cold action each cycle repeats",
+        ));
+    }
+    if raw.cold_first_only {
+        return Err(usage(
+            "--cold-cycles and --cold-first-only: choose one (a cycle is one cold run, then warm runs)",
+        ));
+    }
+    Ok(Some(m))
 }
 
 /// `--events LIST` (implies `--counters`), or the default events with `--counters`.

@@ -438,6 +438,16 @@ static OPTIONS: &[OptSpec] = &[
             run only: one cold run, then a warm series.",
     },
     opt! {
+        long: "cold-cycles", short: [], values: ["M"], repeat: LastWins,
+        subs: RUN_COMPARE, category: ColdState,
+        help: "M cycles of { evict / drop; -n K runs }: a cold penalty with an interval",
+        description: "Repeat M times: evict (--evict) or drop caches (--drop-caches), then run \
+            the command -n K times. Every position after the cold action gets M samples — \
+            position 0 cold, 1 lightly cached, the rest warm — summarised per position, with \
+            the penalty of position 0 over the warm positions and its 95 % bootstrap interval \
+            (M ≥ 5). Needs -n; in a comparison the cycles are interleaved across commands.",
+    },
+    opt! {
         long: "watch", short: [], values: ["PATH"], repeat: Many,
         subs: RUN_COMPARE, category: ColdState,
         help: "measure page-cache residency under PATH before and after every run",

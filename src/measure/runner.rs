@@ -223,7 +223,10 @@ pub fn measure(
         let trim_at = limits
             .tick
             .map(|_| crate::measure::clock::monotonic_ns().saturating_add(TICK_NS));
-        let wake = [deadline, trim_at, ticks.next_ns()].into_iter().flatten().min();
+        let wake = [deadline, trim_at, ticks.next_ns()]
+            .into_iter()
+            .flatten()
+            .min();
         match child.wait(limits.signals, wake) {
             Ok(WaitEvent::TimedOut)
                 if deadline.is_none_or(|d| crate::measure::clock::monotonic_ns() < d) =>

@@ -7,6 +7,7 @@ use crate::measure::cache::FileSetIdentity;
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
 use crate::plan::{ColdWhen, Plan, StdinMode};
 use crate::record::anomaly::{Noise, RunAnomaly};
+use crate::record::cycles::CyclesSummary;
 use crate::record::penalty::FirstPenalty;
 use crate::record::summary::SummaryMap;
 use crate::serialize_struct;
@@ -161,12 +162,13 @@ pub struct BatchDocument<'a> {
     pub first_penalty_unavailable: Option<&'a str>,
     pub anomalies: &'a [RunAnomaly],
     pub warm_noise: Option<&'a Noise>,
+    pub cycles: Option<&'a CyclesSummary>,
     pub stddev: &'static str,
     pub summary: SummaryMap<'a>,
 }
 serialize_struct!(BatchDocument<'_> {
     schema, label, started_at, finished_at, complete, interrupted_by, stopped_reason, context,
-    config, counts, failed_runs, first_rejected, first_penalty, first_penalty_unavailable, anomalies, warm_noise, stddev, summary,
+    config, counts, failed_runs, first_rejected, first_penalty, first_penalty_unavailable, anomalies, warm_noise, cycles, stddev, summary,
 });
 
 impl<'a> ConfigRecord<'a> {
@@ -208,6 +210,7 @@ impl<'a> ConfigRecord<'a> {
             cold_when: plan.cold.when.map(|w| match w {
                 ColdWhen::EveryRun => "every_counted_run",
                 ColdWhen::FirstOnly => "first_counted_run",
+                ColdWhen::Cycles(_) => "first_run_of_each_cycle",
             }),
             watch: paths(&plan.cold.watch),
         }

@@ -15,6 +15,8 @@ const EXTRAS: &[fn(&RunRecord<'_>) -> Option<f64>] = &[
     |r| r.sched.and_then(|s| s.on_cpu_ns).map(|v| v as f64),
     |r| fell(r).map(|a| a.reference),
     |r| fell(r).map(|a| a.value),
+    |r| r.cycle.map(|c| c.cycle as f64),
+    |r| r.cycle.map(|c| c.position as f64),
 ];
 
 /// The record's `cached_before_fell` anomaly, if it has one.
@@ -30,6 +32,10 @@ pub const ON_CPU_NS: usize = METRICS.len() + 1;
 pub const FELL_FROM_BYTES: usize = METRICS.len() + 2;
 /// Column of the watched bytes resident at the start of such a run.
 pub const FELL_TO_BYTES: usize = METRICS.len() + 3;
+/// Column of the run's cycle with `--cold-cycles`.
+pub const CYCLE: usize = METRICS.len() + 4;
+/// Column of the run's position in its cycle (0: right after the cold action).
+pub const POSITION: usize = METRICS.len() + 5;
 /// Values per row before the batch's perf events.
 const WIDTH: usize = METRICS.len() + EXTRAS.len();
 
@@ -169,7 +175,9 @@ impl Columns {
                 self.warm_at_floor += u64::from(at_floor);
                 self.push_warm(Row::of(record, &self.metrics));
             }
-            Role::Warm | Role::Warmup => {}
+            // A later cycle's cold run: stored beside the warm runs, read apart ([`AllRows`]).
+            Role::Cold if record.counted => self.push_warm(Row::of(record, &self.metrics)),
+            Role::Warm | Role::Cold | Role::Warmup => {}
         }
     }
 
@@ -209,7 +217,7 @@ impl Columns {
     pub fn walls_ns(&self) -> Vec<f64> {
         let first = self.counted_first().and_then(|f| f.row.metric(0));
         let mut walls: Vec<f64> = first.into_iter().collect();
-        walls.extend(self.metric(0));
+        walls.extend(AllRows(self).metric(0));
         walls
     }
 
@@ -224,8 +232,8 @@ impl Columns {
             .map(|(i, metric)| {
                 let first_value = first.and_then(|f| f.row.metric(i));
                 let first_summary = first_value.and_then(|v| Summary::of(&[v]));
-                let mut values = self.metric(i);
-                let warm = Summary::of(&values);
+                let warm = Summary::of(&self.metric(i));
+                let mut values = AllRows(self).metric(i);
                 if let Some(v) = first_value {
                     values.insert(0, v);
                 }
@@ -301,11 +309,26 @@ impl WarmSeries for Vec<Row> {
     }
 }
 
+/// The warm runs: every stored row but the cycles' cold runs (position 0).
 impl WarmSeries for Columns {
     fn each_row(&self, f: &mut dyn FnMut(&Row)) {
-        match &self.warm {
+        AllRows(self).each_row(&mut |row| {
+            if row.get(POSITION) != Some(0.0) {
+                f(row)
+            }
+        });
+    }
+}
+
+/// Every counted run after the first, in run order: the warm runs and, with `--cold-cycles`,
+/// the later cycles' cold runs.
+pub struct AllRows<'c>(pub &'c Columns);
+
+impl WarmSeries for AllRows<'_> {
+    fn each_row(&self, f: &mut dyn FnMut(&Row)) {
+        match &self.0.warm {
             WarmRows::Memory(rows) => rows.iter().for_each(f),
-            WarmRows::File { file, rows, .. } => each_stored_row(file, *rows, self.width(), f),
+            WarmRows::File { file, rows, .. } => each_stored_row(file, *rows, self.0.width(), f),
         }
     }
 }

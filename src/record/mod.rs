@@ -12,6 +12,7 @@ pub mod batch;
 pub mod columns;
 pub mod compare;
 pub mod context;
+pub mod cycles;
 pub mod metrics;
 pub mod penalty;
 pub mod reader;

@@ -23,8 +23,10 @@ pub enum Role {
     Warmup,
     /// The first counted run.
     First,
-    /// A counted run after the first.
+    /// A counted run after the first (with `--cold-cycles`: after a cycle's cold run).
     Warm,
+    /// With `--cold-cycles`: the run right after a later cycle's cold action (position 0).
+    Cold,
 }
 
 impl Role {
@@ -34,6 +36,7 @@ impl Role {
             Role::Warmup => "warmup",
             Role::First => "first",
             Role::Warm => "warm",
+            Role::Cold => "cold",
         }
     }
 }
@@ -258,6 +261,17 @@ serialize_struct!(Slot {
     position
 });
 
+/// Where a run sits in `--cold-cycles`: its cycle and its position after the cold action
+/// (0: the cold run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CyclePosition {
+    /// The cycle (0-based).
+    pub cycle: u64,
+    /// The position within it (0-based; 0 is right after the cold action).
+    pub position: u64,
+}
+serialize_struct!(CyclePosition { cycle, position });
+
 /// One run, as written to `runs.jsonl`.
 pub struct RunRecord<'a> {
     /// [`crate::record::RUN_SCHEMA`].
@@ -321,6 +335,8 @@ pub struct RunRecord<'a> {
     /// Command, round and position in an interleaved comparison (the field is absent for a
     /// one-command batch).
     pub slot: Option<Slot>,
+    /// Cycle and position with `--cold-cycles` (the field is absent without).
+    pub cycle: Option<CyclePosition>,
     /// Kernel perf counters (the field is absent without `--counters`).
     pub counters: Option<Vec<crate::measure::perf::CounterReading>>,
 }
@@ -329,7 +345,7 @@ serialize_struct!(RunRecord<'_> {
     schema, index, role, label, started_at, boot_id, uptime_s, argv, program, cwd, outcome,
     counted, failure_reason, wall_ns, rusage, max_rss_at_floor, runner, child_io, sched, cache,
     paged_in, cold_action, anomalies, system_delta, interrupted_by, stopped_by, orphans_reaped, artifacts,
-} optional { slot, counters });
+} optional { slot, cycle, counters });
 
 /// Signal name for records.
 pub fn signal_name(signal: Option<Signal>) -> Option<String> {

@@ -93,6 +93,7 @@ fn role_word(run: &RunStart) -> &'static str {
         (Role::First, false) => "first",
         (Role::Warm, true) => "cold",
         (Role::Warm, false) => "warm",
+        (Role::Cold, _) => "cold",
     }
 }
 
@@ -255,7 +256,7 @@ impl Observer for ProgressLine {
                         w.push(wall as f64);
                     }
                 }
-                Role::Warmup => {}
+                Role::Warmup | Role::Cold => {}
             }
         }
     }
