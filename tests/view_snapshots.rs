@@ -274,6 +274,8 @@ fn comparison() -> CompareOutcome {
                                 names[1], names[0]
                             )
                         }),
+                        warm_runs: 9,
+                        no_interval: (c > 0 && !ci).then(|| "a median of 0".to_string()),
                     }
                 })
                 .collect(),

@@ -6,6 +6,8 @@ use crate::batch::BatchError;
 use crate::cli::args;
 use crate::cli::table::Sub;
 use crate::cli::{help, usage, Command, Output, UsageError};
+use crate::record::compare::ReadComparison;
+use crate::view::compare::CompareView;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -71,7 +73,9 @@ pub fn parse_report(args: Vec<OsString>) -> Result<Command, UsageError> {
 /// Reads the batches and renders them.
 pub fn execute_report(args: &ReportArgs) -> Result<Output, BatchError> {
     let rows = crate::record::reader::read_all(&args.dirs).map_err(|e| BatchError::own(e.0))?;
-    let stdout = if args.json {
+    let comparisons =
+        crate::record::reader::read_comparisons(&args.dirs).map_err(|e| BatchError::own(e.0))?;
+    let mut stdout = if args.json {
         format!(
             "{}\n",
             serde_json::to_string_pretty(&rows).unwrap_or_default()
@@ -86,6 +90,9 @@ pub fn execute_report(args: &ReportArgs) -> Result<Output, BatchError> {
         let width = crate::view::terminal::width(crate::view::terminal::Stream::Stdout);
         crate::view::report::render_table(&rows, width)
     };
+    if !args.json {
+        stdout.push_str(&comparisons_text(&comparisons, args.markdown));
+    }
     if args.svg.is_some() || args.html.is_some() {
         draw(args)?;
     }
@@ -93,6 +100,35 @@ pub fn execute_report(args: &ReportArgs) -> Result<Output, BatchError> {
         stdout,
         exit_code: 0,
     })
+}
+
+/// Each comparison's ratios, intervals and conclusion under the rows (`--json` has them in
+/// `DIR/batch.json` already).
+fn comparisons_text(comparisons: &[(String, ReadComparison)], markdown: bool) -> String {
+    let width = crate::view::terminal::width(crate::view::terminal::Stream::Stdout);
+    let mut out = String::new();
+    for (dir, read) in comparisons {
+        let view = CompareView {
+            commands: &read.commands,
+            metrics: &read.metrics,
+            comparison: &read.comparison,
+        };
+        let title = format!(
+            "comparison {}: {} commands, interleaved",
+            crate::text::escape_controls(dir),
+            read.commands.len()
+        );
+        if markdown {
+            out.push_str(&format!("\n**{}**\n", title.replace('|', "\\|")));
+            out.push_str(&crate::view::compare::markdown_ratios(&view));
+        } else {
+            out.push('\n');
+            out.push_str(&crate::view::compare::comparison_section(
+                &view, &title, false, width,
+            ));
+        }
+    }
+    out
 }
 
 /// `--svg FILE` and `--html FILE`: the batches read again as series (streamed), drawn, and

@@ -8,6 +8,7 @@
 //! names the file and the line.
 #![forbid(unsafe_code)]
 
+use crate::record::compare::ReadComparison;
 use crate::record::series::{Compared, Comparison, Penalty, Picture, RunPoint, Series};
 use crate::record::stats::{ratio, Summary};
 use crate::serialize_struct;
@@ -539,6 +540,29 @@ pub fn read_all(dirs: &[PathBuf]) -> Result<Vec<BatchRow>, ReportError> {
         }
     }
     Ok(grouped(rows))
+}
+
+/// Every comparison directory among `dirs`, its document read back (`DIR/batch.json`): the
+/// ratios, intervals and conclusion `compare` printed. A comparison that did not finish has
+/// no document, and is left out (its rows say so).
+pub fn read_comparisons(dirs: &[PathBuf]) -> Result<Vec<(String, ReadComparison)>, ReportError> {
+    let mut found = Vec::new();
+    for dir in dirs {
+        if comparison_members(dir)?.is_none() {
+            continue;
+        }
+        let path = dir.join("batch.json");
+        let mut notes = Vec::new();
+        let missing = "no batch.json (the comparison did not finish): no intervals";
+        if let Some(bytes) = read_document(&path, missing, &mut notes)? {
+            let doc = compare_document(&bytes, &path)?;
+            found.push((
+                dir.display().to_string(),
+                crate::record::compare::read_document(&doc),
+            ));
+        }
+    }
+    Ok(found)
 }
 
 /// The rows in time order, grouped by boot and kernel (groups in the order of their earliest

@@ -4,7 +4,7 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::CompareOutcome;
-use crate::record::compare::MetricComparison;
+use crate::record::compare::{conclusion, CommandEntry, MetricComparison};
 use crate::record::metrics::Metric;
 use crate::view::grid::{Align, Grid};
 use crate::view::lines::Note;
@@ -12,16 +12,39 @@ use crate::view::style::Style;
 use crate::view::units::{fold, shorten, Scale};
 use std::fmt::Write;
 
+/// A comparison as drawn: its commands, metrics and ratios, from a run (`compare`) or from
+/// `DIR/batch.json` read back (`report`).
+pub struct CompareView<'a> {
+    /// The commands, in order (the first is the reference).
+    pub commands: &'a [CommandEntry],
+    /// The metrics compared, in `comparison` order.
+    pub metrics: &'a [Metric],
+    /// Per metric, each command's median, ratio and interval.
+    pub comparison: &'a [MetricComparison],
+}
+
+impl<'a> CompareView<'a> {
+    /// The view of a comparison just run.
+    pub fn of(outcome: &'a CompareOutcome) -> CompareView<'a> {
+        CompareView {
+            commands: &outcome.commands,
+            metrics: &outcome.metrics,
+            comparison: &outcome.comparison,
+        }
+    }
+}
+
 /// The commands of a comparison side by side in `width` columns: each command's warm median,
 /// and its ratio to the first command's with the 95 % interval; then the verdicts. When the
 /// commands do not fit side by side, they are shown in groups, each beside the first.
 pub fn compare_table(outcome: &CompareOutcome, colour: bool, width: usize) -> String {
     let style = Style { on: colour };
+    let view = CompareView::of(outcome);
     let mut out = String::new();
     let n = outcome.commands.len();
     let title = format!("coldtrace: {n} commands compared, interleaved");
     let _ = writeln!(out, "{}", style.bold(&shorten(&title, width)));
-    for (i, line) in command_lines(outcome).iter().enumerate() {
+    for (i, line) in command_lines(&view).iter().enumerate() {
         let _ = writeln!(out, "  {}", shorten(line, width - 2));
         if let Some(text) = first_rejected(outcome, i) {
             let mut note = String::new();
@@ -31,15 +54,42 @@ pub fn compare_table(outcome: &CompareOutcome, colour: bool, width: usize) -> St
             }
         }
     }
-    for (i, group) in groups(outcome, width).iter().enumerate() {
+    out.push_str(&ratios_and_conclusion(&view, width));
+    if let Some(sig) = outcome.interrupted_by {
+        let _ = writeln!(out, "  {}", style.interrupted(sig));
+    }
+    out
+}
+
+/// A comparison read back (`report DIR`): its commands, the ratios and intervals, the
+/// conclusion — the same words `compare` printed.
+pub fn comparison_section(
+    view: &CompareView<'_>,
+    title: &str,
+    colour: bool,
+    width: usize,
+) -> String {
+    let style = Style { on: colour };
+    let mut out = format!("{}\n", style.bold(&shorten(title, width)));
+    for line in command_lines(view) {
+        let _ = writeln!(out, "  {}", shorten(&line, width - 2));
+    }
+    out.push_str(&ratios_and_conclusion(view, width));
+    out
+}
+
+/// The grid (in groups that fit `width`) and the conclusion's lines, folded to `width`.
+fn ratios_and_conclusion(view: &CompareView<'_>, width: usize) -> String {
+    let mut out = String::new();
+    for (i, group) in groups(view, width).iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
-        for line in grid(outcome, group).lines(width) {
+        for line in grid(view, group).lines(width) {
             let _ = writeln!(out, "{line}");
         }
     }
-    for line in verdicts(outcome, &style) {
+    for line in verdicts(view) {
         for folded in fold(&line, width, "  ", "    ") {
             let _ = writeln!(out, "{folded}");
         }
@@ -50,20 +100,30 @@ pub fn compare_table(outcome: &CompareOutcome, colour: bool, width: usize) -> St
 /// The comparison as Markdown: the commands, the whole table, the verdicts as a list.
 pub fn compare_markdown(outcome: &CompareOutcome) -> String {
     let style = Style { on: false };
+    let view = CompareView::of(outcome);
     let mut out = format!(
         "**coldtrace: {} commands compared, interleaved**\n\n",
         outcome.commands.len()
     );
-    for (i, line) in command_lines(outcome).iter().enumerate() {
+    for (i, line) in command_lines(&view).iter().enumerate() {
         let _ = writeln!(out, "- {}", line.replace('|', "\\|"));
         if let Some(text) = first_rejected(outcome, i) {
             let _ = writeln!(out, "  - ✗ {}", text.replace('|', "\\|"));
         }
     }
-    let all: Vec<usize> = (1..outcome.commands.len()).collect();
-    let _ = write!(out, "\n{}\n", grid(outcome, &all).markdown());
-    for line in verdicts(outcome, &style) {
-        let _ = writeln!(out, "- {line}");
+    out.push_str(&markdown_ratios(&view));
+    if let Some(sig) = outcome.interrupted_by {
+        let _ = writeln!(out, "- {}", style.interrupted(sig));
+    }
+    out
+}
+
+/// The whole table as Markdown, then the conclusion as a list.
+pub fn markdown_ratios(view: &CompareView<'_>) -> String {
+    let all: Vec<usize> = (1..view.commands.len()).collect();
+    let mut out = format!("\n{}\n", grid(view, &all).markdown());
+    for line in verdicts(view) {
+        let _ = writeln!(out, "- {}", line.replace('|', "\\|"));
     }
     out
 }
@@ -73,9 +133,8 @@ fn first_rejected(outcome: &CompareOutcome, i: usize) -> Option<String> {
     crate::view::table::first_rejected_text(outcome.batches.get(i)?)
 }
 
-fn command_lines(outcome: &CompareOutcome) -> Vec<String> {
-    outcome
-        .commands
+fn command_lines(view: &CompareView<'_>) -> Vec<String> {
+    view.commands
         .iter()
         .map(|c| {
             format!(
@@ -90,10 +149,10 @@ fn command_lines(outcome: &CompareOutcome) -> Vec<String> {
 }
 
 /// The commands beside the first, in groups that fit `width` (all of them when they fit).
-fn groups(outcome: &CompareOutcome, width: usize) -> Vec<Vec<usize>> {
-    let others: Vec<usize> = (1..outcome.commands.len()).collect();
+fn groups(view: &CompareView<'_>, width: usize) -> Vec<Vec<usize>> {
+    let others: Vec<usize> = (1..view.commands.len()).collect();
     let mut per = others.len().max(1);
-    while per > 1 && grid(outcome, &others[..per]).fitted_width(width) > width {
+    while per > 1 && grid(view, &others[..per]).fitted_width(width) > width {
         per -= 1;
     }
     others.chunks(per).map(<[usize]>::to_vec).collect()
@@ -109,7 +168,7 @@ fn shown(cmp: &MetricComparison, metric: &Metric) -> bool {
 
 /// Metric and unit, the first command's median, then for each command of `others` its median,
 /// ratio to the first and interval.
-fn grid(outcome: &CompareOutcome, others: &[usize]) -> Grid {
+fn grid(view: &CompareView<'_>, others: &[usize]) -> Grid {
     let mut grid = Grid::new(2)
         .shrinkable("metric", Align::Left, 8)
         .column("unit", Align::Left)
@@ -120,7 +179,7 @@ fn grid(outcome: &CompareOutcome, others: &[usize]) -> Grid {
             .column("\nratio", Align::Right)
             .column("\n95% CI", Align::Right);
     }
-    for (cmp, metric) in outcome.comparison.iter().zip(&outcome.metrics) {
+    for (cmp, metric) in view.comparison.iter().zip(view.metrics) {
         if !shown(cmp, metric) {
             continue;
         }
@@ -152,20 +211,11 @@ fn grid(outcome: &CompareOutcome, others: &[usize]) -> Grid {
     grid
 }
 
-/// The verdicts in words (only where an interval excludes 1), and an interruption.
-fn verdicts(outcome: &CompareOutcome, style: &Style) -> Vec<String> {
-    let mut lines: Vec<String> = outcome
-        .comparison
+/// The conclusion in words (record's [`conclusion`]): verdicts only where an interval
+/// excludes 1, "no difference" only when every compared interval exists, else why not.
+fn verdicts(view: &CompareView<'_>) -> Vec<String> {
+    conclusion(view.comparison)
         .iter()
-        .filter(|c| matches!(c.metric, "wall_ns" | "user_us" | "sys_us" | "max_rss_kib"))
-        .flat_map(|c| c.commands.iter().filter_map(|r| r.verdict.clone()))
-        .map(|v| crate::text::escape_controls(&v))
-        .collect();
-    if lines.is_empty() {
-        lines.push("no difference in wall, CPU or max RSS: every 95% interval includes 1".into());
-    }
-    if let Some(sig) = outcome.interrupted_by {
-        lines.push(style.interrupted(sig));
-    }
-    lines
+        .map(|v| crate::text::escape_controls(v))
+        .collect()
 }
