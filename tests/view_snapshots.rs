@@ -160,6 +160,7 @@ fn cold_batch() -> BatchOutcome {
     o.first_penalty = Ok(FirstPenalty {
         first_index: 0,
         reference_index: 3,
+        reference: "median",
         first_wall_ns: 253_000_000,
         reference_wall_ns: 100_000_000,
         basis: Basis::Schedstat,

@@ -149,6 +149,9 @@ pub struct FirstPenalty {
     /// The reference: the warm run with the median wall time (the lower of the two middle
     /// runs for an even count).
     pub reference_index: u64,
+    /// `median` (an odd count of warm runs: the reference's wall time is their median) or
+    /// `lower middle` (an even count: the lower of the two runs around the median).
+    pub reference: &'static str,
     /// The first run's wall time.
     pub first_wall_ns: i64,
     /// The reference run's wall time.
@@ -174,6 +177,7 @@ pub struct FirstPenalty {
 serialize_struct!(FirstPenalty {
     first_index,
     reference_index,
+    reference,
     first_wall_ns,
     reference_wall_ns,
     basis,
@@ -187,8 +191,9 @@ serialize_struct!(FirstPenalty {
 });
 
 /// The warm run with the median wall time: the middle one of an odd count, the lower of the
-/// two middle ones of an even count (ties by index). `None` without a warm wall time.
-pub fn reference_run<W: WarmSeries + ?Sized>(warm: &W) -> Option<Row> {
+/// two middle ones of an even count (ties by index), and how many warm runs had a wall time.
+/// `None` without a warm wall time.
+pub fn reference_run<W: WarmSeries + ?Sized>(warm: &W) -> Option<(Row, usize)> {
     // Wall time, index and position of each warm run: 24 bytes a run, not the rows.
     let mut timed: Vec<(f64, u64, usize)> = Vec::new();
     let mut k = 0;
@@ -201,7 +206,7 @@ pub fn reference_run<W: WarmSeries + ?Sized>(warm: &W) -> Option<Row> {
     timed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let n = timed.len();
     let k = (n > 0).then(|| timed[(n - 1) / 2].2)?;
-    warm.row(k)
+    warm.row(k).map(|row| (row, n))
 }
 
 fn minus(a: Option<i64>, b: Option<i64>) -> Option<i64> {
@@ -226,6 +231,7 @@ pub fn first_penalty(first: &RunFigures, reference: &RunFigures) -> Option<First
     Some(FirstPenalty {
         first_index: first.index,
         reference_index: reference.index,
+        reference: "median",
         first_wall_ns: first_wall,
         reference_wall_ns: reference_wall,
         basis,
@@ -260,9 +266,13 @@ pub fn batch_penalty(
     if !first.counted {
         return Err("the first run was rejected");
     }
-    let reference = reference_run(warm).ok_or("no warm run to compare with")?;
-    first_penalty(&RunFigures::of(&first.row), &RunFigures::of(&reference))
-        .ok_or("the first run has no wall time")
+    let (reference, n) = reference_run(warm).ok_or("no warm run to compare with")?;
+    let mut penalty = first_penalty(&RunFigures::of(&first.row), &RunFigures::of(&reference))
+        .ok_or("the first run has no wall time")?;
+    if n % 2 == 0 {
+        penalty.reference = "lower middle";
+    }
+    Ok(penalty)
 }
 
 #[cfg(test)]
@@ -350,13 +360,28 @@ mod tests {
             Row::from_values(values)
         };
         let odd = [row(1, 30.0), row(2, 10.0), row(3, 20.0)];
-        assert_eq!(reference_run(&odd).unwrap().index(), Some(3));
+        assert_eq!(reference_run(&odd).unwrap().0.index(), Some(3));
         let even = [row(1, 40.0), row(2, 10.0), row(3, 30.0), row(4, 20.0)];
         assert_eq!(
-            reference_run(&even).unwrap().index(),
+            reference_run(&even).unwrap().0.index(),
             Some(4),
             "lower middle"
         );
         assert!(reference_run(&[]).is_none());
+        // The batch's penalty says which: an even count has no run at the median itself.
+        let first = FirstRun {
+            row: row(0, 50.0),
+            index: 0,
+            counted: true,
+            failure_reason: None,
+            at_floor: false,
+        };
+        let odd_penalty = batch_penalty(Some(&first), &odd, false).unwrap();
+        assert_eq!((odd_penalty.reference, odd_penalty.wall_ns), ("median", 30));
+        let even_penalty = batch_penalty(Some(&first), &even, false).unwrap();
+        assert_eq!(
+            (even_penalty.reference, even_penalty.reference_index),
+            ("lower middle", 4)
+        );
     }
 }

@@ -131,9 +131,10 @@ pub fn anomaly_sentence(a: &RunAnomaly) -> String {
             human_bytes(reference - x)
         ),
         (_, "major_faults") => format!(
-            "warm run #{} took {x:.0} major faults {against} {reference:.0}: pages it needed \
+            "warm run #{} took {x:.0} major fault{} {against} {reference:.0}: pages it needed \
              were not cached (something evicted them, or no earlier run read them)",
-            a.index
+            a.index,
+            if x == 1.0 { "" } else { "s" }
         ),
         _ => format!(
             "warm run #{} read {} from storage {against} {}: pages it needed were not cached \
@@ -239,17 +240,20 @@ fn short_name(file: &PagedFile, shown: &[&PagedFile]) -> String {
 /// storage, 87 major faults, 70 ms I/O stall system-wide), +40 ms CPU (+17 ms sys), +2 ms
 /// waiting for a CPU`.
 pub fn penalty_sentence(p: &FirstPenalty) -> String {
-    let head = if p.wall_ns >= 0 {
-        format!(
-            "first run {} over the warm median (run #{})",
-            signed_ns(p.wall_ns),
-            p.reference_index
-        )
+    let reference = if p.reference == "median" {
+        format!("the warm median (run #{})", p.reference_index)
     } else {
         format!(
-            "first run {} faster than the warm median (run #{})",
-            human_ns(p.wall_ns.unsigned_abs() as f64),
+            "warm run #{} (the lower of the two around the median)",
             p.reference_index
+        )
+    };
+    let head = if p.wall_ns >= 0 {
+        format!("first run {} over {reference}", signed_ns(p.wall_ns))
+    } else {
+        format!(
+            "first run {} faster than {reference}",
+            human_ns(p.wall_ns.unsigned_abs() as f64)
         )
     };
     let evidence = evidence_words(p);
@@ -326,6 +330,7 @@ mod tests {
         FirstPenalty {
             first_index: 0,
             reference_index: 3,
+            reference: "median",
             first_wall_ns: 253_000_000,
             reference_wall_ns: 100_000_000,
             basis,
