@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 mod argv;
 #[path = "../fuzz/bodies/record_reader.rs"]
 mod record_reader;
+#[path = "../fuzz/bodies/renderers.rs"]
+mod renderers;
 
 fn corpus_dir(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -143,4 +145,29 @@ fn record_reader_body_rejects_what_it_should() {
         record_reader::files(b"a\xffb\xffc"),
         (Some(&b"a"[..]), &b"b\xffc"[..])
     );
+}
+
+#[test]
+fn renderers_corpus() {
+    let files = replay("renderers", renderers::run);
+    // The seeds reach report rows, a text longer than a width specifier holds, and both the
+    // narrowest and a wide table.
+    let reached: Vec<renderers::Reached> = files.iter().map(|(_, d)| renderers::draw(d)).collect();
+    assert!(reached.iter().any(|r| r.rows > 0), "{reached:?}");
+    assert!(
+        reached.iter().any(|r| r.longest_text > 65_535),
+        "{reached:?}"
+    );
+    assert!(reached.iter().any(|r| r.width == 40), "{reached:?}");
+    assert!(reached.iter().any(|r| r.width >= 120), "{reached:?}");
+}
+
+#[test]
+fn renderers_body_rejects_what_it_should() {
+    let fails = |f: fn()| std::panic::catch_unwind(f).is_err();
+    assert!(fails(|| renderers::check_no_controls("t", "a\x1b[2Jb")));
+    assert!(fails(|| renderers::check_no_controls("t", "a\rb")));
+    assert!(!fails(|| renderers::check_no_controls("t", "a\nb")));
+    assert!(fails(|| renderers::check_width("t", "12345", 4)));
+    assert!(!fails(|| renderers::check_width("t", "1234\n12", 4)));
 }

@@ -99,3 +99,25 @@ fn record_reader_newline_in_interrupted_by_stays_one_note_line() {
     .expect("a valid batch document");
     assert_eq!(row.notes, ["interrupted by SIG\\nINT\\u{1b}"]);
 }
+
+/// Found by `renderers` (a cache note holding NUL and ESC bytes): the notes under a batch's
+/// table were written as their builders made them, so a string that reached a note unescaped
+/// (a path in the boot marker's note, a kernel name, a residency reason) reached the terminal
+/// raw. `Note::write` and `Note::markdown` now escape their text and quoted lines themselves.
+#[test]
+fn renderers_control_characters_in_a_note_are_escaped() {
+    use coldtrace::view::lines::Note;
+    use coldtrace::view::style::Style;
+    let note = Note {
+        quoted: vec!["tail\u{1b}]0;x\u{7}".into()],
+        ..Note::plain("cached before/after: \0\u{1b}[2J")
+    };
+    let mut out = String::new();
+    note.write(&mut out, &Style { on: false }, 80);
+    note.markdown(&mut out);
+    assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
+    assert!(
+        out.contains("\\u{0}\\u{1b}[2J") && out.contains("tail\\u{1b}]0;x\\u{7}"),
+        "{out}"
+    );
+}

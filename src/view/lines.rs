@@ -3,6 +3,7 @@
 //! list item in Markdown. It lays out text; what to say is decided by the table that calls it.
 #![forbid(unsafe_code)]
 
+use crate::text::escape_controls;
 use crate::view::style::Style;
 use crate::view::units::{fold, shorten};
 use std::fmt::Write;
@@ -65,25 +66,28 @@ impl Note {
     }
 
     /// Writes `  LEAD TEXT` folded at `width` (later lines indented by four spaces), then the
-    /// quoted lines as `    | line`.
+    /// quoted lines as `    | line`. The text and the quoted lines are escaped here, whoever
+    /// built them: a path, a label or a kernel name in a note cannot break its line or drive
+    /// the terminal (escaping twice changes nothing).
     pub fn write(&self, out: &mut String, style: &Style, width: usize) {
-        let text = format!("{}{}", self.lead(style), self.text);
+        let text = format!("{}{}", self.lead(style), escape_controls(&self.text));
         for line in fold(&text, width, "  ", "    ") {
             let _ = writeln!(out, "{line}");
         }
         for line in &self.quoted {
-            let _ = writeln!(out, "{}", shorten(&format!("    | {line}"), width));
+            let line = format!("    | {}", escape_controls(line));
+            let _ = writeln!(out, "{}", shorten(&line, width));
         }
     }
 
     /// Writes the note as one Markdown list item, the quoted lines as a code block under it.
     pub fn markdown(&self, out: &mut String) {
         let text = format!("{}{}", self.lead(&Style { on: false }), self.text);
-        let _ = writeln!(out, "- {}", text.replace('|', "\\|"));
+        let _ = writeln!(out, "- {}", escape_controls(&text).replace('|', "\\|"));
         if !self.quoted.is_empty() {
             out.push('\n');
             for line in &self.quoted {
-                let _ = writeln!(out, "      {line}");
+                let _ = writeln!(out, "      {}", escape_controls(line));
             }
             out.push('\n');
         }

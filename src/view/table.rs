@@ -115,7 +115,7 @@ pub fn markdown(outcome: &BatchOutcome, title: &str) -> String {
 /// The line shown instead of an empty table when no run was counted.
 fn nothing_counted(outcome: &BatchOutcome) -> String {
     let c = &outcome.counts;
-    let measured = c.recorded - c.warmup;
+    let measured = c.recorded.saturating_sub(c.warmup);
     if measured == 0 {
         "no run was measured".to_string()
     } else if c.rejected == measured {
