@@ -1072,3 +1072,34 @@ fn invalid_utf8_reaches_the_command_and_prepare_byte_for_byte() {
     // --prepare ran before each of the comparison's two runs, byte for byte.
     assert_eq!(std::fs::read(&prepare_log).unwrap(), b"P\xffP\xff");
 }
+
+#[test]
+fn a_fifo_or_a_device_planted_as_the_state_file_neither_blocks_nor_is_read_without_end() {
+    let dir = TempDir::new("statefifo");
+    std::fs::create_dir(dir.join("state")).unwrap();
+    let state = dir.join("state/last-boot");
+    for (plant, what) in [("fifo", "a FIFO"), ("zero", "a character device")] {
+        match plant {
+            "fifo" => mkfifo(&state),
+            _ => std::os::unix::fs::symlink("/dev/zero", &state).unwrap(),
+        }
+        let _ = std::fs::remove_dir_all(dir.join("d"));
+        let mut c = ct(
+            dir.path(),
+            ["run", "-q", "-n", "2", "-o", "d", "--", "true"],
+        );
+        c.cmd.env("COLDTRACE_STATE_DIR", dir.join("state"));
+        let out = c.run_within(Duration::from_secs(20));
+        out.expect_code(0);
+        let doc = read_batch(&dir.join("d"));
+        let note = doc["context"]["boot_marker"]["note"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(note.contains(what), "{note}{}", out.describe());
+        assert_eq!(
+            doc["context"]["boot_marker"]["first_batch_since_boot"],
+            Value::Null
+        );
+        std::fs::remove_file(&state).unwrap();
+    }
+}

@@ -14,6 +14,7 @@
 //! [rename(2)]: https://man7.org/linux/man-pages/man2/rename.2.html
 #![forbid(unsafe_code)]
 
+use crate::untrusted::OpenError;
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -79,9 +80,11 @@ pub fn check_and_mark(boot_id: Option<&str>) -> BootMarker {
     let Some(boot_id) = boot_id else {
         return unknown(Some(path), "the boot ID is unreadable".into());
     };
-    let previous = match std::fs::read_to_string(&path) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+    // The state directory is the user's: a FIFO or a device planted there must neither block
+    // nor be read without end (a boot ID is 37 bytes).
+    let previous = match crate::untrusted::read_bounded(&path, 4096) {
+        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(OpenError::Os(e)) if e == coldtrace_syscalls::Errno::NOENT => None,
         Err(e) => return unknown(Some(path.clone()), format!("{}: {e}", path.display())),
     };
     let first = first_since_boot(previous.as_deref(), boot_id);
