@@ -617,7 +617,7 @@ fn after_coldtrace_grows_and_shrinks_the_childs_max_rss_is_still_its_own() {
     let (mut grown, mut plain) = (Vec::new(), Vec::new());
     let mut coldtrace_peak_kib = 0;
     for round in 0..3 {
-        let (records, peak) = batch_sampled(&w, &format!("grown-{round}"), Some(&tree));
+        let (records, peak) = batch_sampled(w, &format!("grown-{round}"), Some(&tree));
         coldtrace_peak_kib = coldtrace_peak_kib.max(peak);
         for r in &records {
             let hwm = r["runner"]["vm_hwm_kib"].as_u64().expect("floor");
@@ -627,7 +627,7 @@ fn after_coldtrace_grows_and_shrinks_the_childs_max_rss_is_still_its_own() {
             );
         }
         grown.extend(records.iter().map(|r| rusage(r, "max_rss_kib")));
-        let (records, _) = batch_sampled(&w, &format!("plain-{round}"), None);
+        let (records, _) = batch_sampled(w, &format!("plain-{round}"), None);
         plain.extend(records.iter().map(|r| rusage(r, "max_rss_kib")));
     }
     eprintln!(
