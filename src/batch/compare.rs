@@ -176,38 +176,7 @@ fn finish_comparison(
     outcomes: Vec<BatchOutcome>,
     interrupted_by: Option<Signal>,
 ) -> Result<CompareOutcome, BatchError> {
-    let names: Vec<String> = plan
-        .plans
-        .iter()
-        .map(|p| {
-            crate::text::quote(
-                &p.argv
-                    .iter()
-                    .map(|a| a.to_string_lossy().into_owned())
-                    .collect::<Vec<_>>(),
-            )
-        })
-        .collect();
-    let commands: Vec<CommandEntry> = outcomes
-        .iter()
-        .enumerate()
-        .map(|(i, o)| CommandEntry {
-            index: i as u64,
-            command: names[i].clone(),
-            name: plan.plans[i].name.clone(),
-            parameters: plan.plans[i]
-                .parameters
-                .iter()
-                .map(|(name, value)| ParameterEntry {
-                    name: name.clone(),
-                    value: value.clone(),
-                })
-                .collect(),
-            dir: plan.out_dir.as_ref().map(|_| format!("commands/{i:02}")),
-            exit_code: o.exit_code,
-            counts: o.counts,
-        })
-        .collect();
+    let commands = command_entries(plan, &outcomes);
     let warm: Vec<&dyn WarmSeries> = outcomes.iter().map(|o| &o.columns as _).collect();
     let metrics = outcomes
         .first()
@@ -255,6 +224,42 @@ fn finish_comparison(
         comparison,
         interrupted_by,
     })
+}
+
+/// Each command of the comparison as the document lists it.
+fn command_entries(plan: &ComparePlan, outcomes: &[BatchOutcome]) -> Vec<CommandEntry> {
+    let names: Vec<String> = plan
+        .plans
+        .iter()
+        .map(|p| {
+            crate::text::quote(
+                &p.argv
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    outcomes
+        .iter()
+        .enumerate()
+        .map(|(i, o)| CommandEntry {
+            index: i as u64,
+            command: names[i].clone(),
+            name: plan.plans[i].name.clone(),
+            parameters: plan.plans[i]
+                .parameters
+                .iter()
+                .map(|(name, value)| ParameterEntry {
+                    name: name.clone(),
+                    value: value.clone(),
+                })
+                .collect(),
+            dir: plan.out_dir.as_ref().map(|_| format!("commands/{i:02}")),
+            exit_code: o.exit_code,
+            counts: o.counts,
+        })
+        .collect()
 }
 
 #[cfg(test)]
