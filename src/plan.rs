@@ -109,6 +109,26 @@ impl RunBounds {
     }
 }
 
+/// Files the results go to after the runs (`--export-json FILE` and the others).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Exports {
+    /// The batch document and every run's record, in one document (`coldtrace.export/1`).
+    pub json: Option<PathBuf>,
+    /// hyperfine's `results` document, in seconds, over the counted runs.
+    pub hyperfine_json: Option<PathBuf>,
+    /// One row per run, every metric, units in the header.
+    pub csv: Option<PathBuf>,
+    /// The table, and the notes under it as a list.
+    pub markdown: Option<PathBuf>,
+}
+
+impl Exports {
+    /// Whether any export needs every run's record kept until the end.
+    pub fn needs_records(&self) -> bool {
+        self.json.is_some() || self.hyperfine_json.is_some() || self.csv.is_some()
+    }
+}
+
 /// A validated measurement plan.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -169,6 +189,8 @@ pub struct Plan {
     /// One command of a comparison: always a batch, even with one run (a failed run is
     /// rejected and the exit code is the batch's, never the command's own as for `time`).
     pub in_comparison: bool,
+    /// Where the results are exported after the runs.
+    pub exports: Exports,
 }
 
 impl Plan {
@@ -209,6 +231,8 @@ pub struct ComparePlan {
     pub json: bool,
     /// No table, no progress, no notices on stderr.
     pub quiet: bool,
+    /// Where the comparison is exported after the runs.
+    pub exports: Exports,
 }
 
 #[cfg(test)]

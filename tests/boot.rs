@@ -134,7 +134,7 @@ fn report_groups_batches_by_boot_and_kernel_and_says_only_what_was_recorded() {
 
     let out = ct(tmp.path(), ["report", "--json", "post", "failed", "pre"]).run();
     out.expect_code(0);
-    let rows = out.json();
+    let rows = out.json()["batches"].clone();
     let seen: Vec<(String, u64, bool, bool)> = rows
         .as_array()
         .unwrap()
@@ -218,7 +218,7 @@ fn report_keeps_the_boot_and_uptime_of_a_minimal_batch() {
         "--minimal records have no boot ID"
     );
     let out = ct(tmp.path(), ["report", "--json", "m"]).run();
-    let row = &out.json()[0];
+    let row = &out.json()["batches"][0];
     let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
     assert_eq!(row["boot_id"], boot_id.trim(), "from batch.json: {row}");
     assert!(row["uptime_s"].as_f64().is_some(), "{row}");

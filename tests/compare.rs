@@ -240,7 +240,7 @@ fn report_understands_a_comparison_directory() {
     .expect_code(0);
     let out = ct(tmp.path(), ["report", "--json", "cmp"]).run();
     out.expect_code(0);
-    let rows = out.json();
+    let rows = out.json()["batches"].clone();
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 2, "{}", out.stdout);
     assert_eq!(rows[0]["label"], "pair: true");

@@ -93,7 +93,7 @@ fn a_rejected_first_run_is_shown_as_the_first_run_and_no_warm_run_is_promoted() 
     // report: the same run in the first column, marked rejected, no ratio.
     let report = ct(tmp.path(), ["report", "--json", "f3"]).run();
     report.expect_code(0);
-    let row = &report.json()[0];
+    let row = &report.json()["batches"][0];
     assert_eq!(row["first_wall_ns"].as_f64(), Some(first_wall), "{row}");
     assert_eq!(row["first_rejected"], "#0: exited with code 1");
     assert!(row["first_to_warm"].is_null());
@@ -117,7 +117,7 @@ fn report_reads_a_version_1_batch_and_says_its_first_may_be_promoted() {
     std::fs::write(&path, serde_json::to_string(&doc).unwrap()).unwrap();
     let report = ct(tmp.path(), ["report", "--json", "b"]).run();
     report.expect_code(0);
-    let row = &report.json()[0];
+    let row = &report.json()["batches"][0];
     assert_eq!(row["batch_schema"], "coldtrace.batch/1");
     assert!(
         row["notes"]
@@ -133,7 +133,7 @@ fn report_reads_a_version_1_batch_and_says_its_first_may_be_promoted() {
     .run()
     .expect_code(0);
     let report = ct(tmp.path(), ["report", "--json", "ok"]).run();
-    let row = &report.json()[0];
+    let row = &report.json()["batches"][0];
     assert_eq!(row["batch_schema"], "coldtrace.batch/2");
     assert_eq!(row["notes"], Value::Array(vec![]), "{row}");
 }
@@ -499,7 +499,12 @@ fn a_warm_run_after_the_watched_file_was_evicted_between_runs_is_flagged() {
         "{batch:#}"
     );
     let report = ct(tmp.path(), ["report", "--json", "b"]).run();
-    assert_eq!(report.json()[0]["anomalies"], 2, "{}", report.describe());
+    assert_eq!(
+        report.json()["batches"][0]["anomalies"],
+        2,
+        "{}",
+        report.describe()
+    );
     let text = prose(&out.stderr);
     assert!(
         text.contains("disturbed: warm run #3 started with")

@@ -84,6 +84,8 @@ fn outcome(summaries: Vec<MetricSummary>, counts: Counts) -> BatchOutcome {
     BatchOutcome {
         exit_code: 0,
         json: String::new(),
+        document: String::new(),
+        records: None,
         metrics: metrics(),
         summaries,
         walls_ns: walls,

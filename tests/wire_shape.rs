@@ -31,6 +31,23 @@ fn key_paths(v: &Value, prefix: &str, out: &mut Vec<String>) {
     }
 }
 
+/// `v` with everything below `depth` levels of objects replaced by null (arrays do not count).
+fn shallow(v: &Value, depth: usize) -> Value {
+    match v {
+        Value::Object(map) if depth == 0 => {
+            let _ = map;
+            Value::Null
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, c)| (k.clone(), shallow(c, depth - 1)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|c| shallow(c, depth)).collect()),
+        other => other.clone(),
+    }
+}
+
 fn shape_of(name: &str, docs: &[Value]) -> String {
     let mut paths = Vec::new();
     for doc in docs {
@@ -79,6 +96,10 @@ fn every_document_keeps_its_golden_shape() {
             "--counters",
             "--label",
             "shape",
+            "--export-json",
+            "export.json",
+            "--export-hyperfine-json",
+            "hyperfine.json",
             "--",
             "sh",
             "-c",
@@ -117,7 +138,17 @@ fn every_document_keeps_its_golden_shape() {
     .expect_code(0);
     ct(
         dir.path(),
-        ["compare", "-n", "3", "-o", "cmp", "true", "sh -c true"],
+        [
+            "compare",
+            "-n",
+            "3",
+            "-o",
+            "cmp",
+            "--export-json",
+            "cmp-export.json",
+            "true",
+            "sh -c true",
+        ],
     )
     .run()
     .expect_code(0);
@@ -162,6 +193,19 @@ fn every_document_keeps_its_golden_shape() {
     shape += &shape_of("run --json (single run)", &[single.json()]);
     shape += &shape_of("report --json", &[report.json()]);
     shape += &shape_of("context --json", &[context.json()]);
+    // The exports hold the documents above: their own keys only, two levels down.
+    shape += &shape_of(
+        "--export-json (batch)",
+        &[shallow(&doc(&dir.join("export.json")), 2)],
+    );
+    shape += &shape_of(
+        "--export-json (compare)",
+        &[shallow(&doc(&dir.join("cmp-export.json")), 3)],
+    );
+    shape += &shape_of(
+        "--export-hyperfine-json",
+        &[doc(&dir.join("hyperfine.json"))],
+    );
 
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/wire-shape.txt");
     if std::env::var_os("COLDTRACE_BLESS").is_some() {

@@ -140,6 +140,8 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
     BatchOutcome {
         exit_code: c.byte(),
         json: String::new(),
+        document: String::new(),
+        records: None,
         columns: Columns::new(metrics.clone()),
         metrics,
         summaries,

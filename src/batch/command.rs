@@ -44,6 +44,8 @@ pub struct CommandBatch<'p> {
     pub(super) context: BatchContext,
     pub(super) started_at: String,
     pub(super) stderr_sink: Option<StderrSink>,
+    /// Every record line, for the exports (only when one is asked for).
+    pub(super) kept: Option<crate::record::kept::KeptRecords>,
     pub(super) columns: Columns,
     pub(super) counts: Counts,
     pub(super) failed: Vec<FailedRun>,
@@ -157,6 +159,10 @@ impl<'p> Checked<'p> {
             context,
             started_at: crate::measure::clock::rfc3339_utc_now(),
             stderr_sink,
+            kept: plan
+                .exports
+                .needs_records()
+                .then(crate::record::kept::KeptRecords::new),
             columns: Columns::new(metrics_for(&plan.counters)),
             counts: Counts::default(),
             failed: Vec::new(),

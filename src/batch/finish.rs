@@ -88,11 +88,13 @@ impl CommandBatch<'_> {
         let json = if plan.is_single_run() && self.counts.recorded == 1 {
             String::from_utf8_lossy(&self.line).trim_end().to_string()
         } else {
-            document_json
+            document_json.clone()
         };
         Ok(BatchOutcome {
             exit_code,
             json,
+            document: document_json,
+            records: self.kept,
             walls_ns: self.columns.walls_ns(),
             metrics: self.columns.metrics().to_vec(),
             first: self.columns.first().cloned(),

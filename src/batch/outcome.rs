@@ -22,6 +22,10 @@ pub struct BatchOutcome {
     pub exit_code: u8,
     /// `--json` output: the single run's record, or the batch document.
     pub json: String,
+    /// The batch document (`batch.json`), also for a single run.
+    pub document: String,
+    /// Every run's record line, when an export asked for them.
+    pub records: Option<crate::record::kept::KeptRecords>,
     /// The batch's metrics (field metrics, then its perf events), in summary order.
     pub metrics: Vec<Metric>,
     /// Per-metric summaries.

@@ -363,6 +363,9 @@ impl CommandBatch<'_> {
         if let Some(d) = &mut self.dir {
             d.append_record(&self.line)?;
         }
+        if let Some(kept) = &mut self.kept {
+            kept.push(&self.line);
+        }
         self.notices.extend(counter_notes);
         if self.cache_unknown.is_none() {
             self.cache_unknown = record.cache.as_ref().and_then(|c| {

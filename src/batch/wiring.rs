@@ -75,6 +75,9 @@ pub(super) fn spawn_options<'a>(
     let (stdout, stderr) = match (&io.files, plan.output) {
         (Some(f), _) => (Some(f.stdout.as_fd()), Some(f.stderr.as_fd())),
         (None, OutputMode::Null) => (dev_null, stderr_sink.map(|s| s.file.as_fd()).or(dev_null)),
+        // With --json, stdout is the JSON document's: the command's own output goes to the
+        // terminal through stderr (fd 2), so `coldtrace run --json -- cmd | jq` parses.
+        (None, _) if plan.json => (Some(rustix::stdio::stderr()), None),
         (None, _) => (None, None),
     };
     SpawnOptions {

@@ -795,8 +795,8 @@ mod tests {
         );
         assert!(error(Sub::Run, &["--markdown", "--", "x"])
             .starts_with("--markdown is an option of `coldtrace report`, not of `coldtrace run`"));
-        assert!(error(Sub::Run, &["--export-json", "f", "--", "x"])
-            .starts_with("coldtrace run has no --export-json: coldtrace keeps every run"));
+        assert!(error(Sub::Run, &["--export-asciidoc", "f", "--", "x"])
+            .starts_with("coldtrace run has no --export-asciidoc: --export-markdown FILE"));
         assert!(error(Sub::Run, &["-f", "%e", "--", "x"]).contains("coldtrace time -f FORMAT"));
         let far = error(Sub::Run, &["--frobnicate", "--", "x"]);
         assert_eq!(

@@ -74,6 +74,7 @@ pub(crate) fn comparison(raw: RawRun, specs: Vec<CommandSpec>) -> Result<Compare
         shuffle_seed,
         json,
         quiet,
+        exports: crate::cli::run::check_exports(&raw.exports)?,
     })
 }
 
@@ -103,8 +104,12 @@ pub fn execute_compare(plan: &ComparePlan) -> Result<Output, crate::batch::Batch
             crate::view::compare::compare_table(&outcome, use_colour(), width)
         );
     }
+    let exit_code = match crate::view::export::write_compare(&plan.exports, &outcome) {
+        Ok(()) => outcome.exit_code,
+        Err(e) => crate::cli::run::exported_error(&e),
+    };
     Ok(Output {
         stdout: json_line(plan.json, &outcome.json),
-        exit_code: outcome.exit_code,
+        exit_code,
     })
 }

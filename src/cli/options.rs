@@ -6,6 +6,7 @@ use crate::cli::args::Read;
 use crate::cli::commands::CommandSpec;
 use crate::cli::{usage, UsageError};
 use std::ffi::OsString;
+use std::path::PathBuf;
 
 pub use crate::plan::MAX_RUNS;
 /// The largest `--timeout` accepted, in seconds (about 11.5 days).
@@ -48,6 +49,8 @@ pub(crate) struct RawRun {
     pub(crate) counters: bool,
     pub(crate) events: Option<String>,
     pub(crate) minimal: bool,
+    /// `--export-json`, `--export-hyperfine-json`, `--export-csv`, `--export-markdown`.
+    pub(crate) exports: crate::plan::Exports,
     /// What to say once about how the flags were read.
     pub(crate) notices: Vec<String>,
     pub(crate) command: Vec<OsString>,
@@ -112,6 +115,12 @@ pub(crate) fn raw_flags(read: &Read) -> RawRun {
         counters: read.has("--counters"),
         events: read.text("--events"),
         minimal: read.has("--minimal"),
+        exports: crate::plan::Exports {
+            json: first("--export-json").map(PathBuf::from),
+            hyperfine_json: first("--export-hyperfine-json").map(PathBuf::from),
+            csv: first("--export-csv").map(PathBuf::from),
+            markdown: first("--export-markdown").map(PathBuf::from),
+        },
         notices: notices(read),
         command: Vec::new(),
     }

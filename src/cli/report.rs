@@ -76,9 +76,13 @@ pub fn execute_report(args: &ReportArgs) -> Result<Output, BatchError> {
     let comparisons =
         crate::record::reader::read_comparisons(&args.dirs).map_err(|e| BatchError::own(e.0))?;
     let mut stdout = if args.json {
+        let document = crate::record::reader::ReportDocument {
+            schema: crate::record::REPORT_SCHEMA,
+            batches: &rows,
+        };
         format!(
             "{}\n",
-            serde_json::to_string_pretty(&rows).unwrap_or_default()
+            serde_json::to_string_pretty(&document).unwrap_or_default()
         )
     } else if args.markdown {
         crate::view::report::render_markdown(&rows)
@@ -150,20 +154,6 @@ fn draw(args: &ReportArgs) -> Result<(), BatchError> {
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), BatchError> {
-    let (dir, name) = match (path.parent(), path.file_name()) {
-        (Some(dir), Some(name)) => (dir, name.to_string_lossy().into_owned()),
-        _ => {
-            return Err(BatchError::own(format!(
-                "{}: not a file name; give a path such as picture.svg",
-                path.display()
-            )))
-        }
-    };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    crate::record::artifacts::write_atomic(dir, &name, text.as_bytes())
+    crate::record::artifacts::replace_file(path, |w| w.write_all(text.as_bytes()))
         .map_err(|e| BatchError::own(e.message))
 }

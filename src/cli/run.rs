@@ -10,8 +10,9 @@ use crate::cli::options::{count, raw_flags, seconds, RawRun};
 use crate::cli::table::Sub;
 use crate::cli::{help, json_line, usage, Command, Output, UsageError};
 use crate::measure::perf::{default_events, PerfEvent};
-use crate::plan::{ColdPlan, ColdWhen, OutputMode, Plan, RunBounds, StdinMode};
+use crate::plan::{ColdPlan, ColdWhen, Exports, OutputMode, Plan, RunBounds, StdinMode};
 use crate::text::escape_controls;
+use crate::view::export;
 use crate::view::progress::ProgressLine;
 use crate::view::style::use_colour;
 use crate::view::table;
@@ -121,7 +122,40 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         counters,
         minimal: raw.minimal,
         in_comparison: false,
+        exports: check_exports(&raw.exports)?,
     })
+}
+
+/// `--export-* FILE`, checked before anything runs: a file in a directory that exists (a
+/// batch must not end in a file that cannot be written).
+pub(crate) fn check_exports(exports: &Exports) -> Result<Exports, UsageError> {
+    let flags = [
+        ("--export-json", &exports.json),
+        ("--export-hyperfine-json", &exports.hyperfine_json),
+        ("--export-csv", &exports.csv),
+        ("--export-markdown", &exports.markdown),
+    ];
+    for (flag, path) in flags {
+        let Some(path) = path else { continue };
+        let shown = escape_controls(&path.display().to_string());
+        if path.as_os_str().is_empty() || path.file_name().is_none() {
+            return Err(usage(format!(
+                "{flag}: expected a file name, got '{shown}'; e.g. {flag} results.out"
+            )));
+        }
+        if path.is_dir() {
+            return Err(usage(format!(
+                "{flag} {shown}: is a directory; give a file name inside it"
+            )));
+        }
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if parent.is_some_and(|p| !p.is_dir()) {
+            return Err(usage(format!(
+                "{flag} {shown}: its directory does not exist; create it first"
+            )));
+        }
+    }
+    Ok(exports.clone())
 }
 
 /// `-o/--out DIR`, checked: an empty path would put the batch's files in the current
@@ -311,37 +345,52 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
         }
         e
     })?;
+    let argv: Vec<String> = plan
+        .argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let command = escape_controls(&crate::text::quote(&argv));
+    let what = if plan.is_single_run() {
+        "1 run".to_string()
+    } else if outcome.counts.counted == 0 {
+        "no counted run".to_string()
+    } else {
+        format!("{} runs", outcome.counts.counted)
+    };
+    let label = |max: usize| {
+        plan.label.as_deref().map_or(String::new(), |l| {
+            format!(" [{}]", shorten(&escape_controls(l), max))
+        })
+    };
     if let (Some(message), 0) = (&outcome.start_failure, outcome.counts.counted) {
         // Nothing ran: one line, like a PATH lookup failure, not an empty table.
         eprintln!("coldtrace: error: {}", escape_controls(message));
     } else if !plan.quiet {
         // The notices were said as they came, through the progress line.
         let width = terminal::width(Stream::Stderr);
-        let argv: Vec<String> = plan
-            .argv
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        let what = if plan.is_single_run() {
-            "1 run".to_string()
-        } else if outcome.counts.counted == 0 {
-            "no counted run".to_string()
-        } else {
-            format!("{} runs", outcome.counts.counted)
-        };
-        let label = plan.label.as_deref().map_or(String::new(), |l| {
-            format!(" [{}]", shorten(&escape_controls(l), 60))
-        });
-        let title = table::heading(
-            &format!("coldtrace: {what} of "),
-            &escape_controls(&crate::text::quote(&argv)),
-            &label,
-            width,
-        );
+        let lead = format!("coldtrace: {what} of ");
+        let title = table::heading(&lead, &command, &label(60), width);
         eprint!("{}", table::table(&outcome, &title, use_colour(), width));
     }
+    let title = format!("coldtrace: {what} of {command}{}", label(usize::MAX));
+    let shown = plan
+        .name
+        .as_deref()
+        .map_or(command.clone(), escape_controls);
+    let exit_code = match export::write_batch(&plan.exports, &outcome, &shown, &title) {
+        Ok(()) => outcome.exit_code,
+        Err(e) => exported_error(&e),
+    };
     Ok(Output {
         stdout: json_line(plan.json, &outcome.json),
-        exit_code: outcome.exit_code,
+        exit_code,
     })
+}
+
+/// An export that could not be written: one line, exit 125; the records are already on disk
+/// (with `-o`) and the JSON still goes to stdout.
+pub(crate) fn exported_error(e: &crate::record::artifacts::ArtifactError) -> u8 {
+    eprintln!("coldtrace: error: {}", escape_controls(&e.message));
+    125
 }

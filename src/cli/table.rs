@@ -327,8 +327,45 @@ static OPTIONS: &[OptSpec] = &[
         subs: RUN_COMPARE, category: Output,
         help: "print the record (one run) or the batch summary as JSON on stdout",
         description: "Print the record of a single run, or the batch document, as JSON on \
-            stdout after the command has finished. A single run inherits stdout: add --output \
-            null or -o DIR to keep the command's own output out of it.",
+            stdout after the command has finished. stdout is the JSON's alone: the command's \
+            own stdout goes to the terminal through stderr.",
+    },
+    opt! {
+        long: "export-json", short: [], values: ["FILE"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "write the batch document and every run's record to FILE",
+        description: "After the runs, write one JSON document to FILE (replaced atomically \
+            if it exists): schema coldtrace.export/1, the batch document (batch.json) under \
+            \"batch\" and every run's record (runs.jsonl) under \"runs\"; for a comparison \
+            the comparison document, then each command's batch and runs. coldtrace's own \
+            schema: hyperfine's has no place for faults, block I/O, the first run or the cold \
+            state (--export-hyperfine-json writes that one).",
+    },
+    opt! {
+        long: "export-hyperfine-json", short: [], values: ["FILE"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "write hyperfine's JSON export (seconds, counted runs) to FILE",
+        description: "After the runs, write hyperfine's export document to FILE, for tools \
+            that read it: one entry per command in \"results\" with command, mean, stddev, \
+            median, user, system, min, max (seconds), times, memory_usage_byte, exit_codes and \
+            parameters, over the counted runs (the first run included, warm-ups and rejected \
+            runs left out).",
+    },
+    opt! {
+        long: "export-csv", short: [], values: ["FILE"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "write one row per run, every metric, units in the header, to FILE",
+        description: "After the runs, write a CSV file: one row per recorded run (warm-ups and \
+            rejected runs included, marked by role and counted), one column per metric named \
+            by its place in the record and its unit (rusage.user_us [us]); an absent value is \
+            an empty cell.",
+    },
+    opt! {
+        long: "export-markdown", short: [], values: ["FILE"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "write the table as Markdown to FILE",
+        description: "After the runs, write the whole table as Markdown to FILE (nothing \
+            shortened), with the notes under it as a list.",
     },
     opt! {
         long: "output", short: [], values: ["MODE"], repeat: LastWins,
@@ -600,26 +637,11 @@ pub struct Foreign {
     pub instead: &'static str,
 }
 
-const EXPORTS: &str = "coldtrace keeps every run in runs.jsonl and the summary in batch.json \
-                       (-o DIR); `coldtrace report --json|--markdown DIR` exports them";
+const EXPORTS: &str = "--export-markdown FILE writes the table as Markdown; --export-json and \
+                       --export-csv FILE write every run";
 
 /// Flags of hyperfine 2.0 and GNU time 1.9 that coldtrace does not take.
 static FOREIGN: &[Foreign] = &[
-    Foreign {
-        flag: "--export-json",
-        origin: Origin::Hyperfine,
-        instead: EXPORTS,
-    },
-    Foreign {
-        flag: "--export-csv",
-        origin: Origin::Hyperfine,
-        instead: EXPORTS,
-    },
-    Foreign {
-        flag: "--export-markdown",
-        origin: Origin::Hyperfine,
-        instead: EXPORTS,
-    },
     Foreign {
         flag: "--export-asciidoc",
         origin: Origin::Hyperfine,

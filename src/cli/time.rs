@@ -117,6 +117,7 @@ fn single_run(argv: Vec<OsString>) -> Plan {
         minimal: true,
         counters: Vec::new(),
         in_comparison: false,
+        exports: crate::plan::Exports::default(),
     }
 }
 

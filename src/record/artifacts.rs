@@ -125,11 +125,21 @@ pub fn create_empty_dir(root: &Path) -> Result<(), ArtifactError> {
 /// Writes `dir/name` atomically: a new temporary file, fsync, rename over `name`, fsync of the
 /// directory. A reader sees the old file or the whole new one, never a part.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ArtifactError> {
+    write_atomic_with(dir, name, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] with the contents streamed by `write` (through a buffer), not held whole.
+pub fn write_atomic_with(
+    dir: &Path,
+    name: &str,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), ArtifactError> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let dest = dir.join(name);
     let result = (|| -> io::Result<()> {
-        let mut file = create_new(&tmp)?;
-        file.write_all(bytes)?;
+        let mut out = io::BufWriter::new(create_new(&tmp)?);
+        write(&mut out)?;
+        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
         file.sync_all()?;
         fs::rename(&tmp, &dest)?;
         // The directory is the user's path: opened without blocking, and it must still be one.
@@ -143,6 +153,25 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Artifact
             message: format!("cannot write {}: {}", dest.display(), explain_created(&e)),
         }
     })
+}
+
+/// A file the user named (`--svg FILE`, `--export-csv FILE`) replaced atomically with what
+/// `write` streams: see [`write_atomic`].
+pub fn replace_file(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), ArtifactError> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(ArtifactError {
+            message: format!("{}: not a file name", path.display()),
+        });
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    write_atomic_with(dir, &name.to_string_lossy(), write)
 }
 
 /// An open batch directory.

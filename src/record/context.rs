@@ -6,6 +6,8 @@ use crate::measure::context::{Capabilities, EnvMarkers, SystemContext};
 
 /// The machine's context block.
 pub struct ContextDocument {
+    /// [`crate::record::CONTEXT_SCHEMA`].
+    pub schema: &'static str,
     /// Kernel, boot, CPU, memory, load.
     pub system: SystemContext,
     /// What can be measured here.
@@ -16,6 +18,7 @@ pub struct ContextDocument {
     pub coldtrace_version: &'static str,
 }
 crate::serialize_struct!(ContextDocument {
+    schema,
     system,
     capabilities,
     environment,
@@ -26,6 +29,7 @@ impl ContextDocument {
     /// Reads the context of this machine now.
     pub fn read() -> ContextDocument {
         ContextDocument {
+            schema: crate::record::CONTEXT_SCHEMA,
             system: SystemContext::read(),
             capabilities: Capabilities::probe(),
             environment: EnvMarkers::read(),

@@ -200,6 +200,42 @@ pub const METRICS: &[Metric] = &[
     },
 ];
 
+/// Where `metric` is in a record as `runs.jsonl` writes it: the keys from the top, e.g.
+/// `["rusage", "user_us"]`; a perf event's is `["counters", EVENT]`, the `value` of the reading
+/// whose `event` is EVENT. What the exports read; [`Metric::get`] reads the same value from the
+/// record before it is written (a test holds them together).
+pub fn record_path(metric: &Metric) -> Vec<&'static str> {
+    let name = metric.name;
+    let parent = match (metric.source, name) {
+        (Source::Counter, _) => Some("counters"),
+        (_, "wall_ns") => None,
+        (_, "read_bytes" | "rchar") => Some("child_io"),
+        (_, "runqueue_wait_ns") => Some("sched"),
+        (_, "resident_ratio_before") => return vec!["cache", "before", "resident_ratio"],
+        (_, "resident_ratio_after") => return vec!["cache", "after", "resident_ratio"],
+        (_, "pgmajfault" | "psi_io_some_us") => Some("system_delta"),
+        _ => Some("rusage"),
+    };
+    parent.into_iter().chain([name]).collect()
+}
+
+/// The number at [`record_path`] in a record read back as JSON (`None`: absent or null).
+pub fn json_at<'a>(
+    record: &'a serde_json::Value,
+    metric: &Metric,
+) -> Option<&'a serde_json::Value> {
+    let path = record_path(metric);
+    let found = match path.as_slice() {
+        ["counters", event] => record["counters"]
+            .as_array()?
+            .iter()
+            .find(|c| c["event"] == *event)?
+            .get("value")?,
+        _ => path.iter().try_fold(record, |v, key| v.get(key))?,
+    };
+    found.is_number().then_some(found)
+}
+
 /// Index of `max_rss_kib` in [`METRICS`] (it has an at-the-floor count).
 pub const MAX_RSS: usize = 3;
 

@@ -13,6 +13,7 @@ pub mod columns;
 pub mod compare;
 pub mod context;
 pub mod cycles;
+pub mod kept;
 pub mod metrics;
 pub mod penalty;
 pub mod reader;
@@ -31,3 +32,10 @@ pub const BATCH_SCHEMA: &str = "coldtrace.batch/2";
 pub const BATCH_SCHEMA_V1: &str = "coldtrace.batch/1";
 /// Schema name and version of a comparison document (`batch.json` of `compare`).
 pub const COMPARE_SCHEMA: &str = "coldtrace.compare/1";
+/// Schema name and version of an export (`--export-json FILE`): a batch or a comparison with
+/// every run's record.
+pub const EXPORT_SCHEMA: &str = "coldtrace.export/1";
+/// Schema name and version of `report --json`: the rows of the batches read.
+pub const REPORT_SCHEMA: &str = "coldtrace.report/1";
+/// Schema name and version of `context --json`.
+pub const CONTEXT_SCHEMA: &str = "coldtrace.context/1";

@@ -29,6 +29,15 @@ impl std::fmt::Display for ReportError {
     }
 }
 
+/// `report --json`'s document: the rows under a schema name.
+pub struct ReportDocument<'a> {
+    /// [`crate::record::REPORT_SCHEMA`].
+    pub schema: &'static str,
+    /// One row per batch, in the order given.
+    pub batches: &'a [BatchRow],
+}
+serialize_struct!(ReportDocument<'_> { schema, batches });
+
 /// One row: a batch as `report` sees it.
 #[derive(Clone, Debug, Default)]
 pub struct BatchRow {

@@ -243,6 +243,7 @@ impl Grid {
                 esc(&c
                     .header
                     .lines()
+                    .filter(|l| !l.is_empty())
                     .collect::<Vec<_>>()
                     .join(" ")
                     .replace("/ ", "/"))

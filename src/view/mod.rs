@@ -6,6 +6,7 @@
 pub mod compare;
 pub mod context;
 pub mod explain;
+pub mod export;
 pub mod gnu_time;
 pub mod grid;
 pub mod lines;

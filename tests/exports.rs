@@ -1,0 +1,319 @@
+//! The exports, round-tripped: the CSV parsed by Python's `csv` module, every cell equal to
+//! the record in `runs.jsonl` at the place its header names (and the warm medians of its columns
+//! equal to batch.json's summary); the JSON export equal to batch.json and runs.jsonl; hyperfine's
+//! document from the counted runs; the Markdown table; a bad export path refused before any
+//! run; `run --json` never mixed with the command's stdout; schema fields on every document.
+#![forbid(unsafe_code)]
+
+mod common;
+
+use common::{ct, read_batch, read_records, TempDir};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// Checks `csv_path` against `jsonl_paths` (one per command, in order) with Python's csv module;
+/// prints a JSON verdict: rows, columns, mismatches, and each metric's warm median per command.
+const CHECK_CSV: &str = r#"
+import csv, json, statistics, sys
+csv_path, jsonl_paths = sys.argv[1], sys.argv[2:]
+records = [[json.loads(l) for l in open(p)] for p in jsonl_paths]
+with open(csv_path, newline="") as f:
+    rows = list(csv.reader(f))
+header, body = rows[0], rows[1:]
+def at(record, path):
+    keys = path.split(".")
+    if keys[0] == "counters":
+        for c in record.get("counters") or []:
+            if c["event"] == keys[1]:
+                return c["value"]
+        return None
+    v = record
+    for k in keys:
+        v = v.get(k) if isinstance(v, dict) else None
+    return v
+metric_cols = [i for i, h in enumerate(header) if h.endswith("]") and " [" in h]
+mismatches, medians, i = [], {}, 0
+commands = []
+for row in body:
+    if not commands or commands[-1][0] != row[0]:
+        commands.append((row[0], len(commands)))
+    c = commands[-1][1]
+    rec = next(r for r in records[c] if str(r["index"]) == row[1])
+    for k in ("role", "started_at"):
+        if row[header.index(k)] != rec[k]:
+            mismatches.append((row[1], k))
+    if row[header.index("counted")] != ("true" if rec["counted"] else "false"):
+        mismatches.append((row[1], "counted"))
+    for j in metric_cols:
+        path = header[j].split(" [")[0]
+        want = at(rec, path)
+        got = None if row[j] == "" else float(row[j])
+        if (want is None) != (got is None) or (want is not None and float(want) != got):
+            mismatches.append((row[1], header[j], row[j], want))
+        if rec["role"] == "warm" and rec["counted"] and got is not None:
+            medians.setdefault(f"{c}|{path}", []).append(got)
+print(json.dumps({
+    "rows": len(body), "columns": len(header), "header": header, "mismatches": mismatches[:10],
+    "warm_medians": {k: statistics.median(v) for k, v in medians.items()},
+}))
+"#;
+
+fn check_csv(dir: &Path, csv: &str, jsonl: &[&str]) -> Value {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(CHECK_CSV)
+        .arg(csv)
+        .args(jsonl)
+        .current_dir(dir)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "python3 failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the checker's verdict")
+}
+
+fn doc(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("the export")).expect("JSON")
+}
+
+#[test]
+fn every_export_of_a_batch_round_trips_to_its_records() {
+    let tmp = TempDir::new("exports");
+    let out = ct(
+        tmp.path(),
+        [
+            "run",
+            "-n",
+            "5",
+            "--warmup",
+            "1",
+            "-o",
+            "b",
+            "--counters",
+            "--export-csv",
+            "runs.csv",
+            "--export-json",
+            "all.json",
+            "--export-hyperfine-json",
+            "hf.json",
+            "--export-markdown",
+            "table.md",
+            "--",
+            "sh",
+            "-c",
+            "echo 'a, \"quoted\" line'; exit 0",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let records = read_records(&tmp.join("b"));
+    let batch = read_batch(&tmp.join("b"));
+
+    let v = check_csv(tmp.path(), "runs.csv", &["b/runs.jsonl"]);
+    assert_eq!(v["rows"], records.len(), "{v}");
+    assert_eq!(v["mismatches"], Value::Array(vec![]), "{v}");
+    let header: Vec<&str> = v["header"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    for unit_header in [
+        "wall_ns [ns]",
+        "rusage.user_us [us]",
+        "rusage.max_rss_kib [KiB]",
+        "rusage.block_in [512-byte blocks]",
+        "child_io.read_bytes [bytes]",
+        "counters.task-clock [ns]",
+    ] {
+        assert!(header.contains(&unit_header), "{unit_header} in {header:?}");
+    }
+    // Every metric column's warm median is batch.json's: the export reads the same values the
+    // summary was made of.
+    let mut checked = 0;
+    for (key, median) in v["warm_medians"].as_object().unwrap() {
+        let path = key.split('|').nth(1).unwrap();
+        let name = path.rsplit('.').next().unwrap();
+        let name = if path.starts_with("cache.") {
+            format!("resident_ratio_{}", path.split('.').nth(1).unwrap())
+        } else {
+            name.to_string()
+        };
+        let summary = &batch["summary"][&name]["warm"]["median"];
+        assert_eq!(
+            summary.as_f64(),
+            median.as_f64(),
+            "{name}: {summary} vs {median}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 10, "{v}");
+
+    let all = doc(&tmp.join("all.json"));
+    assert_eq!(all["schema"], "coldtrace.export/1");
+    assert_eq!(all["batch"], batch);
+    assert_eq!(all["runs"], Value::Array(records.clone()));
+
+    let hf = doc(&tmp.join("hf.json"));
+    let result = &hf["results"][0];
+    let counted: Vec<f64> = records
+        .iter()
+        .filter(|r| r["counted"] == true)
+        .map(|r| r["wall_ns"].as_f64().unwrap() / 1e9)
+        .collect();
+    assert_eq!(result["times"], serde_json::json!(counted), "{result}");
+    assert_eq!(result["exit_codes"], serde_json::json!([0, 0, 0, 0, 0]));
+    let mean = counted.iter().sum::<f64>() / counted.len() as f64;
+    assert!(
+        (result["mean"].as_f64().unwrap() - mean).abs() < 1e-12,
+        "{result}"
+    );
+    assert_eq!(
+        result["command"],
+        "sh -c 'echo '\\''a, \"quoted\" line'\\''; exit 0'"
+    );
+
+    let md = std::fs::read_to_string(tmp.join("table.md")).unwrap();
+    assert!(md.starts_with("**coldtrace: 5 runs of sh -c"), "{md}");
+    assert!(
+        md.contains("| metric | unit | first | warm median | warm mean ± σ |"),
+        "{md}"
+    );
+    assert!(md
+        .lines()
+        .any(|l| l.starts_with("| wall | ms |") || l.starts_with("| wall | µs |")));
+    assert!(md.contains("\n- rejected: none\n"), "{md}");
+}
+
+#[test]
+fn a_comparison_exports_every_command() {
+    let tmp = TempDir::new("exports-cmp");
+    let out = ct(
+        tmp.path(),
+        [
+            "compare",
+            "-n",
+            "3",
+            "-o",
+            "c",
+            "--export-csv",
+            "c.csv",
+            "--export-json",
+            "c.json",
+            "--export-markdown",
+            "c.md",
+            "--export-hyperfine-json",
+            "hf.json",
+            "true",
+            "sh -c true",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let v = check_csv(
+        tmp.path(),
+        "c.csv",
+        &["c/commands/00/runs.jsonl", "c/commands/01/runs.jsonl"],
+    );
+    assert_eq!(v["rows"], 6, "{v}");
+    assert_eq!(v["mismatches"], Value::Array(vec![]), "{v}");
+    let all = doc(&tmp.join("c.json"));
+    assert_eq!(all["schema"], "coldtrace.export/1");
+    assert_eq!(all["comparison"], read_batch(&tmp.join("c")));
+    assert_eq!(
+        all["commands"][1]["batch"],
+        read_batch(&tmp.join("c/commands/01"))
+    );
+    assert_eq!(
+        all["commands"][1]["runs"],
+        Value::Array(read_records(&tmp.join("c/commands/01")))
+    );
+    let hf = doc(&tmp.join("hf.json"));
+    let names: Vec<&str> = hf["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["true", "sh -c true"]);
+    let md = std::fs::read_to_string(tmp.join("c.md")).unwrap();
+    assert!(
+        md.contains("| metric | unit | [0] median | [1] median | ratio | 95% CI |"),
+        "{md}"
+    );
+}
+
+#[test]
+fn an_export_that_cannot_be_written_is_refused_before_any_run() {
+    let tmp = TempDir::new("exports-bad");
+    std::fs::create_dir(tmp.join("a-dir")).unwrap();
+    for (flag, path, says) in [
+        (
+            "--export-csv",
+            "missing/dir/x.csv",
+            "its directory does not exist",
+        ),
+        ("--export-json", "a-dir", "is a directory"),
+        ("--export-markdown", "", "expected a file name"),
+    ] {
+        let out = ct(
+            tmp.path(),
+            ["run", "-n", "2", "-o", "b", flag, path, "--", "true"],
+        )
+        .run();
+        out.expect_code(125);
+        assert!(
+            out.stderr.contains(flag) && out.stderr.contains(says),
+            "{}",
+            out.describe()
+        );
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.describe());
+        assert!(!tmp.join("b").exists(), "nothing ran");
+    }
+}
+
+#[test]
+fn run_json_never_mixes_the_commands_stdout_into_the_json() {
+    let tmp = TempDir::new("json-stdout");
+    let out = ct(tmp.path(), ["run", "--json", "--", "echo", "hi"]).run();
+    out.expect_code(0);
+    let record = out.json();
+    assert_eq!(record["schema"], "coldtrace.run/1");
+    assert!(out.stderr.starts_with("hi\n"), "{}", out.describe());
+    let batch = ct(
+        tmp.path(),
+        [
+            "run", "-n", "2", "--json", "--output", "inherit", "--", "echo", "hi",
+        ],
+    )
+    .run();
+    batch.expect_code(0);
+    assert_eq!(batch.json()["schema"], "coldtrace.batch/2");
+    let his = batch.stderr.lines().filter(|l| *l == "hi").count();
+    assert_eq!(his, 2, "{}", batch.describe());
+}
+
+#[test]
+fn every_json_document_names_its_schema() {
+    let tmp = TempDir::new("schemas");
+    ct(
+        tmp.path(),
+        ["run", "-n", "2", "-q", "-o", "b", "--", "true"],
+    )
+    .run()
+    .expect_code(0);
+    let report = ct(tmp.path(), ["report", "--json", "b"]).run();
+    report.expect_code(0);
+    assert_eq!(report.json()["schema"], "coldtrace.report/1");
+    assert_eq!(report.json()["batches"][0]["counted"], 2);
+    let context = ct(tmp.path(), ["context", "--json"]).run();
+    context.expect_code(0);
+    assert_eq!(context.json()["schema"], "coldtrace.context/1");
+    let batch = read_batch(&tmp.join("b"));
+    assert_eq!(batch["summary"]["block_in"]["unit"], "512-byte blocks");
+    assert_eq!(batch["summary"]["minor_faults"]["unit"], "count");
+}
