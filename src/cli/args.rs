@@ -51,7 +51,7 @@ impl Occurrence {
 /// Which help was asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HelpKind {
-    /// `-h`: one line per option.
+    /// `-h`: the common options, one line each, on one screen.
     Short,
     /// `--help`: with each option's details.
     Long,

@@ -1,5 +1,5 @@
-//! The help texts, generated from the option table: `-h` one line per option, `--help` with
-//! each option's details. Text only; what an option means is declared in `table.rs`.
+//! The help texts, generated from the option table: `-h` the common options on one 80×24
+//! screen, `--help` every option with its details. Text only; meanings are in `table.rs`.
 #![forbid(unsafe_code)]
 
 use crate::cli::args::HelpKind;
@@ -41,8 +41,94 @@ pub fn top_help() -> String {
     out
 }
 
-/// The help of `sub`: `-h` one line per option, `--help` each option's details too.
+/// A screen: `-h` fits in this many lines.
+pub const SCREEN_LINES: usize = 24;
+
+/// The options `-h` shows for `sub` when all of them would not fit one screen: the ones most
+/// runs need (`--help` lists every option).
+fn common(sub: Sub) -> Option<&'static [&'static str]> {
+    match sub {
+        Sub::Run => Some(&[
+            "--runs",
+            "--warmup",
+            "--out",
+            "--json",
+            "--output",
+            "--quiet",
+            "--timeout",
+            "--prepare",
+            "--evict",
+            "--cold-first-only",
+            "--watch",
+            "--counters",
+            "--export-json",
+            "--export-csv",
+            "--help",
+        ]),
+        Sub::Compare => Some(&[
+            "--runs",
+            "--warmup",
+            "--command-name",
+            "--parameter-scan",
+            "--shuffle",
+            "--out",
+            "--json",
+            "--quiet",
+            "--prepare",
+            "--evict",
+            "--counters",
+            "--export-json",
+            "--export-markdown",
+            "--help",
+        ]),
+        Sub::Time => Some(&[
+            "--format",
+            "--portability",
+            "--verbose",
+            "--output-file",
+            "--append",
+            "--quiet",
+            "--help",
+        ]),
+        _ => None,
+    }
+}
+
+/// `-h` of a subcommand with many options: its usage and its common options, one line each
+/// (cut with `…` where a help text is longer), then where the rest are.
+fn short_help(sub: Sub, common: &[&str]) -> String {
+    let spec = table::subcommand(sub);
+    let mut out = format!(
+        "coldtrace {} — {}\n\nUsage: coldtrace {}\n\nCommon options:\n",
+        spec.name, spec.summary, spec.usage
+    );
+    let all: Vec<&OptSpec> = table::options_of(sub).collect();
+    for long in common {
+        if let Some(o) = all.iter().find(|o| o.long == *long) {
+            let names = names(o);
+            let line = if names.chars().count() + 2 <= HELP_COLUMN {
+                format!("{names:<HELP_COLUMN$}{}", o.help)
+            } else {
+                format!("{names}  {}", o.help)
+            };
+            let _ = writeln!(out, "{}", crate::view::units::shorten(&line, WIDTH));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{} more options, the exit codes and the details: coldtrace {} --help",
+        all.len() - common.len(),
+        spec.name
+    );
+    out
+}
+
+/// The help of `sub`: `-h` its common options (one screen), `--help` every option with its
+/// details.
 pub fn help(sub: Sub, kind: HelpKind) -> String {
+    if let (HelpKind::Short, Some(common)) = (kind, common(sub)) {
+        return short_help(sub, common);
+    }
     let spec = table::subcommand(sub);
     let mut out = format!(
         "coldtrace {} — {}\n\nUsage: coldtrace {}\n\n",
@@ -143,9 +229,36 @@ mod tests {
     }
 
     #[test]
+    fn short_help_fits_one_screen_and_names_its_common_options() {
+        for s in table::subcommands() {
+            let text = help(s.sub, HelpKind::Short);
+            assert!(
+                text.lines().count() <= SCREEN_LINES,
+                "{} -h: {} lines",
+                s.name,
+                text.lines().count()
+            );
+            let Some(common) = common(s.sub) else {
+                continue;
+            };
+            for long in common {
+                let o = table::options_of(s.sub).find(|o| o.long == *long);
+                let o = o.unwrap_or_else(|| panic!("{}: {long} is not an option", s.name));
+                assert!(text.contains(&o.synopsis()), "{} -h: {long}", s.name);
+            }
+            let rest = table::options_of(s.sub).count() - common.len();
+            assert!(text.contains(&format!("{rest} more options")), "{text}");
+        }
+    }
+
+    #[test]
     fn every_help_lists_every_option_its_subcommand_takes() {
         for s in table::subcommands() {
-            for kind in [HelpKind::Short, HelpKind::Long] {
+            let kinds: &[HelpKind] = match common(s.sub) {
+                Some(_) => &[HelpKind::Long],
+                None => &[HelpKind::Short, HelpKind::Long],
+            };
+            for &kind in kinds {
                 let text = help(s.sub, kind);
                 for o in table::options_of(s.sub) {
                     assert!(
@@ -168,7 +281,7 @@ mod tests {
                 }
             }
         }
-        let compare = help(Sub::Compare, HelpKind::Short);
+        let compare = help(Sub::Compare, HelpKind::Long);
         assert!(compare.contains("--shuffle SEED") && compare.contains("--evict PATH"));
         assert!(!help(Sub::Run, HelpKind::Short).contains("--markdown"));
     }

@@ -216,7 +216,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "runs", short: ['n', 'r'], values: ["N"], repeat: LastWins,
         subs: RUN_COMPARE, category: Runs,
-        help: "exactly N counted runs (run: default 1; compare: chosen by time)",
+        help: "exactly N counted runs (default: 1; compare: by time)",
         description: "Exactly N counted runs of each command. Without it, `run` makes one run \
             (like `time`: it inherits the terminal's stdin and stdout), and `compare` (or a \
             parameter scan) chooses the count as hyperfine does: see --max-time. hyperfine's \
@@ -225,7 +225,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "warmup", short: ['w'], values: ["N"], repeat: LastWins,
         subs: RUN_COMPARE, category: Runs,
-        help: "runs before the counted ones, recorded but never counted",
+        help: "runs before the counted ones, recorded, never counted",
         description: "Warm-up runs before the counted ones: recorded in runs.jsonl with role \
             \"warmup\", never in the statistics. Warm-ups destroy the cold first run: the first \
             counted run is then warm too.",
@@ -265,7 +265,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "command-name", short: [], values: ["NAME"], repeat: Many,
         subs: RUN_COMPARE, category: Commands,
-        help: "a name per command (repeatable: once for all, or once per command)",
+        help: "a name per command (repeatable)",
         description: "Name the commands in the table, the records (as their label) and \
             batch.json: once for every command, or once per command in order (a parameter \
             scan counts each value as a command). {NAME} of a parameter scan is replaced. \
@@ -274,7 +274,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "parameter-scan", short: ['P'], values: ["NAME", "MIN", "MAX"], repeat: LastWins,
         subs: RUN_COMPARE, category: Commands,
-        help: "one command per value MIN..=MAX, replacing {NAME} in the command",
+        help: "one command per value MIN..=MAX of {NAME}",
         description: "A parameter scan: one command per value from MIN to MAX (whole numbers, \
             step 1; with -D any decimals), with {NAME} replaced by the value in the command, \
             --command-name, --prepare, --conclude, --setup and --cleanup. `run -P n 1 3 -- \
@@ -309,14 +309,14 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "shuffle", short: [], values: ["SEED"], repeat: LastWins,
         subs: RUN_COMPARE, category: Commands,
-        help: "random order within each round, from SEED (a whole number)",
+        help: "random order within each round, from SEED",
         description: "Randomise the order of the commands within each round of a comparison, \
             reproducibly from SEED; without it every round runs A B C ... in the order given.",
     },
     opt! {
         long: "out", short: ['o'], values: ["DIR"], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "batch directory: runs.jsonl, runs/NNN/{stdout,stderr}, batch.json",
+        help: "batch directory: records, outputs, batch.json",
         description: "The batch directory (it must not exist or be empty): runs.jsonl (one \
             record per run), runs/NNN/{stdout,stderr}, batch.json. A comparison keeps each \
             command's batch under DIR/commands/NN/. This is not GNU time's -o FILE: that one is \
@@ -325,7 +325,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "json", short: [], values: [], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "print the record (one run) or the batch summary as JSON on stdout",
+        help: "the record (one run) or the batch document on stdout",
         description: "Print the record of a single run, or the batch document, as JSON on \
             stdout after the command has finished. stdout is the JSON's alone: the command's \
             own stdout goes to the terminal through stderr.",
@@ -333,7 +333,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "export-json", short: [], values: ["FILE"], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "write the batch document and every run's record to FILE",
+        help: "the batch document and every run's record, to FILE",
         description: "After the runs, write one JSON document to FILE (replaced atomically \
             if it exists): schema coldtrace.export/1, the batch document (batch.json) under \
             \"batch\" and every run's record (runs.jsonl) under \"runs\"; for a comparison \
@@ -344,7 +344,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "export-hyperfine-json", short: [], values: ["FILE"], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "write hyperfine's JSON export (seconds, counted runs) to FILE",
+        help: "hyperfine's JSON export (counted runs), to FILE",
         description: "After the runs, write hyperfine's export document to FILE, for tools \
             that read it: one entry per command in \"results\" with command, mean, stddev, \
             median, user, system, min, max (seconds), times, memory_usage_byte, exit_codes and \
@@ -354,7 +354,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "export-csv", short: [], values: ["FILE"], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "write one row per run, every metric, units in the header, to FILE",
+        help: "one row per run, every metric (units in the header)",
         description: "After the runs, write a CSV file: one row per recorded run (warm-ups and \
             rejected runs included, marked by role and counted), one column per metric named \
             by its place in the record and its unit (rusage.user_us [us]); an absent value is \
@@ -363,7 +363,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "export-markdown", short: [], values: ["FILE"], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "write the table as Markdown to FILE",
+        help: "the whole table as Markdown, to FILE",
         description: "After the runs, write the whole table as Markdown to FILE (nothing \
             shortened), with the notes under it as a list.",
     },
@@ -416,7 +416,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "prepare", short: ['p'], values: ["CMD"], repeat: Many,
         subs: RUN_COMPARE, category: AroundRuns,
-        help: "`/bin/sh -c CMD` before every run, not measured (once, or per command)",
+        help: "`/bin/sh -c CMD` before every run, not measured",
         description: "Run `/bin/sh -c CMD` before every run (warm-ups included), outside the \
             measured run; its stdout is discarded, its stderr shown. Give it once for every \
             command or once per command, in order. If it fails the batch stops and exits 1.",
@@ -440,7 +440,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "timeout", short: [], values: ["SECONDS"], repeat: LastWins,
         subs: RUN_COMPARE, category: AroundRuns,
-        help: "per-run limit: SIGTERM, then SIGKILL after --kill-after",
+        help: "per-run limit: SIGTERM, SIGKILL after --kill-after",
         description: "A limit per run, in seconds (decimals allowed): the command runs in its \
             own process group, which gets SIGTERM when the limit is reached, then SIGKILL after \
             --kill-after. The run is recorded as timed_out and rejected.",
@@ -455,7 +455,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "evict", short: [], values: ["PATH"], repeat: Many,
         subs: RUN_COMPARE, category: ColdState,
-        help: "drop the page cache of every file under PATH (repeatable, no root)",
+        help: "drop the page cache of the files under PATH (no root)",
         description: "Drop the page cache of every regular file under PATH with \
             posix_fadvise(POSIX_FADV_DONTNEED), dirty pages written back first; no root \
             needed. Repeatable. Evicted paths are watched too (see --watch).",
@@ -487,7 +487,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "watch", short: [], values: ["PATH"], repeat: Many,
         subs: RUN_COMPARE, category: ColdState,
-        help: "measure page-cache residency under PATH before and after every run",
+        help: "page-cache residency under PATH before/after each run",
         description: "Measure how much of the files under PATH is in the page cache right \
             before and right after every run (cachestat(2), or mmap + mincore(2) before Linux \
             6.5). Repeatable. Where the kernel cannot tell, the value is null with a reason, \
@@ -561,7 +561,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "format", short: ['f'], values: ["FORMAT"], repeat: LastWins,
         subs: TIME, category: Format,
-        help: "use FORMAT (GNU time's % conversions) instead of the default",
+        help: "use FORMAT (GNU time's % conversions)",
         description: "Use FORMAT instead of GNU time's default format or the TIME variable: \
             GNU time's % conversions and its \\n \\t \\\\ escapes, listed below. -f and -p replace \
             each other (the last one given wins).",
@@ -604,9 +604,9 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "help", short: ['h'], values: [], repeat: LastWins,
         subs: ALL_SUBS, category: General,
-        help: "this help (-h: one line per option; --help: with the details)",
-        description: "Print the help: -h one line per option, --help each option's details \
-            too.",
+        help: "this help (-h: the common options; --help: all)",
+        description: "Print the help: -h the common options, one line each, on one 80×24 \
+            screen; --help every option with its details.",
     },
     opt! {
         long: "version", short: ['V'], values: [], repeat: LastWins,
