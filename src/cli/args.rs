@@ -854,7 +854,7 @@ mod tests {
         let e = unknown_subcommand("comapre").0;
         assert_eq!(
             e,
-            "unknown subcommand 'comapre' (did you mean compare?); the subcommands are run, compare, report, context, time"
+            "unknown subcommand 'comapre' (did you mean compare?); the subcommands are run, compare, report, context, time, man, completions"
         );
         assert!(unknown_subcommand("python3")
             .0

@@ -22,15 +22,14 @@ pub fn top_help() -> String {
     }
     out.push_str("  coldtrace help SUBCOMMAND | --help | --version\n\nSubcommands:\n");
     for s in table::subcommands() {
-        let _ = writeln!(out, "  {:<10}{}", s.name, s.summary);
+        let _ = writeln!(out, "  {:<13}{}", s.name, s.summary);
     }
     out.push('\n');
-    out.push_str(&wrap(
-        "Every run is measured through the kernel's own accounting (wait4's rusage for that \
-         run alone), timed on CLOCK_MONOTONIC from just before the spawn to the moment its exit \
-         is seen. `coldtrace SUBCOMMAND --help` lists a subcommand's options.",
-        0,
-    ));
+    let about = format!(
+        "{} `coldtrace SUBCOMMAND --help` lists a subcommand's options.",
+        table::ABOUT
+    );
+    out.push_str(&wrap(&about, 0));
     out.push_str(
         "\nExit codes (GNU time's conventions):\n  \
          single run   the command's exit code; 128+N if it died of signal N\n  \

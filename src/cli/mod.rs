@@ -8,8 +8,10 @@
 pub mod args;
 mod commands;
 mod compare;
+mod completions;
 mod context;
 pub mod help;
+mod man;
 mod options;
 mod report;
 mod run;
@@ -41,7 +43,8 @@ pub enum Command {
         /// `--json`
         json: bool,
     },
-    /// `--help` text to print (top level or a subcommand's).
+    /// Text to print on stdout: `--help` (top level or a subcommand's), the man page, a
+    /// completion script.
     Help(String),
     /// `--version`.
     Version,
@@ -83,6 +86,8 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, UsageError> {
         "report" => report::parse_report(rest),
         "context" => context::parse_context(rest),
         "time" => time::parse_time(rest, std::env::var_os("TIME")),
+        "man" => man::parse_man(rest),
+        "completions" => completions::parse_completions(rest),
         other if other.starts_with('-') => Err(args::option_before_subcommand(other)),
         other => Err(args::unknown_subcommand(other)),
     }

@@ -22,6 +22,10 @@ pub enum Sub {
     Context,
     /// `coldtrace time`: GNU time's drop-in.
     Time,
+    /// `coldtrace man`: the manual page, generated from this table.
+    Man,
+    /// `coldtrace completions SHELL`: completion scripts, generated from this table.
+    Completions,
 }
 
 /// How a subcommand's arguments are laid out, which decides what a word that is not an option
@@ -109,6 +113,9 @@ pub struct OptSpec {
     pub aliases: &'static [&'static str],
     /// The names of its values, in order; empty for a switch.
     pub values: &'static [&'static str],
+    /// The words its value may be, when it is one of a few (shells complete them); empty
+    /// when it is free (a number, a path).
+    pub choices: &'static [&'static str],
     /// What happens when it is given twice.
     pub repeat: Repeat,
     /// The subcommands that take it.
@@ -175,10 +182,35 @@ pub struct SubSpec {
     pub epilogue: &'static str,
     /// What an operand means.
     pub layout: Layout,
+    /// What its operands are, for the shells' completions.
+    pub operands: Operands,
+}
+
+/// What a subcommand's operands are (shells complete them accordingly).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operands {
+    /// None.
+    Nothing,
+    /// A command and its arguments (after `--` for [`Layout::Separator`]).
+    Command,
+    /// Command strings, one argument each (`compare`).
+    CommandStrings,
+    /// Directories (`report`).
+    Directories,
+    /// One of these words.
+    Words(&'static [&'static str]),
 }
 
 const RUN_COMPARE: &[Sub] = &[Sub::Run, Sub::Compare];
-const ALL_SUBS: &[Sub] = &[Sub::Run, Sub::Compare, Sub::Report, Sub::Context, Sub::Time];
+const ALL_SUBS: &[Sub] = &[
+    Sub::Run,
+    Sub::Compare,
+    Sub::Report,
+    Sub::Context,
+    Sub::Time,
+    Sub::Man,
+    Sub::Completions,
+];
 const TIME: &[Sub] = &[Sub::Time];
 
 /// Declares an option; `aliases` and `implied` may be left out. A brace-delimited macro call,
@@ -190,6 +222,7 @@ macro_rules! opt {
         short: [$($short:literal),*],
         $(implied: [$(($ic:literal, $iv:literal)),*],)?
         values: [$($value:literal),*],
+        $(choices: [$($choice:literal),*],)?
         repeat: $repeat:ident,
         subs: $subs:expr,
         category: $category:ident,
@@ -202,6 +235,7 @@ macro_rules! opt {
             implied: &[$($(($ic, $iv)),*)?],
             aliases: &[$($(concat!("--", $alias)),*)?],
             values: &[$($value),*],
+            choices: &[$($($choice),*)?],
             repeat: Repeat::$repeat,
             subcommands: $subs,
             category: Category::$category,
@@ -368,7 +402,8 @@ static OPTIONS: &[OptSpec] = &[
             shortened), with the notes under it as a list.",
     },
     opt! {
-        long: "output", short: [], values: ["MODE"], repeat: LastWins,
+        long: "output", short: [], values: ["MODE"], choices: ["inherit", "null", "file"],
+        repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
         help: "the command's stdout/stderr: inherit | null | file",
         description: "Where the command's stdout and stderr go: inherit, null or file (under \
@@ -376,7 +411,8 @@ static OPTIONS: &[OptSpec] = &[
             a batch without --out (said once).",
     },
     opt! {
-        long: "stdin", short: [], values: ["MODE"], repeat: LastWins,
+        long: "stdin", short: [], values: ["MODE"], choices: ["null", "inherit"],
+        repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
         help: "null | inherit | FILE (default: inherit for one run, else null)",
         description: "Where the command's stdin comes from: null (/dev/null), inherit, or a \
@@ -768,6 +804,7 @@ static SUBCOMMANDS: &[SubSpec] = &[
                    was rejected or --prepare failed; 127 not found, 126 not executable, 125 \
                    coldtrace's own error, 128+N interrupted by signal N (130 for SIGINT).",
         layout: Layout::Separator,
+        operands: Operands::Command,
     },
     SubSpec {
         sub: Sub::Compare,
@@ -786,6 +823,7 @@ static SUBCOMMANDS: &[SubSpec] = &[
         epilogue: "Exit codes: 0 when every counted run of every command succeeded, 1 when a \
                    run was rejected, 125 coldtrace's own error, 128+N interrupted by signal N.",
         layout: Layout::Free,
+        operands: Operands::CommandStrings,
     },
     SubSpec {
         sub: Sub::Report,
@@ -797,6 +835,7 @@ static SUBCOMMANDS: &[SubSpec] = &[
                 skipped with a notice. Flags the first batch on each boot and kernel changes.",
         epilogue: "",
         layout: Layout::Free,
+        operands: Operands::Directories,
     },
     SubSpec {
         sub: Sub::Context,
@@ -808,6 +847,7 @@ static SUBCOMMANDS: &[SubSpec] = &[
                 clear_refs, perf_event_paranoid).",
         epilogue: "",
         layout: Layout::Free,
+        operands: Operands::Nothing,
     },
     SubSpec {
         sub: Sub::Time,
@@ -831,8 +871,43 @@ static SUBCOMMANDS: &[SubSpec] = &[
                    N; 127 not found and 126 not executable, after the report, as GNU time; \
                    125 coldtrace's own error.",
         layout: Layout::CommandAfterOptions,
+        operands: Operands::Command,
+    },
+    SubSpec {
+        sub: Sub::Man,
+        name: "man",
+        usage: "man",
+        summary: "print the manual page (roff): man -l <(coldtrace man)",
+        about: "Prints coldtrace(1) in roff, generated from the same option table as every \
+                --help, so the two cannot disagree. Read it with `man -l <(coldtrace man)`, or \
+                install it with `coldtrace man > /usr/local/share/man/man1/coldtrace.1`.",
+        epilogue: "",
+        layout: Layout::Free,
+        operands: Operands::Nothing,
+    },
+    SubSpec {
+        sub: Sub::Completions,
+        name: "completions",
+        usage: "completions bash|zsh|fish",
+        summary: "print a shell's completion script",
+        about: "Prints the completion script of a shell, generated from the option table: \
+                subcommands, each one's options, the values of those that take one of a few \
+                words, directories for DIR and files for FILE or PATH. Load it with \
+                `source <(coldtrace completions bash)`, `source <(coldtrace completions zsh)` \
+                or `coldtrace completions fish | source`.",
+        epilogue: "",
+        layout: Layout::Free,
+        operands: Operands::Words(SHELLS),
     },
 ];
+
+/// The shells `coldtrace completions` writes for.
+pub const SHELLS: &[&str] = &["bash", "zsh", "fish"];
+
+/// What coldtrace is, in one paragraph (the top-level help and the man page's description).
+pub const ABOUT: &str = "Every run is measured through the kernel's own accounting (wait4's \
+                         rusage for that run alone), timed on CLOCK_MONOTONIC from just before \
+                         the spawn to the moment its exit is seen.";
 
 /// Every option of every subcommand, in table order (for the man page and completions).
 pub fn options() -> impl Iterator<Item = &'static OptSpec> {

@@ -23,7 +23,19 @@ const LABEL_MIN_WIDTH: f64 = 56.0;
 /// Draws `c` and returns the height used.
 pub fn comparison(svg: &mut Svg, c: &Comparison) -> f64 {
     let n = c.commands.len();
-    let title = format!("{n} commands, their warm runs side by side");
+    let scanned: Vec<&str> = c
+        .commands
+        .first()
+        .map(|m| m.parameters.iter().map(|(k, _)| k.as_str()).collect())
+        .unwrap_or_default();
+    let title = if scanned.is_empty() || c.commands.iter().any(|m| m.parameters.is_empty()) {
+        format!("{n} commands, their warm runs side by side")
+    } else {
+        format!(
+            "a scan of {}: {n} values, their warm runs side by side",
+            scanned.join(", ")
+        )
+    };
     let confidence = c.confidence.as_deref().unwrap_or("no intervals");
     header(svg, &title, &format!("{} · {confidence}", c.dir));
     legend(
