@@ -120,35 +120,7 @@ pub fn quote(words: &[String]) -> String {
         .join(" ")
 }
 
-/// `text` broken at its spaces into lines: the first of at most `first` characters, the others
-/// of at most `rest` (what is left beside a label or an indent). A word longer than a line
-/// gets a line of its own, uncut (a path is never broken); a no-break space (U+00A0, e.g.
-/// between a number and its unit) never breaks, and is given back as a plain space.
-pub fn wrap_words(text: &str, first: usize, rest: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    let mut room = first;
-    for word in text.split([' ', '\n', '\t']).filter(|w| !w.is_empty()) {
-        let needed = word.chars().count() + usize::from(!line.is_empty());
-        if !line.is_empty() && line.chars().count() + needed > room {
-            lines.push(std::mem::take(&mut line));
-            room = rest;
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    if !line.is_empty() {
-        lines.push(line);
-    }
-    for line in &mut lines {
-        *line = line.replace('\u{a0}', " ");
-    }
-    lines
-}
-
-/// `text` with its spaces made no-break spaces, so that [`wrap_words`] keeps it on one line
+/// `text` with its spaces made no-break spaces, so that the view's folding (`view::units::fold`) keeps it on one line
 /// (`64.0 MiB`).
 pub fn unbreakable(text: &str) -> String {
     text.replace(' ', "\u{a0}")
@@ -180,22 +152,6 @@ mod tests {
             escape_controls("x\u{202e}y\u{2066}é"),
             "x\\u{202e}y\\u{2066}é"
         );
-    }
-
-    #[test]
-    fn wraps_between_words_and_keeps_long_words_whole() {
-        assert_eq!(wrap_words("aa bb cc", 5, 7), ["aa bb", "cc"]);
-        assert_eq!(wrap_words("aa bb cc dd", 5, 2), ["aa bb", "cc", "dd"]);
-        assert_eq!(
-            wrap_words("a /very/long/path b", 0, 5),
-            ["a", "/very/long/path", "b"]
-        );
-        assert_eq!(wrap_words("", 0, 10), Vec::<String>::new());
-        let kept = format!("x {}", unbreakable("64.0 MiB"));
-        assert_eq!(wrap_words(&kept, 6, 6), ["x", "64.0 MiB"]);
-        for line in wrap_words(&"word ".repeat(50), 20, 30) {
-            assert!(line.chars().count() <= 30, "{line}");
-        }
     }
 
     #[test]
