@@ -287,6 +287,10 @@ fn a_comparison_shows_each_command_with_its_interval_and_the_html_loads_nothing(
     );
     assert!(words.iter().any(|t| t == "sh -c true") && words.iter().any(|t| t == "true"));
     assert!(words.iter().any(|t| t == "baseline (1×)"), "{words:#?}");
+    assert!(
+        !words.iter().any(|t| t.contains("sh -c true — ")),
+        "a member batch labelled with its command is titled once: {words:#?}"
+    );
     let shown = words
         .iter()
         .find(|t| t.contains("× ["))

@@ -745,8 +745,10 @@ pub fn read_series(dir: &Path, cap: usize) -> Result<Series, ReportError> {
     let (reader, name) = open_runs(dir)?;
     stream_runs(reader, &name, &mut series)?;
     series.title = match (series.title.is_empty(), series.command.is_empty()) {
-        (false, false) => format!("{} — {}", series.title, series.command),
-        (false, true) => series.title.clone(),
+        (false, false) if series.title != series.command => {
+            format!("{} — {}", series.title, series.command)
+        }
+        (false, _) => series.title.clone(),
         (true, false) => series.command.clone(),
         (true, true) => series.dir.clone(),
     };
