@@ -418,7 +418,12 @@ fn fault_and_switch_counts_are_lower_or_equal() {
         let o: Vec<f64> = ours.iter().map(|v| min(v)).collect();
         let g: Vec<f64> = gnu.iter().map(|v| min(v)).collect();
         last = format!("minimum %F %R %w %c: ours {o:?}, GNU time {g:?}");
-        if o.iter().zip(&g).all(|(a, b)| a <= b) {
+        // Faults must be lower or equal. A switch or two is chance, for either tool: execve
+        // may migrate the process to the idler CPU (sched_exec waits for the stopper thread: a
+        // voluntary switch) and a 2-CPU machine under a parallel test run preempts (seen: GNU
+        // time's minimum %w 0 and ours 1 over 9 rounds, %c the other way round).
+        let slack = [0.0, 0.0, 1.0, 1.0];
+        if o.iter().zip(&g).zip(slack).all(|((a, b), s)| *a <= b + s) {
             eprintln!("gnu_time: {last}");
             // The forked child's copy-on-write faults before its exec are GNU time's alone.
             assert!(o[1] < g[1], "{last}");
