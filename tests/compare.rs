@@ -72,7 +72,10 @@ fn runs_are_interleaved_round_robin_and_each_command_has_its_own_batch() {
             records[1]["role"], "first",
             "each command keeps its own first run"
         );
-        assert!(dir.join("runs/000/stdout").is_file());
+        // Neither command writes anything: no artifact file, and the records say so.
+        assert!(!dir.join("runs").exists());
+        assert_eq!(records[1]["artifacts"]["stdout"], Value::Null);
+        assert_eq!(records[1]["artifacts"]["stdout_bytes"], 0);
     }
     // A one-command batch has no slot field at all.
     let single = ct(tmp.path(), ["run", "--json", "-q", "--", "true"]).run();

@@ -896,6 +896,14 @@ fn a_command_that_leaves_its_process_group_is_still_timed_out() {
 
 // ---------------------------------------------------------------- memory bounded by what is used
 
+/// The number a script wrote to `path`.
+fn number_in(path: &Path) -> u64 {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{}: {text:?}: {e}", path.display()))
+}
+
 #[test]
 fn a_discarded_stderr_keeps_only_its_tail_while_the_command_writes() {
     let dir = TempDir::new("sinkbound");
@@ -918,17 +926,66 @@ fn a_discarded_stderr_keeps_only_its_tail_while_the_command_writes() {
         "the tail is still shown{}",
         out.describe()
     );
-    let blocks: u64 = std::fs::read_to_string(dir.join("blocks"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let blocks = number_in(&dir.join("blocks"));
     assert!(
         blocks * 512 < 4 << 20,
         "the discarded stderr holds {} KiB of 256 MiB written",
         blocks / 2
     );
     assert_no_survivor(&noisy);
+}
+
+#[test]
+fn a_captured_output_is_moved_to_its_artifact_while_the_command_writes() {
+    let dir = TempDir::new("capturebound");
+    // 256 MiB to stdout with -o; then the command looks at how much of its stdout (a memfd
+    // until the run ends) is still allocated, and writes one more line.
+    let body = format!(
+        "yes | head -c 268435456; sleep 0.3; stat -L -c %b /proc/$$/fd/1 > {}; \
+         echo the-last-line",
+        dir.join("blocks").display()
+    );
+    let writer = script(&dir, "capture", &body);
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "-q",
+            "-n",
+            "1",
+            "-o",
+            "out",
+            "--",
+            writer.to_str().unwrap(),
+        ],
+    )
+    .run_within(Duration::from_secs(60));
+    out.expect_code(0);
+    assert_no_raw_controls(&out);
+    let blocks = number_in(&dir.join("blocks"));
+    assert!(
+        blocks * 512 < 4 << 20,
+        "the captured stdout holds {} KiB of 256 MiB written",
+        blocks / 2
+    );
+    let records = assert_records_whole(&dir.join("out"), true);
+    let total = 268_435_456 + "the-last-line\n".len() as u64;
+    assert_eq!(records[0]["artifacts"]["stdout_bytes"], total);
+    let stdout = dir.join("out/runs/000/stdout");
+    assert_eq!(std::fs::metadata(&stdout).unwrap().len(), total);
+    let mut file = std::fs::File::open(&stdout).unwrap();
+    use std::io::{Read, Seek, SeekFrom};
+    let mut head = [0u8; 4];
+    file.read_exact(&mut head).unwrap();
+    assert_eq!(
+        &head, b"y\ny\n",
+        "the start was moved too, not only the end"
+    );
+    file.seek(SeekFrom::End(-20)).unwrap();
+    let mut end = String::new();
+    file.read_to_string(&mut end).unwrap();
+    assert!(end.ends_with("y\nthe-last-line\n"), "{end:?}");
+    assert_no_survivor(&writer);
 }
 
 /// coldtrace's own peak RSS (KiB) over `coldtrace run -q ARGS`, measured by coldtrace.

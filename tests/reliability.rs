@@ -350,7 +350,17 @@ fn batch_files_are_regular_files_with_mode_0644_under_umask_022() {
     let dir = TempDir::new("modes");
     let mut cmd = Command::new("/bin/sh");
     cmd.args(["-c", "umask 022 && exec \"$@\"", "sh", BIN])
-        .args(["run", "-n", "2", "-o", "out", "--", "sh", "-c", "echo x"])
+        .args([
+            "run",
+            "-n",
+            "2",
+            "-o",
+            "out",
+            "--",
+            "sh",
+            "-c",
+            "echo x; echo y >&2",
+        ])
         .current_dir(dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -358,7 +368,8 @@ fn batch_files_are_regular_files_with_mode_0644_under_umask_022() {
     let started = Instant::now();
     let out = common::finish(
         cmd.spawn().unwrap(),
-        "sh -c 'umask 022 && exec coldtrace run -n 2 -o out -- sh -c \"echo x\"'".into(),
+        "sh -c 'umask 022 && exec coldtrace run -n 2 -o out -- sh -c \"echo x; echo y >&2\"'"
+            .into(),
         started,
         Duration::from_secs(30),
     );
@@ -483,11 +494,21 @@ fn child_that_closes_its_stdout() {
     )
     .run();
     out.expect_code(0);
-    for i in 0..2 {
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("out/runs.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for (i, r) in records.iter().enumerate() {
+        // Nothing written to stdout: no file for it, and the record says so.
         let base = dir.join(format!("out/runs/{i:03}"));
-        assert_eq!(std::fs::read(base.join("stdout")).unwrap(), b"");
+        assert!(!base.join("stdout").exists(), "{i}");
+        assert_eq!(r["artifacts"]["stdout"], serde_json::Value::Null, "{r}");
+        assert_eq!(r["artifacts"]["stdout_bytes"], 0, "{r}");
         assert_eq!(std::fs::read(base.join("stderr")).unwrap(), b"x\n");
+        assert_eq!(r["artifacts"]["stderr_bytes"], 2, "{r}");
     }
+    assert_eq!(records.len(), 2);
     // Inherited output too.
     let out = ct(dir.path(), ["run", "--json", "--", "sh", "-c", script]).run();
     out.expect_code(0);

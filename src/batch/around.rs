@@ -122,6 +122,8 @@ struct Failure {
 /// Runs one of them through `/bin/sh -c`, unmeasured; its stdout is discarded, its stderr
 /// shown. Its wall time, or why it failed (and the signal if coldtrace was asked to stop).
 fn run_around(program: &Program, shared: &mut Shared<'_>) -> Result<u64, Failure> {
+    // A hook command moves system-wide counters: the next run's delta must not include it.
+    shared.sampler.forget();
     shared.dev_null().map_err(|e| Failure {
         reason: e.message,
         interrupted: None,

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod around;
+mod capture;
 mod cold;
 mod command;
 mod compare;

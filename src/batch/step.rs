@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::around::Around;
+use crate::batch::capture::Kept;
 use crate::batch::command::CommandBatch;
 use crate::batch::progress::{Observer, RunEnd, RunStart};
 use crate::batch::wiring::{spawn_options, RunIo};
@@ -14,7 +15,7 @@ use crate::measure::runner::{self, Outcome, RunLimits, RunResult};
 use crate::measure::system::SystemDelta;
 use crate::measure::waiting::WhileWaiting;
 use crate::record::anomaly::RunFacts;
-use crate::record::artifacts::{self, RunFiles};
+use crate::record::artifacts;
 use crate::record::batch::FailedRun;
 use crate::record::run::{
     self, ArtifactPaths, CacheRecord, ColdAction, CyclePosition, OutcomeRecord, Role, RunRecord,
@@ -56,7 +57,7 @@ impl<'a> RecordBase<'a> {
         self,
         cold_action: Option<ColdAction>,
         measured: Measured,
-        files: &Option<RunFiles>,
+        kept: Option<&(Kept, Kept)>,
     ) -> RunRecord<'a> {
         let result = measured.result;
         let rusage = result.rusage;
@@ -88,9 +89,11 @@ impl<'a> RecordBase<'a> {
             interrupted_by: run::signal_name(result.interrupted_by),
             stopped_by: run::signal_name(result.stopped_by),
             orphans_reaped: result.orphans_reaped,
-            artifacts: files.as_ref().map(|f| ArtifactPaths {
-                stdout: f.stdout_rel.display().to_string(),
-                stderr: f.stderr_rel.display().to_string(),
+            artifacts: kept.map(|(out, err)| ArtifactPaths {
+                stdout: out.path.clone(),
+                stderr: err.path.clone(),
+                stdout_bytes: out.bytes,
+                stderr_bytes: err.bytes,
             }),
             slot: self.slot,
             cycle: self.cycle,
@@ -185,20 +188,28 @@ impl CommandBatch<'_> {
             return Ok(stop);
         }
         let cold_action = self.cold_action(role, shared.signals)?;
+        if cold_action.is_some() {
+            shared.sampler.forget();
+        }
         let io = self.wire_io(shared, index)?;
-        let measured = match self.measure_run(shared, &io, observer) {
-            Ok(measured) => measured,
-            Err(sig) => {
-                // The run never started: its empty artifact files go again.
-                if let (Some(dir), Some(files)) = (&self.dir, io.files) {
-                    dir.discard_run_files(files);
-                }
-                return Err(NotRun::Interrupted(sig));
-            }
+        // A run that never started leaves nothing: its output was never more than two memfds.
+        let measured = self
+            .measure_run(shared, &io, observer)
+            .map_err(NotRun::Interrupted)?;
+        let kept = match (io.capture, &self.dir) {
+            (Some(capture), Some(dir)) => Some(capture.finish(dir)?),
+            _ => None,
         };
+        if kept
+            .as_ref()
+            .is_some_and(|(out, err)| out.path.is_some() || err.path.is_some())
+        {
+            // Artifact files were written: the next run's system delta starts afresh.
+            shared.sampler.forget();
+        }
         let wall_ns = measured.result.wall_ns;
         let counted_before = self.counts.counted;
-        let step = self.record_run(index, role, slot, cold_action, measured, io.files)?;
+        let step = self.record_run(index, role, slot, cold_action, measured, kept)?;
         observer.run_finished(&RunEnd {
             run,
             wall_ns,
@@ -265,8 +276,19 @@ impl CommandBatch<'_> {
             self.stderr_sink.as_ref(),
             shared.signals,
         );
-        // A discarded stderr is trimmed to its tail while the command writes it.
-        let trim = self.stderr_sink.as_ref().map(|sink| move || sink.trim());
+        // A discarded stderr is trimmed to its tail while the command writes it; a captured
+        // output is moved to its artifact in steps.
+        let sink = self.stderr_sink.as_ref();
+        let spill = io.capture.as_ref().zip(self.dir.as_ref());
+        let bound = move || {
+            if let Some(sink) = sink {
+                sink.trim();
+            }
+            if let Some((capture, dir)) = spill {
+                capture.spill(dir);
+            }
+        };
+        let bounded = sink.is_some() || spill.is_some();
         let limits = RunLimits {
             timeout_ns: plan.timeout_ns,
             kill_after_ns: plan.kill_after_ns,
@@ -274,7 +296,7 @@ impl CommandBatch<'_> {
             counters: &plan.counters,
             inspect_child: !plan.minimal,
             orphans: Some(&shared.signals.subreaper),
-            tick: trim.as_ref().map(|t| t as &dyn Fn()),
+            tick: bounded.then_some(&bound as &dyn Fn()),
         };
         let minimal = plan.minimal;
         let boot_id = if minimal {
@@ -285,7 +307,11 @@ impl CommandBatch<'_> {
         // /proc/uptime is CLOCK_BOOTTIME; reading the clock (vDSO) costs no system call.
         let uptime_s = (!minimal).then(clock::boottime_s);
         let started_at = clock::rfc3339_utc_now();
-        let system_before = (!minimal).then(|| shared.sampler.sample());
+        if self.watches_files() {
+            // This run's walk of the watched files lies between the last run and this one.
+            shared.sampler.forget();
+        }
+        let system_before = (!minimal).then(|| shared.sampler.before_run());
         // The last moment to stop without starting the run.
         if let Some(sig) = shared.signals.pending_interrupt() {
             return Err(sig);
@@ -302,8 +328,11 @@ impl CommandBatch<'_> {
             &limits,
             &mut watching,
         );
-        let system_after = (!minimal).then(|| shared.sampler.sample());
+        let system_after = (!minimal).then(|| shared.sampler.after_run());
         let (cache, paged_in) = self.watch_after(residency_before).unzip();
+        if self.watches_files() {
+            shared.sampler.forget();
+        }
         Ok(Measured {
             result,
             started_at,
@@ -312,7 +341,9 @@ impl CommandBatch<'_> {
             cache,
             paged_in,
             system_delta: match (&system_before, &system_after) {
-                (Some(before), Some(after)) => Some(SystemDelta::between(before, after)),
+                (Some((before, from_ns)), Some((after, to_ns))) => {
+                    Some(SystemDelta::between(before, after).over(to_ns.saturating_sub(*from_ns)))
+                }
                 _ => None,
             },
         })
@@ -326,7 +357,7 @@ impl CommandBatch<'_> {
         slot: Option<Slot>,
         cold_action: Option<ColdAction>,
         measured: Measured,
-        files: Option<RunFiles>,
+        kept: Option<(Kept, Kept)>,
     ) -> Result<Step, BatchError> {
         let outcome = measured.result.outcome;
         let wall_ns = measured.result.wall_ns;
@@ -349,7 +380,7 @@ impl CommandBatch<'_> {
             cycle: self.cycle_of(index),
             counted,
         };
-        let mut record = base.record(cold_action, measured, &files);
+        let mut record = base.record(cold_action, measured, kept.as_ref());
         record.anomalies = self.online.check(&RunFacts::of(&record));
         let counter_notes = if index == 0 {
             Self::unavailable_counters(&record)
@@ -388,7 +419,8 @@ impl CommandBatch<'_> {
             self.counts.counted += 1;
         }
         if let Some(reason) = failure_reason {
-            self.account_failure(index, role, &outcome, reason, counted, files);
+            let stderr = kept.and_then(|(_, err)| err.file);
+            self.account_failure(index, role, &outcome, reason, counted, stderr);
         }
         Ok(self.next_step(single, interrupted_by))
     }
@@ -411,14 +443,14 @@ impl CommandBatch<'_> {
         outcome: &Outcome,
         reason: String,
         counted: bool,
-        files: Option<RunFiles>,
+        stderr_file: Option<std::fs::File>,
     ) {
         let failed_start = matches!(outcome, Outcome::FailedToStart { .. });
         if self.plan.is_single_run() || (role == Role::Warmup && !failed_start) {
             return;
         }
-        let tail = match (files, &mut self.stderr_sink) {
-            (Some(mut f), _) => Some(artifacts::tail(&mut f.stderr, 5)),
+        let tail = match (stderr_file, &mut self.stderr_sink) {
+            (Some(mut file), _) => Some(artifacts::tail(&mut file, 5)),
             (None, Some(sink)) => Some(sink.tail(5)),
             (None, None) => None,
         }

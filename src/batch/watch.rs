@@ -22,6 +22,12 @@ pub struct FirstPagedIn {
 }
 
 impl CommandBatch<'_> {
+    /// Whether this command's runs are watched (`--watch`, `--evict`): each run then walks the
+    /// files before and after it.
+    pub(super) fn watches_files(&self) -> bool {
+        !self.plan.cold.watch.is_empty()
+    }
+
     /// The residency of the watched files now, each file's remembered for [`Self::watch_after`]
     /// (`None` without `--watch`/`--evict`, or when the paths cannot be walked any more). The
     /// tree is walked afresh and dropped at once; the walk and the probes give up (with the

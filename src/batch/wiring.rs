@@ -1,13 +1,14 @@
-//! A run's standard streams: its artifact files, its stdin, /dev/null and the in-memory stderr
-//! sink, wired into spawn options. It opens and resets descriptors; it spawns nothing.
+//! A run's standard streams: its captured output (`capture.rs`), its stdin, /dev/null and the
+//! in-memory stderr sink, wired into spawn options. It opens and resets descriptors; it spawns
+//! nothing.
 #![forbid(unsafe_code)]
 
+use crate::batch::capture::RunCapture;
 use crate::batch::command::{stdin_error, CommandBatch};
 use crate::batch::step::NotRun;
 use crate::batch::Shared;
 use crate::batch::Signals;
 use crate::plan::{OutputMode, Plan, StdinMode};
-use crate::record::artifacts::RunFiles;
 use crate::untrusted::{self, OpenError, Want};
 use coldtrace_syscalls::{SignalFd, SpawnOptions};
 use std::fs::File;
@@ -15,10 +16,10 @@ use std::io::Seek;
 use std::os::fd::AsFd;
 use std::path::Path;
 
-/// The descriptors one run owns: its artifact files and its stdin file.
+/// The descriptors one run owns: its captured output and its stdin file.
 pub(super) struct RunIo {
-    /// `runs/NNN/{stdout,stderr}` when outputs go to files.
-    pub(super) files: Option<RunFiles>,
+    /// stdout and stderr on their way to `runs/NNN/` when outputs go to files.
+    pub(super) capture: Option<RunCapture>,
     /// `--stdin FILE`, opened afresh for this run.
     pub(super) stdin_file: Option<File>,
 }
@@ -37,8 +38,8 @@ impl CommandBatch<'_> {
             },
             None => None,
         };
-        let files = match (&self.dir, plan.output) {
-            (Some(d), OutputMode::File) => Some(d.run_files(index)?),
+        let capture = match (&self.dir, plan.output) {
+            (Some(_), OutputMode::File) => Some(RunCapture::new(index)?),
             _ => None,
         };
         if plan.stdin == StdinMode::Null {
@@ -47,10 +48,13 @@ impl CommandBatch<'_> {
         if let Some(sink) = &mut self.stderr_sink {
             sink.reset();
         }
-        if files.is_none() && plan.output == OutputMode::Null {
+        if capture.is_none() && plan.output == OutputMode::Null {
             shared.dev_null()?;
         }
-        Ok(RunIo { files, stdin_file })
+        Ok(RunIo {
+            capture,
+            stdin_file,
+        })
     }
 }
 
@@ -72,8 +76,8 @@ pub(super) fn spawn_options<'a>(
     signals: &Signals,
 ) -> SpawnOptions<'a> {
     let dev_null = dev_null_out.map(|f| f.as_fd());
-    let (stdout, stderr) = match (&io.files, plan.output) {
-        (Some(f), _) => (Some(f.stdout.as_fd()), Some(f.stderr.as_fd())),
+    let (stdout, stderr) = match (&io.capture, plan.output) {
+        (Some(c), _) => (Some(c.stdout.fd()), Some(c.stderr.fd())),
         (None, OutputMode::Null) => (dev_null, stderr_sink.map(|s| s.file.as_fd()).or(dev_null)),
         // With --json, stdout is the JSON document's: the command's own output goes to the
         // terminal through stderr (fd 2), so `coldtrace run --json -- cmd | jq` parses.

@@ -22,17 +22,52 @@ fn open(path: &str) -> Option<OwnedFd> {
 /// Reads after the first continue where the previous one ended, so a seq_file does not
 /// regenerate its contents to find the offset.
 fn read_all<'b>(fd: &OwnedFd, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
-    if buf.len() < 16 * 1024 {
-        buf.resize(16 * 1024, 0);
+    read_up_to(fd, buf, usize::MAX, false)
+}
+
+/// Below this many bytes, a short read of a *small-record* seq_file is its end (see
+/// [`read_up_to`]).
+const SHORT_READ_ENDS_BELOW: usize = 4096 - 256;
+
+/// Reads `fd` from offset 0 into `buf`, asking for at most `limit` bytes in all (a seq_file
+/// stops producing records there: `/proc/vmstat` costs about what it prints).
+///
+/// With `small_records`, a read that returns fewer than [`SHORT_READ_ENDS_BELOW`] bytes and
+/// less than was asked for is taken as the end, saving the confirming read → 0. That holds for
+/// seq_files ([proc(5)]) whose contents are one record (`single_open`: PSI, `statm`,
+/// `status`, a PID's `io` and `schedstat`) or records under 256 bytes (`/proc/vmstat`'s
+/// lines): `seq_read_iter` goes on adding records until the request is full, the file ends, or
+/// the next record would overflow its buffer (at least a page), and the last cannot happen
+/// below a page minus one record. Files with longer records (`smaps`) must not pass it.
+///
+/// [proc(5)]: https://man7.org/linux/man-pages/man5/proc.5.html
+fn read_up_to<'b>(
+    fd: &OwnedFd,
+    buf: &'b mut Vec<u8>,
+    limit: usize,
+    small_records: bool,
+) -> Option<&'b [u8]> {
+    // One page holds every small file read here; a longer one grows the buffer (kept, and
+    // resident while coldtrace spawns: every page here is on a vfork child's max RSS floor).
+    if buf.len() < 4096 {
+        buf.resize(4096, 0);
     }
     let mut filled = 0;
     loop {
+        if filled >= limit {
+            return Some(&buf[..filled]);
+        }
         if filled == buf.len() {
             let grown = buf.len() * 2;
             buf.resize(grown, 0);
         }
-        match rustix::io::pread(fd, &mut buf[filled..], filled as u64) {
+        let end = buf.len().min(limit);
+        let asked = end - filled;
+        match rustix::io::pread(fd, &mut buf[filled..end], filled as u64) {
             Ok(0) => return Some(&buf[..filled]),
+            Ok(n) if small_records && n < asked && n < SHORT_READ_ENDS_BELOW => {
+                return Some(&buf[..filled + n])
+            }
             Ok(n) => filled += n,
             Err(rustix::io::Errno::INTR) => {}
             Err(_) => return None,
@@ -60,6 +95,18 @@ impl ProcFile {
         let fd = self.fd.as_ref()?;
         read_all(fd, &mut self.buf)
     }
+
+    /// The contents of a file of small records (see [`read_up_to`]), usually in one read.
+    pub fn read_small(&mut self) -> Option<&[u8]> {
+        let fd = self.fd.as_ref()?;
+        read_up_to(fd, &mut self.buf, usize::MAX, true)
+    }
+
+    /// The first `limit` bytes of a file of small records (all of it when shorter).
+    pub fn read_prefix(&mut self, limit: usize) -> Option<&[u8]> {
+        let fd = self.fd.as_ref()?;
+        read_up_to(fd, &mut self.buf, limit, true)
+    }
 }
 
 /// A decimal number in /proc text, surrounding whitespace allowed.
@@ -71,6 +118,12 @@ pub fn parse_u64(bytes: &[u8]) -> Option<u64> {
 pub fn read_once<'b>(path: &str, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
     let fd = open(path)?;
     read_all(&fd, buf)
+}
+
+/// [`read_once`] for a file of small records (see [`read_up_to`]): open, one read, close.
+pub fn read_small_once<'b>(path: &str, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
+    let fd = open(path)?;
+    read_up_to(&fd, buf, usize::MAX, true)
 }
 
 #[cfg(test)]
@@ -105,5 +158,18 @@ mod tests {
             smaps.len()
         );
         assert!(ProcFile::open("/proc/does-not-exist").read().is_none());
+        // A prefix is the start of the whole, and a short file is read whole either way.
+        let mut vmstat = ProcFile::open("/proc/vmstat");
+        let whole = vmstat.read().unwrap().to_vec();
+        let prefix = vmstat.read_prefix(100).unwrap().to_vec();
+        assert_eq!(prefix.len(), 100);
+        assert_eq!(&prefix[..20], &whole[..20]);
+        let mut statm = ProcFile::open("/proc/self/statm");
+        let text = statm.read_small().unwrap();
+        assert!(text.ends_with(b"\n") && text.len() < 200, "{text:?}");
+        // Small-record reads see the whole of /proc/vmstat, as the read to the end does.
+        let small = vmstat.read_small().unwrap().to_vec();
+        let lines = |t: &[u8]| t.split(|&b| b == b'\n').count();
+        assert_eq!(lines(&small), lines(&whole));
     }
 }

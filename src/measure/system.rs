@@ -33,6 +33,32 @@ struct VmStat {
     workingset_refault_file: Option<u64>,
 }
 
+/// The `/proc/vmstat` counters [`parse_vmstat`] reads.
+const VMSTAT_NAMES: [&[u8]; 6] = [
+    b"pgmajfault",
+    b"pgpgin",
+    b"pgpgout",
+    b"pswpin",
+    b"pswpout",
+    b"workingset_refault_file",
+];
+
+impl VmStat {
+    /// Whether every counter was found.
+    fn complete(&self) -> bool {
+        [
+            self.pgmajfault,
+            self.pgpgin,
+            self.pgpgout,
+            self.pswpin,
+            self.pswpout,
+            self.workingset_refault_file,
+        ]
+        .iter()
+        .all(Option::is_some)
+    }
+}
+
 fn parse_vmstat(text: &[u8]) -> VmStat {
     let mut v = VmStat::default();
     for line in text.split(|&b| b == b'\n') {
@@ -123,13 +149,33 @@ crate::serialize_struct!(SystemSnapshot {
 });
 
 /// `/proc/vmstat` and `/proc/pressure/*` kept open, for the snapshots around every run
-/// (see [`crate::measure::procfs`]: one `pread` pass per file instead of open/read/close).
+/// (see [`crate::measure::procfs`]: one `pread` per file instead of open/read/close).
+///
+/// Two savings, both measured in `tests/bench/compare.out.md`:
+/// - `/proc/vmstat` is ~4 KiB of text printed afresh on every read, and reading it costs about
+///   what it prints; the counters coldtrace uses end about half-way. The first read is whole
+///   and learns where the last of them ends; later reads ask for that much plus a margin for
+///   growing numbers, and read the whole file again whenever a counter is missing.
+/// - A run's "after" snapshot is kept ([`SystemSampler::after_run`]) and serves as the next
+///   run's "before" ([`SystemSampler::before_run`]) unless something that could move a
+///   system-wide counter happened in between — a hook command, a cold action, a walk of the
+///   watched files, a write of run artifacts — which calls [`SystemSampler::forget`]. What is
+///   left in between is coldtrace's own bookkeeping (a record line appended, the progress
+///   line), and the delta then spans it: [`SystemDelta::window_ns`] says how long the window
+///   was.
 pub struct SystemSampler {
     vmstat: crate::measure::procfs::ProcFile,
     cpu: crate::measure::procfs::ProcFile,
     io: crate::measure::procfs::ProcFile,
     memory: crate::measure::procfs::ProcFile,
+    /// How many bytes of `/proc/vmstat` hold every counter used (0: not learned yet).
+    vmstat_prefix: usize,
+    /// The last run's "after" snapshot and when it was taken, while nothing has happened since.
+    carried: Option<(SystemSnapshot, u64)>,
 }
+
+/// Bytes read past the end of the last counter used: room for counters that grew digits.
+const VMSTAT_MARGIN: usize = 256;
 
 impl Default for SystemSampler {
     fn default() -> Self {
@@ -139,18 +185,21 @@ impl Default for SystemSampler {
             cpu: ProcFile::open("/proc/pressure/cpu"),
             io: ProcFile::open("/proc/pressure/io"),
             memory: ProcFile::open("/proc/pressure/memory"),
+            vmstat_prefix: 0,
+            carried: None,
         }
     }
 }
 
 impl SystemSampler {
-    /// A snapshot, as [`SystemSnapshot::read`] takes it.
+    /// A snapshot now, as [`SystemSnapshot::read`] takes it.
     pub fn sample(&mut self) -> SystemSnapshot {
-        let vm = self.vmstat.read().map(parse_vmstat).unwrap_or_default();
-        let (psi_cpu_some_us, _cpu_full) = self.cpu.read().map(parse_psi).unwrap_or_default();
-        let (psi_io_some_us, psi_io_full_us) = self.io.read().map(parse_psi).unwrap_or_default();
+        let vm = self.vmstat();
+        let (psi_cpu_some_us, _cpu_full) = self.cpu.read_small().map(parse_psi).unwrap_or_default();
+        let (psi_io_some_us, psi_io_full_us) =
+            self.io.read_small().map(parse_psi).unwrap_or_default();
         let (psi_memory_some_us, psi_memory_full_us) =
-            self.memory.read().map(parse_psi).unwrap_or_default();
+            self.memory.read_small().map(parse_psi).unwrap_or_default();
         SystemSnapshot::from_parts(
             vm,
             psi_cpu_some_us,
@@ -160,6 +209,72 @@ impl SystemSampler {
             psi_memory_full_us,
         )
     }
+
+    /// The snapshot a run's delta starts from, and when it was taken (CLOCK_MONOTONIC): the
+    /// previous run's "after" when nothing happened since, else a fresh one.
+    pub fn before_run(&mut self) -> (SystemSnapshot, u64) {
+        match self.carried.take() {
+            Some(carried) => carried,
+            None => (self.sample(), crate::measure::clock::monotonic_ns()),
+        }
+    }
+
+    /// The snapshot right after a run, kept for the next run's "before".
+    pub fn after_run(&mut self) -> (SystemSnapshot, u64) {
+        let after = (self.sample(), crate::measure::clock::monotonic_ns());
+        self.carried = Some(after);
+        after
+    }
+
+    /// Something that may move system-wide counters happened since the last run's "after":
+    /// the next run samples afresh.
+    pub fn forget(&mut self) {
+        self.carried = None;
+    }
+
+    /// The counters of `/proc/vmstat`, from as little of the file as holds them.
+    fn vmstat(&mut self) -> VmStat {
+        if self.vmstat_prefix > 0 {
+            let limit = self.vmstat_prefix;
+            // Only whole lines: a number cut by the limit must not be read as a smaller one.
+            let whole_lines = |text: &[u8]| {
+                let end = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                parse_vmstat(&text[..end])
+            };
+            if let Some(vm) = self.vmstat.read_prefix(limit).map(whole_lines) {
+                if vm.complete() {
+                    return vm;
+                }
+            }
+        }
+        let Some(text) = self.vmstat.read_small() else {
+            return VmStat::default();
+        };
+        let vm = parse_vmstat(text);
+        self.vmstat_prefix = if vm.complete() {
+            vmstat_end_of_last(text).map_or(0, |end| end + VMSTAT_MARGIN)
+        } else {
+            0
+        };
+        vm
+    }
+}
+
+/// Where the line of the last counter [`parse_vmstat`] uses ends in `text` (`None` when one
+/// is missing).
+fn vmstat_end_of_last(text: &[u8]) -> Option<usize> {
+    let mut end = 0;
+    let mut found = 0;
+    let mut at = 0;
+    for line in text.split(|&b| b == b'\n') {
+        let name = line.split(|&b| b == b' ').next().unwrap_or_default();
+        at += line.len() + 1;
+        if VMSTAT_NAMES.contains(&name) {
+            found += 1;
+            end = at;
+        }
+    }
+    (found == VMSTAT_NAMES.len()).then_some(end)
 }
 
 impl SystemSnapshot {
@@ -251,6 +366,10 @@ pub struct SystemDelta {
     pub psi_memory_some_us: Option<u64>,
     /// Time all non-idle tasks waited for memory, µs.
     pub psi_memory_full_us: Option<u64>,
+    /// How long the window between the two snapshots was, ns: the run, plus — when the
+    /// "before" snapshot is the previous run's "after" (see [`SystemSampler`]) — coldtrace's
+    /// bookkeeping since that run ended.
+    pub window_ns: Option<u64>,
 }
 crate::serialize_struct!(SystemDelta {
     pgmajfault,
@@ -265,6 +384,7 @@ crate::serialize_struct!(SystemDelta {
     psi_io_full_us,
     psi_memory_some_us,
     psi_memory_full_us,
+    window_ns,
 });
 
 impl SystemDelta {
@@ -287,6 +407,15 @@ impl SystemDelta {
             psi_io_full_us: d(before.psi_io_full_us, after.psi_io_full_us),
             psi_memory_some_us: d(before.psi_memory_some_us, after.psi_memory_some_us),
             psi_memory_full_us: d(before.psi_memory_full_us, after.psi_memory_full_us),
+            window_ns: None,
+        }
+    }
+
+    /// This delta, over a window of `window_ns`.
+    pub fn over(self, window_ns: u64) -> SystemDelta {
+        SystemDelta {
+            window_ns: Some(window_ns),
+            ..self
         }
     }
 }

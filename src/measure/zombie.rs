@@ -12,7 +12,7 @@
 //! [proc_pid_schedstat(5)]: https://man7.org/linux/man-pages/man5/proc_pid_schedstat.5.html
 #![forbid(unsafe_code)]
 
-use crate::measure::procfs::{parse_u64, read_once};
+use crate::measure::procfs::{parse_u64, read_small_once};
 use std::cell::RefCell;
 
 thread_local! {
@@ -23,8 +23,8 @@ thread_local! {
 /// Reads `path` once into the per-thread buffer (a fresh one if it is already in use).
 fn read_with<T>(path: &str, parse: impl FnOnce(&[u8]) -> T) -> Option<T> {
     BUFFER.with(|buf| match buf.try_borrow_mut() {
-        Ok(mut buf) => read_once(path, &mut buf).map(parse),
-        Err(_) => read_once(path, &mut Vec::new()).map(parse),
+        Ok(mut buf) => read_small_once(path, &mut buf).map(parse),
+        Err(_) => read_small_once(path, &mut Vec::new()).map(parse),
     })
 }
 

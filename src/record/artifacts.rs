@@ -199,33 +199,28 @@ impl BatchDir {
         &self.root
     }
 
-    /// Creates `runs/NNN/` and its `stdout` and `stderr` files. Returns the two files and their
-    /// paths relative to the batch directory.
-    pub fn run_files(&self, index: u64) -> Result<RunFiles, ArtifactError> {
+    /// Creates `runs/` and `runs/NNN/` when they do not exist yet, and returns `runs/NNN`
+    /// (relative to the batch directory). Made only for a run that has an artifact.
+    fn run_dir(&self, index: u64) -> Result<PathBuf, ArtifactError> {
         let rel = PathBuf::from("runs").join(format!("{index:03}"));
-        let runs = self.root.join("runs");
-        if index == 0 || !runs.is_dir() {
-            match fs::DirBuilder::new().mode(0o755).create(&runs) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && runs.is_dir() => {}
-                Err(e) => return Err(error("cannot create", &runs, &e)),
+        for dir in [self.root.join("runs"), self.root.join(&rel)] {
+            match fs::DirBuilder::new().mode(0o755).create(&dir) {
+                Err(e) if !(e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir()) => {
+                    return Err(error("cannot create", &dir, &e))
+                }
+                _ => {}
             }
         }
-        let dir = self.root.join(&rel);
-        fs::DirBuilder::new()
-            .mode(0o755)
-            .create(&dir)
-            .map_err(|e| error("cannot create", &dir, &e))?;
-        let open = |name: &str| {
-            let path = dir.join(name);
-            create_new(&path).map_err(|e| created_error(&path, &e))
-        };
-        Ok(RunFiles {
-            stdout: open("stdout")?,
-            stderr: open("stderr")?,
-            stdout_rel: rel.join("stdout"),
-            stderr_rel: rel.join("stderr"),
-        })
+        Ok(rel)
+    }
+
+    /// Creates `runs/NNN/NAME` (and its directory) for writing; returns the file and its path
+    /// relative to the batch directory.
+    pub fn create_run_file(&self, index: u64, name: &str) -> Result<(File, String), ArtifactError> {
+        let rel = self.run_dir(index)?.join(name);
+        let path = self.root.join(&rel);
+        let file = create_new(&path).map_err(|e| created_error(&path, &e))?;
+        Ok((file, rel.display().to_string()))
     }
 
     /// Writes `runs/NNN/NAME` (creating `runs/NNN/` when the run has no other artifact) and
@@ -236,32 +231,10 @@ impl BatchDir {
         name: &str,
         bytes: &[u8],
     ) -> Result<String, ArtifactError> {
-        let rel = PathBuf::from("runs").join(format!("{index:03}"));
-        for dir in [self.root.join("runs"), self.root.join(&rel)] {
-            match fs::DirBuilder::new().mode(0o755).create(&dir) {
-                Err(e) if !(e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir()) => {
-                    return Err(error("cannot create", &dir, &e))
-                }
-                _ => {}
-            }
-        }
-        let path = self.root.join(&rel).join(name);
-        create_new(&path)
-            .and_then(|mut f| f.write_all(bytes))
-            .map_err(|e| error("cannot write", &path, &e))?;
-        Ok(rel.join(name).display().to_string())
-    }
-
-    /// Removes the files [`BatchDir::run_files`] created for a run that was never started
-    /// (interrupted right before its spawn), and their `runs/NNN/` directory. Best effort:
-    /// they are empty, and coldtrace created them itself.
-    pub fn discard_run_files(&self, files: RunFiles) {
-        let dir = files.stdout_rel.parent().map(|d| self.root.join(d));
-        let _ = fs::remove_file(self.root.join(&files.stdout_rel));
-        let _ = fs::remove_file(self.root.join(&files.stderr_rel));
-        if let Some(dir) = dir {
-            let _ = fs::remove_dir(dir);
-        }
+        let (mut file, rel) = self.create_run_file(index, name)?;
+        file.write_all(bytes)
+            .map_err(|e| error("cannot write", &self.root.join(&rel), &e))?;
+        Ok(rel)
     }
 
     /// Appends one record line to `runs.jsonl` with a single `write(2)` of the whole line, so a
@@ -285,18 +258,6 @@ impl BatchDir {
     pub fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<(), ArtifactError> {
         write_atomic(&self.root, name, bytes)
     }
-}
-
-/// One run's artifact files.
-pub struct RunFiles {
-    /// The child's stdout.
-    pub stdout: File,
-    /// The child's stderr.
-    pub stderr: File,
-    /// `runs/NNN/stdout`, relative to the batch directory.
-    pub stdout_rel: PathBuf,
-    /// `runs/NNN/stderr`, relative to the batch directory.
-    pub stderr_rel: PathBuf,
 }
 
 /// The last `max_lines` lines of at most the last 4 KiB of a file (for a failed run's stderr).

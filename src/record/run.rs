@@ -235,15 +235,25 @@ serialize_struct!(ColdAction {
     stayed_cached
 });
 
-/// Artifact paths, relative to the batch directory.
+/// A run's output as kept with `-o DIR`: paths relative to the batch directory, `null` when the
+/// run wrote nothing to that stream (no file is made for it), and how many bytes it wrote.
 #[derive(Clone, Debug)]
 pub struct ArtifactPaths {
-    /// `runs/NNN/stdout`.
-    pub stdout: String,
-    /// `runs/NNN/stderr`.
-    pub stderr: String,
+    /// `runs/NNN/stdout`, or `None` when the run wrote nothing there.
+    pub stdout: Option<String>,
+    /// `runs/NNN/stderr`, or `None` when the run wrote nothing there.
+    pub stderr: Option<String>,
+    /// Bytes the run wrote to its stdout.
+    pub stdout_bytes: u64,
+    /// Bytes the run wrote to its stderr.
+    pub stderr_bytes: u64,
 }
-serialize_struct!(ArtifactPaths { stdout, stderr });
+serialize_struct!(ArtifactPaths {
+    stdout,
+    stderr,
+    stdout_bytes,
+    stderr_bytes
+});
 
 /// Where a run sits in an interleaved comparison (absent for a one-command batch).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

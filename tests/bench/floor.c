@@ -1,17 +1,17 @@
-/* The overhead floor in C, for reference: posix_spawn + wait4 of /bin/true, N times.
+/* The per-run floor (issue 15): a C loop of vfork + execve + wait4 of /bin/true, N times —
+ * the least any runner can do per run, with nothing measured and nothing recorded.
  * Build: cc -O2 -o floor tests/bench/floor.c
  * Usage: ./floor [N] [PROGRAM]   (default 1000 runs of /bin/true)
  * Prints "runs=N median_us=... mean_us=...", each iteration timed on CLOCK_MONOTONIC from just
- * before posix_spawn to just after wait4 returns (the same window as spawn_floor.rs). */
+ * before vfork to just after wait4 returns. compare.sh times the whole process instead (total
+ * time ÷ runs), the same way it times coldtrace and hyperfine. */
 #define _GNU_SOURCE
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
-
-extern char **environ;
+#include <unistd.h>
 
 static unsigned long long now_ns(void) {
     struct timespec ts;
@@ -37,10 +37,13 @@ int main(int argc, char **argv) {
     char *child_envp[] = {NULL};
     for (long i = 0; i < runs; i++) {
         unsigned long long start = now_ns();
-        pid_t pid;
-        int err = posix_spawn(&pid, path, NULL, NULL, child_argv, child_envp);
-        if (err) {
-            fprintf(stderr, "floor: posix_spawn %s failed: error %d\n", path, err);
+        pid_t pid = vfork();
+        if (pid == 0) {
+            execve(path, child_argv, child_envp);
+            _exit(127);
+        }
+        if (pid < 0) {
+            perror("floor: vfork");
             return 1;
         }
         int status;
