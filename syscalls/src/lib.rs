@@ -16,6 +16,7 @@ extern crate std;
 pub mod abi;
 pub mod cache;
 mod child_plan;
+mod child_signals;
 pub mod errno;
 pub mod perf;
 pub mod raw;

@@ -23,8 +23,8 @@
 //!   no parent code runs again, and the child holds its own reference to the memory.
 #![allow(unsafe_code)]
 
-use super::{sigaction_default, sigaction_query, sigprocmask, syscall6};
-use crate::abi::{clone_flags as cf, nr, KernelSigaction, MaskHow, F_SETFD, SIG_DFL, SIG_IGN};
+use super::{sigprocmask, syscall6};
+use crate::abi::{clone_flags as cf, nr, MaskHow, F_SETFD};
 pub use crate::child_plan::ExecImage;
 use crate::child_plan::{ChildPlan, Closing, Spawned};
 use crate::errno::{errno_of, Errno};
@@ -222,7 +222,7 @@ macro_rules! stage {
 /// 7 mask, 8 execve.
 #[inline(always)]
 fn prepare_and_exec(c: &ChildInputs<'_>) -> (u32, i32) {
-    stage!(2, reset_signals(c.plan.handled));
+    stage!(2, crate::child_signals::reset_signals(c.plan.handled));
     if c.plan.new_process_group {
         // SAFETY: integer arguments only; moves the child alone into a new process group.
         stage!(3, errno_of(unsafe { syscall6(nr::SETPGID, [0; 6]) }));
@@ -244,37 +244,6 @@ fn prepare_and_exec(c: &ChildInputs<'_>) -> (u32, i32) {
     // NUL-terminated strings, all owned or borrowed by the `ExecImage` (built only by `new`,
     // never mutated) that the suspended parent's frame borrows. The kernel only reads them.
     (8, errno_of(unsafe { syscall6(nr::EXECVE, args) }))
-}
-
-/// Resets every handled signal, and SIGPIPE, to `SIG_DFL`; ignored ones stay ignored (as
-/// `posix_spawn` and shells do). With `Some(set)`, only those in the set (the caller vouches
-/// for it) and SIGPIPE, without asking the kernel for each of the 64.
-#[inline(always)]
-fn reset_signals(handled: Option<u64>) -> i32 {
-    let (mut sig, mut bit) = (1usize, 1u64);
-    while sig <= 64 {
-        let mut reset = sig == 13;
-        if sig != 9 && sig != 19 {
-            match handled {
-                Some(set) => reset = reset || set & bit != 0,
-                None => {
-                    let mut old = KernelSigaction::DEFAULT;
-                    let e = sigaction_query(sig, &mut old);
-                    if e != 0 {
-                        return e;
-                    }
-                    reset = reset || (old.handler != SIG_DFL && old.handler != SIG_IGN);
-                }
-            }
-            let e = if reset { sigaction_default(sig) } else { 0 };
-            if e != 0 {
-                return e;
-            }
-        }
-        sig = sig.wrapping_add(1);
-        bit = bit.wrapping_add(bit);
-    }
-    0
 }
 
 /// `dup3(fd, target, 0)` when `fd >= 0`: installs `fd` (≥ 3, checked by the parent) as 0/1/2.

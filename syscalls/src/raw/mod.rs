@@ -2,34 +2,9 @@
 //! nothing else is here — declarations are in [`crate::abi`], safe fronts with the full
 //! documentation in [`crate::wait`], [`crate::signal`], [`crate::cache`] and [`crate::perf`].
 //!
-//! # Safety — the auditors' inventory
-//! Every unsafe item, one row each; a `// SAFETY:` proof at each block names every obligation
-//! (pointer valid and aligned, lives long enough, initialised before read, no aliasing,
-//! async-signal-safe in the child) and why it holds. Counts per build target are in
-//! `syscalls/README.md` ("The inventory").
-//!
-//! | item | what is unsafe | why it holds | man page |
-//! |---|---|---|---|
-//! | `syscall6` | `unsafe fn`, inline `syscall` (x86_64) / `svc 0` (aarch64) | clobbers declared; memory effects are each caller's proof | [syscall(2)](https://man7.org/linux/man-pages/man2/syscall.2.html) |
-//! | `wait4` | kernel writes `status`, `rusage` | live aligned locals; rusage read only after success (`copy_to_user` of the whole struct), every bit pattern valid | [wait4(2)](https://man7.org/linux/man-pages/man2/wait4.2.html) |
-//! | `waitid_exited_any` | kernel writes a `siginfo_t` | zero-initialised 128-byte local | [waitid(2)](https://man7.org/linux/man-pages/man2/waitid.2.html) |
-//! | `sigprocmask` | kernel reads/writes two `u64` sets | borrowed `u64`s, 8 bytes = `_NSIG / 8`; also called in the child | [rt_sigprocmask(2)](https://man7.org/linux/man-pages/man2/sigprocmask.2.html) |
-//! | `kill`, `kill_group` | integers only | pid 0 and -1 refused before the call | [kill(2)](https://man7.org/linux/man-pages/man2/kill.2.html) |
-//! | `pidfd_send_signal` | a borrowed fd and integers | no memory passed (info = NULL) | [pidfd_send_signal(2)](https://man7.org/linux/man-pages/man2/pidfd_send_signal.2.html) |
-//! | `close_range_probe` | integers only | fd `u32::MAX` is never open (nr_open ≤ 2³⁰) | [close_range(2)](https://man7.org/linux/man-pages/man2/close_range.2.html) |
-//! | `sigaction_query`, `sigaction_default` | kernel reads/writes a `sigaction` | 64-byte buffer ≥ the kernel's 32; no handler installed; also called in the child | [rt_sigaction(2)](https://man7.org/linux/man-pages/man2/sigaction.2.html) |
-//! | `signalfd` | kernel reads a mask; new fd wrapped as owned | mask live; fresh fd | [signalfd(2)](https://man7.org/linux/man-pages/man2/signalfd.2.html) |
-//! | `cachestat` | kernel reads a range, writes counts | live aligned `#[repr(C)]` locals | [cachestat(2)](https://man7.org/linux/man-pages/man2/cachestat.2.html) |
-//! | `mincore_window` | a temporary shared mapping, `mincore`, `munmap` | mapping made and destroyed here, never dereferenced | [mmap(2)](https://man7.org/linux/man-pages/man2/mmap.2.html), [mincore(2)](https://man7.org/linux/man-pages/man2/mincore.2.html) |
-//! | `child::ChildStack` | `mmap`, `mprotect`, `write_bytes`, `munmap` of its own mapping | owned by the value; guard page below | [mmap(2)](https://man7.org/linux/man-pages/man2/mmap.2.html) |
-//! | `extern "C"` in `child` | hand-declared `clone` (variadic) and `__errno_location` | the signatures glibc and musl define | [clone(2)](https://man7.org/linux/man-pages/man2/clone.2.html), [errno(3)](https://man7.org/linux/man-pages/man3/errno.3.html) |
-//! | `child::spawn` | `clone(CLONE_VM \| CLONE_VFORK \| CLONE_PIDFD \| SIGCHLD)`, the errno read, the pidfd wrapped | inputs in the suspended parent's frame; fresh fd | [clone(2)](https://man7.org/linux/man-pages/man2/clone.2.html), [vfork(2)](https://man7.org/linux/man-pages/man2/vfork.2.html) |
-//! | `child_entry` and the child's calls | `transmute` of the argument to `&mut`, raw syscalls | the only reference to the inputs while the parent is suspended; nothing but syscalls, checked by disassembly | [execve(2)](https://man7.org/linux/man-pages/man2/execve.2.html) |
-//! | `perf::perf_event_open` | kernel reads `attr.size` bytes, may write `size` back; new fd owned | exclusively lent `#[repr(C)]` struct, size checked; fresh fd | [perf_event_open(2)](https://man7.org/linux/man-pages/man2/perf_event_open.2.html) |
-//! | `test_support` (unit tests only) | hand-declared `signal`, called to install a test handler | the C signature; handlers only make raw syscalls | [signal(2)](https://man7.org/linux/man-pages/man2/signal.2.html) |
-//!
-//! Why the C library's `clone` as the trampoline, and raw syscalls (never the C wrappers, which
-//! set the thread-local `errno`) everywhere else: `syscalls/README.md`, tour step 3.
+//! The auditors' inventory — every unsafe item, one row each, and why it holds — is this
+//! module's page: `inventory.md`, beside this file.
+#![doc = include_str!("inventory.md")]
 #![allow(unsafe_code)]
 
 pub mod child;
