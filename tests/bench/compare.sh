@@ -3,8 +3,10 @@
 # CPU/wall time on known work, and the footprint of three builds. Prints ONE Markdown report.
 #
 # Usage: tests/bench/compare.sh [ROUNDS] [RUNS]      (defaults: 5 rounds of 1000 runs)
-# Environment: CARGO_TARGET_DIR (default ./target). Needs cargo, cc, GNU time at /usr/bin/time;
-# hyperfine and perf are used when present (hyperfine: `apt-get install -y hyperfine`).
+# Environment: CARGO_TARGET_DIR (default ./target); HYPERFINE (default: hyperfine on PATH). Needs
+# cargo, cc, GNU time at /usr/bin/time; hyperfine and perf are used when present. The peer is
+# hyperfine 2.0: `cargo +nightly install hyperfine@2.0.0 --locked --root /tmp/hf` and
+# HYPERFINE=/tmp/hf/bin/hyperfine (Debian's package is 1.15; the report names the version used).
 # Build output goes to stderr; the report goes to stdout:
 #     tests/bench/compare.sh > tests/bench/compare.out.md
 set -euo pipefail
@@ -23,9 +25,10 @@ have() { command -v "$1" >/dev/null 2>&1; }
 
 have cc || die "cc is missing (apt-get install gcc): the workloads and the C floor are C programs"
 [ -x /usr/bin/time ] || die "GNU time is missing at /usr/bin/time (apt-get install time)"
-HYPERFINE=
-if have hyperfine; then HYPERFINE=$(command -v hyperfine); else
-  log "hyperfine is missing (apt-get install -y hyperfine); its row will say n/a"
+HYPERFINE=${HYPERFINE:-}
+if [ -z "$HYPERFINE" ] && have hyperfine; then HYPERFINE=$(command -v hyperfine); fi
+if [ -z "$HYPERFINE" ]; then
+  log "hyperfine is missing (cargo +nightly install hyperfine@2.0.0 --locked); its row will say n/a"
 fi
 PERF_OK=
 if have perf && perf stat -x, -e task-clock true >/dev/null 2>&1; then PERF_OK=1; else
@@ -53,6 +56,8 @@ for b in "$CT" "$CT_GNU_STATIC" "$CT_GNU_DYN" "$SF"; do [ -x "$b" ] || die "not 
 
 cc -O2 -o "$WORK/floor" tests/bench/floor.c
 printf 'int main(void){return 0;}\n' >"$WORK/minimal.c"
+printf '#include <unistd.h>\nint main(void){return write(1, "hi\\n", 3) != 3;}\n' >"$WORK/hello.c"
+cc -O2 -o "$WORK/hello" "$WORK/hello.c"
 cc -O2 -o "$WORK/minimal" "$WORK/minimal.c"
 cc -O2 -static -o "$WORK/minimal-static" "$WORK/minimal.c"
 cat >"$WORK/busy.c" <<'EOF'
@@ -89,6 +94,9 @@ shell_time_loop() {
 coldtrace_plain() { "$CT" run -n "$RUNS" -q -- /bin/true; }
 coldtrace_minimal() { "$CT" run -n "$RUNS" -q --minimal -- /bin/true; }
 coldtrace_out() { "$CT" run -n "$RUNS" -q -o "$WORK/out" -- /bin/true; }
+# Every run writes a line: each run's runs/NNN/stdout is made.
+coldtrace_out_hello() { "$CT" run -n "$RUNS" -q -o "$WORK/out" -- "$WORK/hello"; }
+coldtrace_hello() { "$CT" run -n "$RUNS" -q -- "$WORK/hello"; }
 # The same on tmpfs, to separate coldtrace's own cost from the file system's metadata cost.
 SHM=
 if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then SHM=$(mktemp -d /dev/shm/coldtrace-compare.XXXXXX); fi
@@ -96,20 +104,22 @@ trap 'rm -rf "$WORK" ${SHM:+"$SHM"}' EXIT
 coldtrace_out_tmpfs() { "$CT" run -n "$RUNS" -q -o "$SHM/out" -- /bin/true; }
 hyperfine_run() { "$HYPERFINE" -N --runs "$RUNS" --warmup 0 --style none /bin/true; }
 
-CONTENDERS=(sf cfloor ct ctmin ctout ctshm hf shloop)
+CONTENDERS=(cfloor sf ct ctmin ctout ctshm cthello ctouthello hf shloop)
 declare -A NAME=(
-  [sf]="syscalls floor loop (\`spawn_floor\`, release example)"
-  [cfloor]="C floor (\`tests/bench/floor.c\`, posix_spawn + wait4)"
+  [cfloor]="**floor**: C loop of vfork + execve + wait4 (\`tests/bench/floor.c\`)"
+  [sf]="syscalls crate loop (\`spawn_floor\` example: spawn + wait4, every signal queried)"
   [ct]="\`coldtrace run -n $RUNS -q -- /bin/true\` (no artifacts)"
   [ctmin]="\`coldtrace run -n $RUNS -q --minimal -- /bin/true\` (no artifacts, no /proc reads around runs)"
   [ctout]="\`coldtrace run -n $RUNS -q -o DIR -- /bin/true\` (artifacts)"
   [ctshm]="same with DIR on tmpfs (/dev/shm)"
+  [cthello]="\`coldtrace run -n $RUNS -q -- hello\` (a C program writing one line; no artifacts)"
+  [ctouthello]="\`coldtrace run -n $RUNS -q -o DIR -- hello\` (every run's stdout kept: runs/NNN/stdout)"
   [hf]="\`hyperfine -N --runs $RUNS --warmup 0 /bin/true\`"
   [shloop]="$RUNS × \`/usr/bin/time -f '' /bin/true\` in a bash loop"
 )
 declare -A CMD=(
   [sf]="$SF $RUNS" [cfloor]="$WORK/floor $RUNS" [ct]=coldtrace_plain [ctmin]=coldtrace_minimal [ctout]=coldtrace_out
-  [ctshm]=coldtrace_out_tmpfs
+  [ctshm]=coldtrace_out_tmpfs [cthello]=coldtrace_hello [ctouthello]=coldtrace_out_hello
   [hf]=hyperfine_run [shloop]=shell_time_loop
 )
 declare -A SAMPLES
@@ -142,7 +152,7 @@ C_INNER=$("$WORK/floor" "$RUNS")
 # 2. coldtrace's own peak RSS over N
 log "coldtrace's own peak RSS over N"
 PEAK_ROWS=""
-for n in 10 100 1000 10000; do
+for n in 10 100 1000 10000 100000; do
   rm -rf "$WORK/peak"
   /usr/bin/time -o "$WORK/peak.time" -f %M "$CT" run -n "$n" -q -o "$WORK/peak" -- /bin/true
   hwm=$(json_field "$WORK/peak/runs.jsonl" vm_hwm_kib | sort -n | tail -1)
@@ -253,8 +263,9 @@ fi
 
 # ------------------------------------------------------------------------------------------
 # The report
-ratio() { if [ "$1" = n/a ]; then echo n/a; else awk -v a="$1" -v b="${MED[sf]}" 'BEGIN{printf "%.2f", a/b}'; fi; }
+ratio() { if [ "$1" = n/a ]; then echo n/a; else awk -v a="$1" -v b="${MED[cfloor]}" 'BEGIN{printf "%.2f", a/b}'; fi; }
 ART=$(awk -v a="${MED[ctout]}" -v b="${MED[ct]}" 'BEGIN{printf "%.1f", a-b}')
+ART_HELLO=$(awk -v a="${MED[ctouthello]}" -v b="${MED[cthello]}" 'BEGIN{printf "%.1f", a-b}')
 ART_SHM=n/a
 [ "${MED[ctshm]}" = n/a ] || ART_SHM=$(awk -v a="${MED[ctshm]}" -v b="${MED[ct]}" 'BEGIN{printf "%.1f", a-b}')
 ART_FS="$(stat -f -c %T "$WORK" | sed 's/ext2\/ext3/ext2\/3\/4/') ($(dirname "$WORK"))"
@@ -270,7 +281,8 @@ cat <<EOF
 ## Per-run overhead: $RUNS runs of \`/bin/true\`, $ROUNDS interleaved rounds
 
 Per-run cost = total elapsed wall time of the whole command (process start-up included) ÷ $RUNS,
-median over rounds. Ratio: to the syscalls floor loop.
+median over rounds. Ratio: to the floor (the C vfork + execve + wait4 loop), measured in the
+same rounds.
 
 | contender | per-run µs (median) | range over rounds | ratio to floor |
 |---|---:|---|---:|
@@ -280,12 +292,14 @@ for c in "${CONTENDERS[@]}"; do
 done
 cat <<EOF
 
-- Writing artifacts (\`-o DIR\`: runs/NNN/{stdout,stderr}, a runs.jsonl line, batch.json) costs
-  **$ART µs per run** with DIR on $ART_FS (artifacts row − no-artifacts row), and
-  **$ART_SHM µs per run** with DIR on tmpfs: per run coldtrace makes one directory and creates
-  two files, so the difference is this file system's metadata cost (strace: open/mkdir dominate).
+- Artifacts (\`-o DIR\`): each run's stdout and stderr are caught in two fresh memfds and
+  become \`runs/NNN/{stdout,stderr}\` only when the run wrote to them; a runs.jsonl line per
+  run, batch.json at the end. For \`/bin/true\` (writes nothing) \`-o DIR\` costs
+  **$ART µs per run** with DIR on $ART_FS and **$ART_SHM µs per run** on tmpfs (artifacts
+  row − no-artifacts row); for \`hello\` (one line to stdout every run: one directory and one
+  file made per run) **$ART_HELLO µs per run** on $ART_FS.
 - Inner per-iteration figures of the floor loops (spawn → wait4 returned, one extra run each):
-  spawn_floor \`$SF_INNER\`; C floor \`$C_INNER\`.
+  C floor \`$C_INNER\`; spawn_floor \`$SF_INNER\`.
 - hyperfine row: $([ -n "$HYPERFINE" ] && "$HYPERFINE" --version || echo n/a), per-run cost from its total elapsed time
   (it also does its own statistics and shell-less spawning through Rust's std::process).
 - The \`/usr/bin/time\` row subtracts nothing: each iteration includes bash forking and exec'ing
