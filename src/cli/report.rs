@@ -70,8 +70,49 @@ pub fn parse_report(args: Vec<OsString>) -> Result<Command, UsageError> {
     }))
 }
 
+/// The longest list of directories `report -` reads from stdin.
+const LIST_LIMIT: u64 = 64 << 20;
+
+/// The batch directories the operands name: `-` is a list read from stdin (one path a line),
+/// and a directory that is no batch stands for every batch below it.
+fn batch_dirs(operands: &[PathBuf]) -> Result<Vec<PathBuf>, BatchError> {
+    let mut expanded = Vec::new();
+    for operand in operands {
+        if operand.as_os_str() == "-" {
+            use std::io::Read;
+            let mut list = Vec::new();
+            std::io::stdin()
+                .take(LIST_LIMIT + 1)
+                .read_to_end(&mut list)
+                .map_err(|e| {
+                    BatchError::own(format!("report -: cannot read the list on stdin: {e}"))
+                })?;
+            if list.len() as u64 > LIST_LIMIT {
+                return Err(BatchError::own(format!(
+                    "report -: the list on stdin is longer than {} MiB",
+                    LIST_LIMIT >> 20
+                )));
+            }
+            expanded.extend(crate::record::find::operands_from_list(&list));
+        } else {
+            expanded.push(operand.clone());
+        }
+    }
+    if expanded.is_empty() {
+        return Err(BatchError::own(
+            "report -: the list on stdin names no directory; give one path a line",
+        ));
+    }
+    crate::record::find::batch_dirs(&expanded).map_err(|e| BatchError::own(e.0))
+}
+
 /// Reads the batches and renders them.
 pub fn execute_report(args: &ReportArgs) -> Result<Output, BatchError> {
+    let dirs = batch_dirs(&args.dirs)?;
+    let args = &ReportArgs {
+        dirs,
+        ..args.clone()
+    };
     let rows = crate::record::reader::read_all(&args.dirs).map_err(|e| BatchError::own(e.0))?;
     let comparisons =
         crate::record::reader::read_comparisons(&args.dirs).map_err(|e| BatchError::own(e.0))?;

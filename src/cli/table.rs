@@ -830,9 +830,11 @@ static SUBCOMMANDS: &[SubSpec] = &[
         name: "report",
         usage: "report [--json | --markdown] [--svg FILE] [--html FILE] DIR...",
         summary: "compare batch directories (across boots too)",
-        about: "One row per batch directory (one per command for a comparison directory). Reads \
+        about: "One row per batch directory (one per command for a comparison directory). A \
+                DIR that is no batch stands for every batch below it (records gathered from \
+                many machines); - reads the directories from stdin, one a line. Reads \
                 complete, interrupted or truncated batches: a cut last line of runs.jsonl is \
-                skipped with a notice. Flags the first batch on each boot and kernel changes.",
+                skipped with a notice. Groups batches by boot and kernel.",
         epilogue: "",
         layout: Layout::Free,
         operands: Operands::Directories,

@@ -13,6 +13,8 @@ pub mod columns;
 pub mod compare;
 pub mod context;
 pub mod cycles;
+pub mod find;
+pub mod head;
 pub mod kept;
 pub mod metrics;
 pub mod penalty;
