@@ -159,6 +159,9 @@ pub struct Plan {
     pub json: bool,
     /// Where the child's stdout/stderr go.
     pub output: OutputMode,
+    /// `--output` was not given: [`Plan::output`] is its default (only then does the notice
+    /// that the output is discarded suggest `--out DIR`).
+    pub output_by_default: bool,
     /// Where the child's stdin comes from.
     pub stdin: StdinMode,
     /// Per-run time limit, nanoseconds.

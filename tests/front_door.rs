@@ -208,3 +208,77 @@ fn the_migration_table_names_every_foreign_flag_and_every_time_option() {
         );
     }
 }
+
+#[test]
+fn every_dash_h_fits_one_80_by_24_screen_and_dash_dash_help_has_the_rest() {
+    let dir = TempDir::new("dash-h");
+    let subs = [
+        "",
+        "run",
+        "compare",
+        "report",
+        "context",
+        "time",
+        "man",
+        "completions",
+    ];
+    for sub in subs {
+        let args: Vec<&str> = [sub, "-h"].into_iter().filter(|a| !a.is_empty()).collect();
+        let out = ct(dir.path(), args).run();
+        out.expect_code(0);
+        let lines: Vec<&str> = out.stdout.lines().collect();
+        assert!(
+            lines.len() <= 24,
+            "{sub} -h: {} lines{}",
+            lines.len(),
+            out.describe()
+        );
+        for line in &lines {
+            assert!(line.chars().count() <= 80, "{sub} -h: {line:?}");
+        }
+    }
+    let top = ct(dir.path(), ["-h"]).run();
+    for sub in &subs[1..] {
+        assert!(
+            top.stdout.contains(&format!("  {sub} ")),
+            "{}",
+            top.describe()
+        );
+    }
+    let long = ct(dir.path(), ["--help"]).run();
+    long.expect_code(0);
+    for wanted in [
+        "coldtrace run [OPTIONS] -- COMMAND",
+        "Exit codes",
+        "125 coldtrace's error",
+    ] {
+        assert!(long.stdout.contains(wanted), "{wanted}{}", long.describe());
+    }
+}
+
+#[test]
+fn the_discard_notice_suggests_out_only_when_the_output_was_discarded_by_default() {
+    let dir = TempDir::new("discard-notice");
+    let cases: [(&[&str], bool); 4] = [
+        (&["run", "-n", "2", "--", "true"], true),
+        (&["run", "-n", "2", "--output", "null", "--", "true"], false),
+        (&["compare", "-n", "2", "true", "true"], true),
+        (
+            &["compare", "-n", "2", "--output=null", "true", "true"],
+            false,
+        ),
+    ];
+    for (args, by_default) in cases {
+        let out = ct(dir.path(), args.iter().copied()).run();
+        out.expect_code(0);
+        let said = out.stderr.replace("\n  ", " ");
+        let suggests = said.contains("use --out DIR to keep them");
+        assert_eq!(suggests, by_default, "{args:?}{}", out.describe());
+        assert_eq!(
+            said.matches("are discarded").count(),
+            usize::from(by_default),
+            "{args:?}{}",
+            out.describe()
+        );
+    }
+}

@@ -296,10 +296,27 @@ fn comparison() -> CompareOutcome {
             },
         })
         .collect();
+    // Each command's warm wall times (their mean ± σ is under the table).
+    let walls: [&[f64]; 3] = [
+        &[121.78e6, 119.2e6, 125.1e6, 121.0e6],
+        &[98.76e6, 97.1e6, 101.3e6, 98.0e6],
+        &[130.2e6, 128.8e6, 166.4e6, 129.9e6],
+    ];
+    let batches = walls
+        .iter()
+        .map(|w| {
+            let counts = Counts {
+                recorded: 10,
+                counted: 10,
+                ..Counts::default()
+            };
+            outcome(summaries(&[("wall_ns", w[0] * 1.3, w)], None), counts)
+        })
+        .collect();
     CompareOutcome {
         exit_code: 0,
         json: String::new(),
-        batches: Vec::new(),
+        batches,
         commands,
         metrics: metrics(),
         comparison,
@@ -472,4 +489,44 @@ fn compare_cells_line_up_with_and_without_an_interval() {
         display_width(&l[..at])
     };
     assert_eq!(ratio_end(wall), ratio_end(psi), "\n{wall}\n{psi}");
+}
+
+#[test]
+fn compare_shows_each_commands_mean_and_sigma_within_the_width() {
+    for width in [80, 120] {
+        let text = compare::compare_table(&comparison(), false, width);
+        for line in text.lines() {
+            assert!(display_width(line) <= width, "{width}: {line}");
+        }
+        let at = text
+            .find("wall time of the warm runs, mean ± σ:")
+            .unwrap_or_else(|| panic!("no mean ± σ at {width}:\n{text}"));
+        let lines: Vec<&str> = text[at..].lines().skip(1).take(3).collect();
+        assert_eq!(
+            lines,
+            [
+                "    [0] 121.8 ±  2.5 ms",
+                "    [1]  98.8 ±  1.8 ms",
+                "    [2] 138.8 ± 18.4 ms",
+            ],
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn markdown_headers_are_one_line_labels() {
+    let md = markdown();
+    let lines: Vec<&str> = md.lines().collect();
+    let headers = lines
+        .windows(2)
+        .filter(|w| w[1].starts_with("|---"))
+        .map(|w| w[0]);
+    for header in headers {
+        assert!(
+            !header.contains("- "),
+            "a label split at a hyphen: {header}"
+        );
+    }
+    assert!(md.contains("| rejected | anomalies |"), "{md}");
 }

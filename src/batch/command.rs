@@ -369,7 +369,9 @@ fn first_notices(plan: &Plan, out_dir: Option<&Path>, shared: &Shared<'_>) -> Ve
             "{reason}: coldtrace's peak RSS cannot be reset before each spawn; the recorded floor is unreset"
         ));
     }
-    if plan.output == OutputMode::Null && !plan.is_single_run() && out_dir.is_none() {
+    // Said when the output was discarded by default; never to someone who gave --output null.
+    let discarded = plan.output == OutputMode::Null && plan.output_by_default;
+    if discarded && !plan.is_single_run() && out_dir.is_none() {
         notices.push(
             "the command's stdout and stderr are discarded (use --out DIR to keep them)".into(),
         );

@@ -60,11 +60,13 @@ pub(crate) fn comparison(raw: RawRun, specs: Vec<CommandSpec>) -> Result<Compare
         if one.stdin.is_none() {
             one.stdin = Some(OsString::from("null"));
         }
-        if one.output.is_none() && out_dir.is_none() {
+        let output_by_default = one.output.is_none();
+        if output_by_default && out_dir.is_none() {
             one.output = Some("null".into());
         }
         let mut plan = check_run(one)?;
         plan.in_comparison = true;
+        plan.output_by_default = output_by_default;
         plans.push(plan);
     }
     Ok(ComparePlan {

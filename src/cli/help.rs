@@ -13,7 +13,31 @@ const HELP_COLUMN: usize = 26;
 /// The indent of an option's details in `--help`.
 const DETAIL_INDENT: usize = 10;
 
-/// The top-level help.
+/// The top-level `-h`: the subcommands, where to start and where the rest is, on one 80×24
+/// screen ([`top_help`] has every usage line and the exit codes).
+pub fn top_short_help() -> String {
+    let mut out = String::from(
+        "coldtrace — run a command and record exactly how it ran\n\n\
+         Usage: coldtrace SUBCOMMAND [OPTIONS] [ARG...]\n       \
+         coldtrace help SUBCOMMAND | --help | --version\n\nSubcommands:\n",
+    );
+    for s in table::subcommands() {
+        let _ = writeln!(out, "  {:<13}{}", s.name, s.summary);
+    }
+    out.push_str(
+        "\nStart with:\n  \
+         coldtrace run -n 10 -- COMMAND [ARG...]\n  \
+         coldtrace compare -n 10 'COMMAND A' 'COMMAND B'\n\n",
+    );
+    out.push_str(&wrap(
+        "`coldtrace SUBCOMMAND -h` lists its common options, `--help` all of them; \
+         `coldtrace --help` adds every subcommand's usage and the exit codes.",
+        0,
+    ));
+    out
+}
+
+/// The top-level `--help`: every subcommand's usage, what coldtrace does, the exit codes.
 pub fn top_help() -> String {
     let mut out =
         String::from("coldtrace — run a command and record exactly how it ran\n\nUsage:\n");
@@ -209,7 +233,10 @@ mod tests {
     use super::*;
 
     fn every_text() -> Vec<(String, String)> {
-        let mut texts = vec![("top".to_string(), top_help())];
+        let mut texts = vec![
+            ("top".to_string(), top_help()),
+            ("top -h".to_string(), top_short_help()),
+        ];
         for s in table::subcommands() {
             for kind in [HelpKind::Short, HelpKind::Long] {
                 texts.push((format!("{} {kind:?}", s.name), help(s.sub, kind)));
@@ -229,6 +256,19 @@ mod tests {
 
     #[test]
     fn short_help_fits_one_screen_and_names_its_common_options() {
+        let top = top_short_help();
+        assert!(
+            top.lines().count() <= SCREEN_LINES,
+            "coldtrace -h: {} lines",
+            top.lines().count()
+        );
+        assert!(top.lines().all(|l| l.chars().count() <= WIDTH), "{top}");
+        for s in table::subcommands() {
+            assert!(
+                top.contains(&format!("  {:<13}{}", s.name, s.summary)),
+                "{top}"
+            );
+        }
         for s in table::subcommands() {
             let text = help(s.sub, HelpKind::Short);
             assert!(

@@ -78,7 +78,8 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, UsageError> {
     let first = first.to_string_lossy().into_owned();
     let rest = args[1..].to_vec();
     match first.as_str() {
-        "-h" | "--help" => Ok(Command::Help(help::top_help())),
+        "-h" => Ok(Command::Help(help::top_short_help())),
+        "--help" => Ok(Command::Help(help::top_help())),
         "help" => help_for(&rest),
         "-V" | "--version" => Ok(Command::Version),
         "run" => run::parse_run(rest),
@@ -257,6 +258,7 @@ mod tests {
             other => panic!("expected help, got {other:?}"),
         };
         assert_eq!(help_of(&["--help"]), help::top_help());
+        assert_eq!(help_of(&["-h"]), help::top_short_help());
         assert_eq!(
             help_of(&["run", "--help"]),
             help::help(table::Sub::Run, args::HelpKind::Long)

@@ -108,6 +108,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         out_dir,
         json: raw.json,
         output,
+        output_by_default: raw.output.is_none(),
         stdin,
         timeout_ns,
         kill_after_ns,

@@ -224,17 +224,102 @@ pub fn json_at<'a>(
     record: &'a serde_json::Value,
     metric: &Metric,
 ) -> Option<&'a serde_json::Value> {
-    let path = record_path(metric);
-    let found = match path.as_slice() {
-        ["counters", event] => record["counters"]
-            .as_array()?
-            .iter()
-            .find(|c| c["event"] == *event)?
-            .get("value")?,
+    number_at(record, &record_path(metric))
+}
+
+/// The number at `path` in a record read back as JSON (`None`: absent, null or not a number).
+/// `["counters", EVENT]` is the `value` of the reading whose `event` is EVENT, and
+/// `["counters", EVENT, FIELD]` its FIELD.
+pub fn number_at<'a>(
+    record: &'a serde_json::Value,
+    path: &[&str],
+) -> Option<&'a serde_json::Value> {
+    let found = match path {
+        ["counters", event, rest @ ..] => {
+            let reading = record["counters"]
+                .as_array()?
+                .iter()
+                .find(|c| c["event"] == *event)?;
+            match rest {
+                [] => reading.get("value")?,
+                [field] => reading.get(field)?,
+                _ => return None,
+            }
+        }
         _ => path.iter().try_fold(record, |v, key| v.get(key))?,
     };
     found.is_number().then_some(found)
 }
+
+/// Every other number of a run record as `runs.jsonl` writes it — where it is (keys from the
+/// top, dotted) and its unit — in record order. With the [`METRICS`] and each perf reading's
+/// [`COUNTER_NUMBERS`], these are all the numeric leaves of a record outside its lists (`argv`,
+/// `paged_in`, `anomalies`, `cold_action.stayed_cached.top`): what `--export-csv` writes
+/// beside the metrics. A path the [`METRICS`] already have is skipped there.
+pub const RECORD_NUMBERS: &[(&str, &str)] = &[
+    ("uptime_s", "s"),
+    ("outcome.code", "exit code"),
+    ("outcome.signal", "signal number"),
+    ("outcome.stop_signal", "signal number"),
+    ("outcome.raw_status", "wait status"),
+    ("outcome.errno", "errno"),
+    ("runner.vm_rss_kib", "KiB"),
+    ("runner.vm_hwm_kib", "KiB"),
+    ("child_io.write_bytes", "bytes"),
+    ("child_io.wchar", "bytes"),
+    ("child_io.syscr", "count"),
+    ("child_io.syscw", "count"),
+    ("sched.on_cpu_ns", "ns"),
+    ("sched.timeslices", "count"),
+    ("cache.before.files", "count"),
+    ("cache.before.total_bytes", "bytes"),
+    ("cache.before.resident_bytes", "bytes"),
+    ("cache.before.dirty_bytes", "bytes"),
+    ("cache.before.unknown_files", "count"),
+    ("cache.after.files", "count"),
+    ("cache.after.total_bytes", "bytes"),
+    ("cache.after.resident_bytes", "bytes"),
+    ("cache.after.dirty_bytes", "bytes"),
+    ("cache.after.unknown_files", "count"),
+    ("cache.paged_in_bytes", "bytes"),
+    ("cache.paged_in_files", "count"),
+    ("cold_action.evicted_files", "count"),
+    ("cold_action.evicted_bytes", "bytes"),
+    ("cold_action.evict_failed_files", "count"),
+    ("cold_action.took_ns", "ns"),
+    ("cold_action.stayed_cached.resident_bytes", "bytes"),
+    ("cold_action.stayed_cached.resident_ratio", "ratio"),
+    ("cold_action.stayed_cached.total_bytes", "bytes"),
+    ("cold_action.stayed_cached.files", "count"),
+    ("cold_action.stayed_cached.unknown_files", "count"),
+    ("system_delta.pgpgin", "KiB"),
+    ("system_delta.pgpgout", "KiB"),
+    ("system_delta.pswpin", "pages"),
+    ("system_delta.pswpout", "pages"),
+    ("system_delta.workingset_refault_file", "pages"),
+    ("system_delta.psi_cpu_some_us", "us"),
+    ("system_delta.psi_cpu_full_us", "us"),
+    ("system_delta.psi_io_full_us", "us"),
+    ("system_delta.psi_memory_some_us", "us"),
+    ("system_delta.psi_memory_full_us", "us"),
+    ("system_delta.window_ns", "ns"),
+    ("orphans_reaped", "count"),
+    ("artifacts.stdout_bytes", "bytes"),
+    ("artifacts.stderr_bytes", "bytes"),
+    ("slot.command", "index"),
+    ("slot.round", "index"),
+    ("slot.position", "index"),
+    ("cycle.cycle", "index"),
+    ("cycle.position", "index"),
+];
+
+/// The numbers of a perf reading besides its `value` (the event's metric), and their unit
+/// (`None`: the event's own).
+pub const COUNTER_NUMBERS: &[(&str, Option<&str>)] = &[
+    ("raw_value", None),
+    ("time_enabled_ns", Some("ns")),
+    ("time_running_ns", Some("ns")),
+];
 
 /// Index of `max_rss_kib` in [`METRICS`] (it has an at-the-floor count).
 pub const MAX_RSS: usize = 3;

@@ -5,7 +5,7 @@
 
 use crate::batch::CompareOutcome;
 use crate::record::compare::{conclusion, CommandEntry, MetricComparison};
-use crate::record::metrics::Metric;
+use crate::record::metrics::{Metric, Unit};
 use crate::view::grid::{Align, Grid};
 use crate::view::lines::Note;
 use crate::view::style::Style;
@@ -54,11 +54,57 @@ pub fn compare_table(outcome: &CompareOutcome, colour: bool, width: usize) -> St
             }
         }
     }
-    out.push_str(&ratios_and_conclusion(&view, width));
+    out.push_str(&ratios_and_conclusion(&view, &wall_means(outcome), width));
     if let Some(sig) = outcome.interrupted_by {
         let _ = writeln!(out, "  {}", style.interrupted(sig));
     }
     out
+}
+
+/// Under the table, a line per command: the mean ± σ of its warm wall times (beside the
+/// medians above, as `run`'s table has them), in one unit; nothing when no command has any.
+fn wall_means(outcome: &CompareOutcome) -> Vec<String> {
+    let warm: Vec<Option<crate::record::stats::Summary>> = outcome
+        .batches
+        .iter()
+        .map(|b| {
+            b.summaries
+                .iter()
+                .find(|s| s.name == "wall_ns")
+                .and_then(|s| s.warm)
+        })
+        .collect();
+    if warm.iter().all(Option::is_none) {
+        return Vec::new();
+    }
+    let scale = Scale::for_values(
+        Unit::Ns,
+        warm.iter()
+            .flatten()
+            .flat_map(|s| [s.mean, s.stddev.unwrap_or(0.0)]),
+    );
+    // (mean, σ): σ is `None` for a single warm run, both for none.
+    let cells: Vec<(String, Option<String>)> = warm
+        .iter()
+        .map(|s| match s {
+            Some(s) => (scale.cell(s.mean), s.stddev.map(|sd| scale.cell(sd))),
+            None => ("—".into(), None),
+        })
+        .collect();
+    let mean_width = cells.iter().map(|(m, _)| m.chars().count()).max();
+    let mean_width = mean_width.unwrap_or(0);
+    let sd_width = cells.iter().flat_map(|(_, sd)| sd.as_ref());
+    let sd_width = sd_width.map(|sd| sd.chars().count()).max().unwrap_or(0);
+    let mut lines = vec!["wall time of the warm runs, mean ± σ:".to_string()];
+    for (i, (mean, sd)) in cells.iter().enumerate() {
+        let rest = match (sd, warm[i]) {
+            (Some(sd), _) => format!(" ± {sd:>sd_width$} {}", scale.unit),
+            (None, Some(_)) => format!(" {} (one run)", scale.unit),
+            (None, None) => String::new(),
+        };
+        lines.push(format!("  [{i}] {mean:>mean_width$}{rest}"));
+    }
+    lines
 }
 
 /// A comparison read back (`report DIR`): its commands, the ratios and intervals, the
@@ -74,12 +120,13 @@ pub fn comparison_section(
     for line in command_lines(view) {
         let _ = writeln!(out, "  {}", shorten(&line, width - 2));
     }
-    out.push_str(&ratios_and_conclusion(view, width));
+    out.push_str(&ratios_and_conclusion(view, &[], width));
     out
 }
 
-/// The grid (in groups that fit `width`) and the conclusion's lines, folded to `width`.
-fn ratios_and_conclusion(view: &CompareView<'_>, width: usize) -> String {
+/// The grid (in groups that fit `width`), the lines `under` it, and the conclusion's lines,
+/// folded to `width`.
+fn ratios_and_conclusion(view: &CompareView<'_>, under: &[String], width: usize) -> String {
     let mut out = String::new();
     for (i, group) in groups(view, width).iter().enumerate() {
         if i > 0 {
@@ -88,6 +135,9 @@ fn ratios_and_conclusion(view: &CompareView<'_>, width: usize) -> String {
         for line in grid(view, group).lines(width) {
             let _ = writeln!(out, "{line}");
         }
+    }
+    for line in under {
+        let _ = writeln!(out, "  {}", shorten(line, width - 2));
     }
     for line in verdicts(view) {
         for folded in fold(&line, width, "  ", "    ") {

@@ -21,8 +21,19 @@ fn count(v: Option<u64>) -> String {
     v.map_or("—".into(), |v| v.to_string())
 }
 
-/// The table: wall times in one unit for both time columns, counts, residency.
-fn grid(rows: &[BatchRow]) -> Grid {
+/// The anomalies column's label: hyphenated onto two lines in the terminal's table (narrow),
+/// one word in Markdown, whose headers are one line.
+fn anomalies_label(markdown: bool) -> &'static str {
+    if markdown {
+        "anomalies"
+    } else {
+        "anoma-\nlies"
+    }
+}
+
+/// The table: wall times in one unit for both time columns, counts, residency; labels for
+/// Markdown when `markdown`.
+fn grid(rows: &[BatchRow], markdown: bool) -> Grid {
     let walls = rows
         .iter()
         .flat_map(|r| [r.first_wall_ns, r.warm_median_wall_ns])
@@ -43,7 +54,7 @@ fn grid(rows: &[BatchRow]) -> Grid {
         .column("block in\n×512 B", Align::Right)
         .column("cached\nbefore %", Align::Right)
         .column("rejected", Align::Right)
-        .column("anoma-\nlies", Align::Right);
+        .column(anomalies_label(markdown), Align::Right);
     for row in rows {
         grid.row(vec![
             name(row),
@@ -212,7 +223,7 @@ pub fn notes(rows: &[BatchRow]) -> Vec<String> {
 /// The human table in `width` columns, with the flags and the kernel under it.
 pub fn render_table(rows: &[BatchRow], width: usize) -> String {
     let mut out = String::new();
-    let lines = grid(rows).lines(width);
+    let lines = grid(rows, false).lines(width);
     let header = lines.len() - rows.len();
     for line in &lines[..header] {
         let _ = writeln!(out, "{line}");
@@ -237,7 +248,7 @@ pub fn render_table(rows: &[BatchRow], width: usize) -> String {
 
 /// The Markdown table, with the flags, the kernel and the notes as a list under it.
 pub fn render_markdown(rows: &[BatchRow]) -> String {
-    let mut out = grid(rows).markdown();
+    let mut out = grid(rows, true).markdown();
     let items: Vec<String> = groups(rows)
         .into_iter()
         .map(group_line)
