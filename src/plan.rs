@@ -44,7 +44,8 @@ pub enum StdinMode {
 /// When a cold-state action (eviction, dropping caches) happens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ColdWhen {
-    /// Before every counted run.
+    /// Before every counted run: the runs after the first have role `cold`, and there is no
+    /// warm series (the summary's runs after the first are cold runs).
     EveryRun,
     /// Before the first counted run only: one cold run, then a warm series.
     FirstOnly,

@@ -223,3 +223,57 @@ fn report_keeps_the_boot_and_uptime_of_a_minimal_batch() {
     assert_eq!(row["boot_id"], boot_id.trim(), "from batch.json: {row}");
     assert!(row["uptime_s"].as_f64().is_some(), "{row}");
 }
+
+#[test]
+fn report_says_not_the_first_batch_since_boot_only_when_recorded_so() {
+    let tmp = TempDir::new("report-not-first");
+    for dir in ["later", "unknown"] {
+        ct(
+            tmp.path(),
+            ["run", "-q", "-n", "2", "-o", dir, "--", "true"],
+        )
+        .run()
+        .expect_code(0);
+    }
+    // Each alone on its boot: the earliest listed there, recorded as not the first since
+    // boot, or with nothing recorded.
+    move_to_boot(
+        &tmp.join("later"),
+        "cccccccc-1111-2222-3333-444444444444",
+        "6.18.44-a",
+        600.0,
+        "2026-12-03T08:00:00.000Z",
+        Some(false),
+    );
+    move_to_boot(
+        &tmp.join("unknown"),
+        "dddddddd-1111-2222-3333-444444444444",
+        "6.18.44-a",
+        700.0,
+        "2026-12-04T08:00:00.000Z",
+        None,
+    );
+    let out = ct(tmp.path(), ["report", "later", "unknown"]).run();
+    out.expect_code(0);
+    let text = out.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    // `earliest listed on boot cccccccc: later, up 10m00s, first-run penalty +… (…)`.
+    let said = |boot: &str| {
+        let at = text
+            .find(&format!("earliest listed on boot {boot}: "))
+            .unwrap_or_else(|| panic!("no group line for {boot}: {}", out.stdout));
+        let rest = &text[at..];
+        rest[..rest.find(')').unwrap_or(rest.len()) + 1].to_string()
+    };
+    let later = said("cccccccc");
+    assert!(
+        later.starts_with("earliest listed on boot cccccccc: later, up 10m00s")
+            && later.ends_with("(not the first coldtrace batch since boot)"),
+        "{later}"
+    );
+    let unknown = said("dddddddd");
+    assert!(
+        unknown.starts_with("earliest listed on boot dddddddd: unknown, up 11m40s")
+            && unknown.ends_with("(whether it was the first since boot is not recorded)"),
+        "{unknown}"
+    );
+}

@@ -516,3 +516,161 @@ fn a_warm_run_after_the_watched_file_was_evicted_between_runs_is_flagged() {
         out.describe()
     );
 }
+
+/// Rewrites `DIR/batch.json` with `edit`.
+fn edit_batch(dir: &Path, edit: impl FnOnce(&mut Value)) {
+    let mut doc = read_batch(dir);
+    edit(&mut doc);
+    std::fs::write(dir.join("batch.json"), doc.to_string()).unwrap();
+}
+
+#[test]
+fn report_takes_the_penalty_from_a_version_2_document_and_never_makes_one_up() {
+    let tmp = TempDir::new("report-penalty");
+    for dir in ["unavailable", "v1"] {
+        ct(
+            tmp.path(),
+            ["run", "-q", "-n", "3", "-o", dir, "--", "true"],
+        )
+        .run()
+        .expect_code(0);
+    }
+    // A `/2` document that says the penalty is unavailable: report has none either, although
+    // the records have a first run and warm runs it could subtract.
+    edit_batch(&tmp.join("unavailable"), |doc| {
+        doc["first_penalty"] = Value::Null;
+        doc["first_penalty_unavailable"] = "no warm run to compare with".into();
+    });
+    // A `/1` document had no first_penalty: report computes first − warm median.
+    edit_batch(&tmp.join("v1"), |doc| {
+        doc["schema"] = "coldtrace.batch/1".into();
+        let doc = doc.as_object_mut().unwrap();
+        doc.remove("first_penalty");
+        doc.remove("first_penalty_unavailable");
+    });
+    let out = ct(tmp.path(), ["report", "--json", "unavailable", "v1"]).run();
+    out.expect_code(0);
+    let rows = out.json()["batches"].clone();
+    let row = |dir: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["dir"] == dir)
+            .unwrap_or_else(|| panic!("no row {dir}: {rows:#}"))
+            .clone()
+    };
+    let unavailable = row("unavailable");
+    assert!(unavailable["warm_median_wall_ns"].is_f64(), "{unavailable}");
+    assert!(
+        unavailable["first_penalty_ns"].is_null(),
+        "made up: {unavailable}"
+    );
+    let v1 = row("v1");
+    let (first, warm) = (
+        v1["first_wall_ns"].as_f64().unwrap(),
+        v1["warm_median_wall_ns"].as_f64().unwrap(),
+    );
+    assert_eq!(v1["first_penalty_ns"].as_f64(), Some(first - warm), "{v1}");
+    let table = ct(tmp.path(), ["report", "unavailable"]).run();
+    table.expect_code(0);
+    assert!(
+        !table.stdout.contains("first-run penalty"),
+        "{}",
+        table.describe()
+    );
+}
+
+#[test]
+fn with_a_cold_action_before_every_run_the_runs_after_the_first_are_cold_not_warm() {
+    let tmp = TempDir::new("every-run-cold");
+    let data = tmp.join("DATA");
+    std::fs::write(&data, vec![1u8; 64 << 10]).unwrap();
+    let d = data.to_str().unwrap();
+    let out = ct(
+        tmp.path(),
+        [
+            "run", "-n", "3", "-o", "every", "--evict", d, "--", "cat", d,
+        ],
+    )
+    .run_within(std::time::Duration::from_secs(60));
+    out.expect_code(0);
+    let roles: Vec<Value> = read_records(&tmp.join("every"))
+        .iter()
+        .map(|r| r["role"].clone())
+        .collect();
+    assert_eq!(roles, ["first", "cold", "cold"], "{}", out.describe());
+    // The table's columns after "first" are titled cold; the ratio is first/cold.
+    let header: Vec<&str> = out
+        .stderr_lines()
+        .into_iter()
+        .skip_while(|l| !l.contains("first/"))
+        .take(2)
+        .collect();
+    assert!(
+        header.len() == 2
+            && header.iter().all(|l| !l.contains("warm"))
+            && header[0]
+                .split_whitespace()
+                .filter(|w| *w == "cold")
+                .count()
+                >= 2
+            && header[1].trim_end().ends_with("cold"),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        prose(&out.stderr).contains(
+            "the 2 runs after the first started cold too (role cold), so the table's cold \
+             columns describe them and there is no warm series"
+        ),
+        "{}",
+        out.describe()
+    );
+    let batch = read_batch(&tmp.join("every"));
+    assert!(batch["first_penalty"].is_null(), "{batch:#}");
+    assert!(batch["first_penalty_unavailable"].is_string(), "{batch:#}");
+    // report: no warm median, no ratio, no penalty, and a note that says why.
+    let report = ct(tmp.path(), ["report", "--json", "every"]).run();
+    report.expect_code(0);
+    let row = &report.json()["batches"][0];
+    for key in ["warm_median_wall_ns", "first_to_warm", "first_penalty_ns"] {
+        assert!(row[key].is_null(), "{key}: {row}");
+    }
+    assert!(row["notes"].to_string().contains("no warm run"), "{row}");
+    // A batch written before these runs had role cold (they said warm): batch.json's
+    // cold_when still tells report that none of them was warm.
+    let runs = tmp.join("every/runs.jsonl");
+    let old = std::fs::read_to_string(&runs)
+        .unwrap()
+        .replace("\"role\":\"cold\"", "\"role\":\"warm\"");
+    std::fs::write(&runs, old).unwrap();
+    let report = ct(tmp.path(), ["report", "--json", "every"]).run();
+    let row = &report.json()["batches"][0];
+    assert!(row["warm_median_wall_ns"].is_null(), "{row}");
+    assert!(row["first_penalty_ns"].is_null(), "{row}");
+    // --cold-first-only keeps a warm series.
+    let out = ct(
+        tmp.path(),
+        [
+            "run",
+            "-q",
+            "-n",
+            "3",
+            "-o",
+            "once",
+            "--evict",
+            d,
+            "--cold-first-only",
+            "--",
+            "cat",
+            d,
+        ],
+    )
+    .run_within(std::time::Duration::from_secs(60));
+    out.expect_code(0);
+    let roles: Vec<Value> = read_records(&tmp.join("once"))
+        .iter()
+        .map(|r| r["role"].clone())
+        .collect();
+    assert_eq!(roles, ["first", "warm", "warm"]);
+}

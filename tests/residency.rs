@@ -340,3 +340,62 @@ fn report_says_when_cached_before_covers_different_file_sets() {
         .collect();
     assert!(rows[0].contains("[b]"), "{}", mixed.stdout);
 }
+
+#[test]
+fn the_file_set_fingerprint_tells_apart_same_named_paths_and_sizes() {
+    let tmp = TempDir::new("fingerprint-paths");
+    for (dir, size) in [("x", 3usize), ("y", 64 << 10)] {
+        std::fs::create_dir(tmp.join(dir)).unwrap();
+        std::fs::write(tmp.join(dir).join("DATA"), vec![1u8; size]).unwrap();
+    }
+    // `--watch DATA` (a relative path) from two directories: two different files.
+    let batch = |cwd: &str, out: &str, watch: &str| {
+        let out_dir = tmp.join(out);
+        ct(
+            &tmp.join(cwd),
+            [
+                "run",
+                "-q",
+                "-n",
+                "2",
+                "-o",
+                out_dir.to_str().unwrap(),
+                "--watch",
+                watch,
+                "--",
+                "true",
+            ],
+        )
+        .run()
+        .expect_code(0);
+    };
+    let fingerprint = |d: &str| {
+        let set = common::read_batch(&tmp.join(d))["context"]["file_set"].clone();
+        let f = set["fingerprint"].as_str().unwrap().to_string();
+        assert!(
+            f.len() == 16 && f.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{set}"
+        );
+        f
+    };
+    batch("x", "in-x", "DATA");
+    batch("y", "in-y", "DATA");
+    batch("x", "in-x-again", "./DATA");
+    assert_ne!(fingerprint("in-x"), fingerprint("in-y"));
+    assert_eq!(
+        fingerprint("in-x"),
+        fingerprint("in-x-again"),
+        "the same file, named the same way after making it absolute"
+    );
+    let mixed = ct(tmp.path(), ["report", "in-x", "in-y"]).run();
+    mixed.expect_code(0);
+    assert!(
+        prose(&mixed.stdout).contains("cached before covers 2 different file sets"),
+        "{}",
+        mixed.stdout
+    );
+    // The same path, another size: another set.
+    std::fs::write(tmp.join("x/DATA"), vec![1u8; 8192]).unwrap();
+    batch("x", "in-x-grown", "DATA");
+    assert_ne!(fingerprint("in-x"), fingerprint("in-x-grown"));
+}

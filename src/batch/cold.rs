@@ -13,12 +13,14 @@ use crate::record::run::{ColdAction, Role, StayedRecord};
 const STAYED_TOP: usize = 5;
 
 impl CommandBatch<'_> {
-    /// Whether a run of `role` starts cold (the plan evicts or drops before it).
+    /// Whether a run of `role` starts cold (the plan evicts or drops before it). Every run
+    /// after a cold action is the first or has role `cold` ([`CommandBatch::role_of`]).
     pub(super) fn cold_due(&self, role: Role) -> bool {
         match self.plan.cold.when {
-            Some(ColdWhen::EveryRun) => role != Role::Warmup,
             Some(ColdWhen::FirstOnly) => role == Role::First,
-            Some(ColdWhen::Cycles(_)) => matches!(role, Role::First | Role::Cold),
+            Some(ColdWhen::EveryRun | ColdWhen::Cycles(_)) => {
+                matches!(role, Role::First | Role::Cold)
+            }
             None => false,
         }
     }

@@ -14,6 +14,7 @@ use crate::measure::context::ProgramInfo;
 use crate::measure::runner::{self, Outcome, RunLimits, RunResult};
 use crate::measure::system::SystemDelta;
 use crate::measure::waiting::WhileWaiting;
+use crate::plan::ColdWhen;
 use crate::record::anomaly::RunFacts;
 use crate::record::artifacts;
 use crate::record::batch::FailedRun;
@@ -235,12 +236,17 @@ impl CommandBatch<'_> {
         self.notices_said = self.notices.len();
     }
 
+    /// The role of the run with `index`: a warm-up, the first counted run, a run right after a
+    /// cold action (a later cycle's position 0, or any run after the first when the plan makes
+    /// every counted run cold: none of those is warm), or a warm run.
     pub(super) fn role_of(&self, index: u64) -> Role {
         let warmup = u64::from(self.plan.warmup);
+        let every_run_cold = self.plan.cold.when == Some(ColdWhen::EveryRun);
         match (index.checked_sub(warmup), self.cycle_of(index)) {
             (None, _) => Role::Warmup,
             (Some(0), _) => Role::First,
             (Some(_), Some(c)) if c.position == 0 => Role::Cold,
+            (Some(_), _) if every_run_cold => Role::Cold,
             (Some(_), _) => Role::Warm,
         }
     }

@@ -157,8 +157,9 @@ impl Columns {
         &self.metrics
     }
 
-    /// Adds a run: the run with role `first` (counted or rejected) and every counted warm run.
-    /// Warm-ups and rejected warm runs are ignored.
+    /// Adds a run: the run with role `first` (counted or rejected) and every counted run after
+    /// it (warm, or cold: a later cycle's cold run, or any run of a batch with a cold action
+    /// before every counted run). Warm-ups and rejected runs after the first are ignored.
     pub fn push(&mut self, record: &RunRecord<'_>) {
         let at_floor = record.max_rss_at_floor == Some(true);
         match record.role {
@@ -176,7 +177,14 @@ impl Columns {
                 self.push_warm(Row::of(record, &self.metrics));
             }
             // A later cycle's cold run: stored beside the warm runs, read apart ([`AllRows`]).
-            Role::Cold if record.counted => self.push_warm(Row::of(record, &self.metrics)),
+            // Without cycles (a cold action before every counted run) the cold runs are the
+            // runs after the first, summarised as such.
+            Role::Cold if record.counted => {
+                if record.cycle.is_none() {
+                    self.warm_at_floor += u64::from(at_floor);
+                }
+                self.push_warm(Row::of(record, &self.metrics));
+            }
             Role::Warm | Role::Cold | Role::Warmup => {}
         }
     }
@@ -309,7 +317,9 @@ impl WarmSeries for Vec<Row> {
     }
 }
 
-/// The warm runs: every stored row but the cycles' cold runs (position 0).
+/// The runs after the first that the summary's `warm` covers: every stored row but the
+/// cycles' cold runs (position 0). With a cold action before every counted run these are cold
+/// runs (role `cold`): such a batch has no warm series, and its views say so.
 impl WarmSeries for Columns {
     fn each_row(&self, f: &mut dyn FnMut(&Row)) {
         AllRows(self).each_row(&mut |row| {

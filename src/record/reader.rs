@@ -57,7 +57,7 @@ pub struct BatchRow {
     pub first_wall_ns: Option<f64>,
     /// Why the run with role `first` was rejected (`None`: it was counted, or there was none).
     pub first_rejected: Option<String>,
-    /// Median wall time of the warm runs.
+    /// Median wall time of the warm runs (role `warm`: never a run that started cold).
     pub warm_median_wall_ns: Option<f64>,
     /// `first_wall_ns / warm_median_wall_ns`.
     pub first_to_warm: Option<f64>,
@@ -91,14 +91,20 @@ pub struct BatchRow {
     /// The earliest of the listed batches on its boot (all `report` can know by itself).
     pub earliest_listed_on_boot: bool,
     /// The first run's penalty: batch.json's `first_penalty.wall_ns` (over the reference warm
-    /// run), else the first run's wall time minus the warm median.
+    /// run); for a batch without batch.json or with a `coldtrace.batch/1` one (which has no
+    /// `first_penalty`), the first run's wall time minus the warm median. A `/2` document's
+    /// `first_penalty: null` stays null (its `first_penalty_unavailable` says why).
     pub first_penalty_ns: Option<f64>,
     /// The group of batches on one boot and one kernel it is shown in (0, 1, … in time order).
     pub group: u64,
     /// The kernel differs from the previous listed batch's.
     pub kernel_changed: bool,
-    /// Things noticed while reading (a cut last line, no batch.json).
+    /// Things noticed while reading (a cut last line, no batch.json, no warm run).
     pub notes: Vec<String>,
+    /// batch.json's `config.cold_when` is `every_counted_run`: no run of the batch is warm,
+    /// whatever role its records give the runs after the first (before coldtrace gave them
+    /// role `cold`, they said `warm`). Not in `report --json` (its `notes` say it).
+    pub every_run_cold: bool,
 }
 
 serialize_struct!(BatchRow {
@@ -306,6 +312,8 @@ fn boot_and_penalty(doc: &Value, row: &mut BatchRow) {
         .pointer("/context/boot_marker/first_batch_since_boot")
         .and_then(Value::as_bool);
     row.first_penalty_ns = f64_at(doc, &["first_penalty", "wall_ns"]);
+    row.every_run_cold =
+        str_at(doc, &["config", "cold_when"]).as_deref() == Some("every_counted_run");
     row.file_set = str_at(doc, &["context", "file_set", "fingerprint"]).map(|f| one_line(&f));
     row.file_set_files = u64_at(doc, &["context", "file_set", "files"]);
     row.file_set_roots = doc
@@ -438,6 +446,9 @@ enum Flow {
 struct Runs {
     line_no: u64,
     warm_walls: Vec<f64>,
+    /// Counted runs after the first that started cold (role `cold`, or any in a batch with a
+    /// cold action before every counted run).
+    cold_after_first: u64,
     /// Anomalies the records flagged as they ended (`None`: records without the field).
     anomalies: Option<u64>,
 }
@@ -476,8 +487,11 @@ impl Runs {
         }
         if counted {
             row.counted += 1;
-            if role != "first" {
-                self.warm_walls.extend(f64_at(&record, &["wall_ns"]));
+            match role {
+                "first" => {}
+                "cold" => self.cold_after_first += 1,
+                _ if row.every_run_cold => self.cold_after_first += 1,
+                _ => self.warm_walls.extend(f64_at(&record, &["wall_ns"])),
             }
         }
         Ok(Flow::Next)
@@ -489,9 +503,20 @@ impl Runs {
             row.notes.push("runs.jsonl is empty".into());
         }
         row.warm_median_wall_ns = Summary::of(&self.warm_walls).map(|s| s.median);
+        if self.warm_walls.is_empty() && self.cold_after_first > 0 {
+            row.notes.push(format!(
+                "no warm run: the {} counted run{} after the first started cold (a cold action \
+                 before each), so there is no warm median and no first-run penalty",
+                self.cold_after_first,
+                if self.cold_after_first == 1 { "" } else { "s" }
+            ));
+        }
         if row.first_rejected.is_none() {
             row.first_to_warm = ratio(row.first_wall_ns, row.warm_median_wall_ns);
-            if row.first_penalty_ns.is_none() {
+            // A `/2` document computed the penalty, or said why there is none: never made up.
+            let computed_here = row.batch_schema.is_none()
+                || row.batch_schema.as_deref() == Some(crate::record::BATCH_SCHEMA_V1);
+            if row.first_penalty_ns.is_none() && computed_here {
                 if let (Some(first), Some(warm)) = (row.first_wall_ns, row.warm_median_wall_ns) {
                     row.first_penalty_ns = Some(first - warm);
                 }

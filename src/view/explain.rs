@@ -26,13 +26,33 @@ fn signed_ns(ns: i64) -> String {
     unbreakable(&units::signed_ns(ns))
 }
 
+/// Whether a cold action came before every counted run: the runs after the first (role
+/// `cold`) started cold too, so the batch has no warm series, and what its table and notes say
+/// of the runs after the first is said of cold runs.
+pub fn every_run_cold(outcome: &BatchOutcome) -> bool {
+    outcome.cold_when == Some(ColdWhen::EveryRun)
+}
+
+/// What the runs after the first are called: `cold` when every run started cold, else `warm`.
+pub fn rest_word(outcome: &BatchOutcome) -> &'static str {
+    if every_run_cold(outcome) {
+        "cold"
+    } else {
+        "warm"
+    }
+}
+
 /// Every explaining sentence of a batch, as notes under its table.
 pub fn notes(outcome: &BatchOutcome) -> Vec<Note> {
     let mut notes = Vec::new();
+    let rest = rest_word(outcome);
     match &outcome.first_penalty {
         Ok(p) => notes.push(Note::plain(penalty_sentence(p))),
-        Err(why) if outcome.cold_when == Some(ColdWhen::EveryRun) => {
-            notes.push(Note::warning("no first-run penalty", *why));
+        Err(why) if every_run_cold(outcome) => {
+            notes.push(Note::warning(
+                "no first-run penalty",
+                every_run_cold_sentence(outcome, why),
+            ));
         }
         Err(_) => {}
     }
@@ -47,11 +67,36 @@ pub fn notes(outcome: &BatchOutcome) -> Vec<Note> {
     if let Some(first) = &outcome.first_paged_in {
         notes.push(Note::plain(paged_in_sentence(first)));
     }
-    anomaly_notes(&mut notes, &outcome.anomalies);
+    anomaly_notes(&mut notes, &outcome.anomalies, rest);
     if let Some(noise) = &outcome.warm_noise {
-        notes.push(Note::warning("warm series noisy", noise.rule.clone()));
+        // Judged over the runs after the first (batch.json's `warm_noise`), whatever they were.
+        let rule = noise.rule.replace("warm wall", &format!("{rest} wall"));
+        notes.push(Note::warning(&format!("{rest} series noisy"), rule));
     }
     notes
+}
+
+/// Why a batch with a cold action before every counted run has no penalty, and what its table's
+/// columns after `first` hold: `a cold action came before every counted run: the 4 runs after
+/// the first started cold too (role cold), so the table's cold columns describe them and there
+/// is no warm series to compare the first run with`.
+fn every_run_cold_sentence(outcome: &BatchOutcome, why: &str) -> String {
+    let after_first = outcome
+        .summaries
+        .iter()
+        .find(|s| s.name == "wall_ns")
+        .and_then(|wall| wall.warm)
+        .map_or(0, |w| w.n);
+    match after_first {
+        0 => why.to_string(),
+        n => format!(
+            "a cold action came before every counted run: the {n} run{} after the first \
+             started cold too (role cold), so the table's cold columns describe {} and there \
+             is no warm series to compare the first run with",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "them" }
+        ),
+    }
 }
 
 /// `--cold-cycles`: a line per position after the cold action, then the cold penalty with its
@@ -101,9 +146,10 @@ fn cycle_notes(notes: &mut Vec<Note>, c: &CyclesSummary) {
 /// Anomalies shown one a line, at most this many (the rest are counted; all are in batch.json).
 const ANOMALIES_SHOWN: usize = 4;
 
-fn anomaly_notes(notes: &mut Vec<Note>, anomalies: &[RunAnomaly]) {
+/// `rest`: what the runs after the first are (`warm`, or `cold` when every run started cold).
+fn anomaly_notes(notes: &mut Vec<Note>, anomalies: &[RunAnomaly], rest: &str) {
     for a in anomalies.iter().take(ANOMALIES_SHOWN) {
-        notes.push(Note::warning("disturbed", anomaly_sentence(a)));
+        notes.push(Note::warning("disturbed", anomaly_sentence(a, rest)));
     }
     if anomalies.len() > ANOMALIES_SHOWN {
         notes.push(Note::plain(format!(
@@ -114,30 +160,31 @@ fn anomaly_notes(notes: &mut Vec<Note>, anomalies: &[RunAnomaly]) {
 }
 
 /// `warm run #3 read 3.1 MiB from storage while the warm median is 0: something evicted pages
-/// during the batch`.
-pub fn anomaly_sentence(a: &RunAnomaly) -> String {
+/// during the batch`. `rest` names the runs after the first: `warm`, or `cold` in a batch with
+/// a cold action before every counted run.
+pub fn anomaly_sentence(a: &RunAnomaly, rest: &str) -> String {
     let (x, reference) = (a.anomaly.value, a.anomaly.reference);
     let against = if a.anomaly.rule == RULE_OUTLIER {
-        "beyond the warm runs' outlier bound, median"
+        format!("beyond the {rest} runs' outlier bound, median")
     } else {
-        "while the warm median is"
+        format!("while the {rest} median is")
     };
     match (a.anomaly.kind, a.anomaly.metric) {
         ("cached_before_fell", _) => format!(
-            "warm run #{} started with {} of the watched files cached, {} fewer than the run \
+            "{rest} run #{} started with {} of the watched files cached, {} fewer than the run \
              before left: something evicted pages between runs",
             a.index,
             human_bytes(x),
             human_bytes(reference - x)
         ),
         (_, "major_faults") => format!(
-            "warm run #{} took {x:.0} major fault{} {against} {reference:.0}: pages it needed \
+            "{rest} run #{} took {x:.0} major fault{} {against} {reference:.0}: pages it needed \
              were not cached (something evicted them, or no earlier run read them)",
             a.index,
             if x == 1.0 { "" } else { "s" }
         ),
         _ => format!(
-            "warm run #{} read {} from storage {against} {}: pages it needed were not cached \
+            "{rest} run #{} read {} from storage {against} {}: pages it needed were not cached \
              (something evicted them, or no earlier run read them)",
             a.index,
             human_bytes(x * 512.0),

@@ -175,11 +175,14 @@ pub fn group_line(group: &[BatchRow]) -> String {
             penalty(r)
         ),
         None if head.earliest_listed_on_boot => format!(
-            "earliest listed on boot {boot}: {}, up {}{} (whether it was the first since boot \
-             is not recorded)",
+            "earliest listed on boot {boot}: {}, up {}{} ({})",
             name(head),
             up(head),
-            penalty(head)
+            penalty(head),
+            match head.first_batch_since_boot {
+                Some(false) => "not the first coldtrace batch since boot",
+                _ => "whether it was the first since boot is not recorded",
+            }
         ),
         None => format!("earliest listed here: {}, up {}", name(head), up(head)),
     };

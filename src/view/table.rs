@@ -129,7 +129,8 @@ fn nothing_counted(outcome: &BatchOutcome) -> String {
 }
 
 /// One row per shown metric: its unit, the first run, the warm runs' median, mean ± σ and
-/// range, and the first run over the warm median.
+/// range, and the first run over the warm median (`cold` for all of these when a cold action
+/// came before every counted run).
 fn metric_grid(outcome: &BatchOutcome, style: &Style) -> Grid {
     let has_warm = outcome.summaries.iter().any(|s| s.warm.is_some());
     let rejected = outcome.first.as_ref().filter(|f| !f.counted);
@@ -141,12 +142,15 @@ fn metric_grid(outcome: &BatchOutcome, style: &Style) -> Grid {
     let mut grid = Grid::new(2)
         .shrinkable("metric", Align::Left, 10)
         .column("unit", Align::Left);
+    // The runs after the first: warm, or cold when a cold action came before every counted
+    // run (explained under the table).
+    let rest = crate::view::explain::rest_word(outcome);
     grid = if has_warm {
         grid.column(first, Align::Right)
-            .column("warm\nmedian", Align::Right)
-            .optional("warm\nmean ± σ", Align::Right, 1)
-            .optional("warm\nmin … max", Align::Right, 0)
-            .column("first/\nwarm", Align::Right)
+            .column(&format!("{rest}\nmedian"), Align::Right)
+            .optional(&format!("{rest}\nmean ± σ"), Align::Right, 1)
+            .optional(&format!("{rest}\nmin … max"), Align::Right, 0)
+            .column(&format!("first/\n{rest}"), Align::Right)
     } else {
         grid.column(
             if rejected.is_some() { first } else { "value" },

@@ -33,7 +33,7 @@ pub struct FileSetIdentity {
     pub files: u64,
     /// Their total size when the batch started.
     pub total_bytes: u64,
-    /// FNV-1a 64 of the sorted paths, in hex.
+    /// FNV-1a 64 of the sorted absolute paths with each file's size, 16 hex digits.
     pub fingerprint: String,
 }
 crate::serialize_struct!(FileSetIdentity {
@@ -212,19 +212,28 @@ impl FileSet {
     }
 
     /// What names this set across batches: the roots as given, the number of files, their
-    /// total size, and a fingerprint of the paths (FNV-1a 64 over the sorted paths, so the walk
-    /// order does not matter; sizes are left out, so a file that grows is the same set).
+    /// total size, and a fingerprint (FNV-1a 64 over each file's absolute path and size,
+    /// sorted by path, so the walk order does not matter). Relative paths are made absolute
+    /// against the working directory (lexically: the last component is not followed), so
+    /// `DATA` in two directories is two sets; the size tells apart a file that was replaced by
+    /// another of a different size at the same path (a file that grows is then a new set).
     pub fn identity(&self, roots: &[PathBuf]) -> FileSetIdentity {
-        let mut paths: Vec<&[u8]> = self
+        let mut keyed: Vec<(Vec<u8>, u64)> = self
             .files
             .iter()
-            .map(|f| f.path.as_os_str().as_encoded_bytes())
+            .map(|f| {
+                let path = std::path::absolute(&f.path).unwrap_or_else(|_| f.path.clone());
+                (path.into_os_string().into_encoded_bytes(), f.size_bytes)
+            })
             .collect();
-        paths.sort_unstable();
+        keyed.sort_unstable();
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for byte in paths.iter().flat_map(|p| p.iter().chain(&[0u8])) {
-            hash ^= u64::from(*byte);
-            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        for (path, size) in &keyed {
+            let size = size.to_le_bytes();
+            for byte in path.iter().chain(&[0u8]).chain(&size) {
+                hash ^= u64::from(*byte);
+                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+            }
         }
         FileSetIdentity {
             roots: roots.iter().map(|r| r.display().to_string()).collect(),
