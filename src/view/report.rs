@@ -186,7 +186,11 @@ pub fn group_line(group: &[BatchRow]) -> String {
         ),
         None => format!("earliest listed here: {}, up {}", name(head), up(head)),
     };
-    format!("boot {boot} · kernel {kernel}{changed} — {what}")
+    let host = head
+        .host
+        .as_deref()
+        .map_or(String::new(), |h| format!("host {} · ", one_line(h)));
+    format!("{host}boot {boot} · kernel {kernel}{changed} — {what}")
 }
 
 /// What the table has no column for: each batch's flags and rejected first run.
