@@ -834,7 +834,7 @@ static SUBCOMMANDS: &[SubSpec] = &[
                 DIR that is no batch stands for every batch below it (records gathered from \
                 many machines); - reads the directories from stdin, one a line. Reads \
                 complete, interrupted or truncated batches: a cut last line of runs.jsonl is \
-                skipped with a notice. Groups batches by boot and kernel.",
+                skipped with a notice. Groups batches by host, boot and kernel.",
         epilogue: "",
         layout: Layout::Free,
         operands: Operands::Directories,

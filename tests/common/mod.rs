@@ -155,6 +155,14 @@ where
 }
 
 impl Ct {
+    /// The command's stdin is `path` (instead of /dev/null).
+    pub fn stdin_from(mut self, path: &Path) -> Ct {
+        let file = std::fs::File::open(path).expect("open the stdin file");
+        self.cmd.stdin(file);
+        self.shown.push(format!("< {}", path.display()));
+        self
+    }
+
     pub fn shown(&self) -> String {
         format!("{})", self.shown.join(" "))
     }
