@@ -9,7 +9,7 @@
 //! cut with `…`: a terminal never wraps them.
 #![forbid(unsafe_code)]
 
-use crate::view::units::{display_width, shorten};
+use crate::view::units::{display_width, shorten, shorten_start};
 
 /// How a column's cells are aligned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +27,9 @@ struct Column {
     header: String,
     align: Align,
     min: Option<usize>,
+    /// Shortened at its start (`…vm/task1`), keeping the end: for paths, whose last part is
+    /// what tells them apart.
+    keep_end: bool,
     /// Left out when the table does not fit otherwise: the lowest rank first.
     optional: Option<u8>,
 }
@@ -54,6 +57,7 @@ impl Grid {
             header: header.to_string(),
             align,
             min: None,
+            keep_end: false,
             optional: None,
         });
         self
@@ -64,6 +68,15 @@ impl Grid {
         self = self.column(header, align);
         if let Some(c) = self.columns.last_mut() {
             c.min = Some(min);
+        }
+        self
+    }
+
+    /// As [`Grid::shrinkable`], shortened at the start of each cell, keeping its end (paths).
+    pub fn shrinkable_keeping_end(mut self, header: &str, align: Align, min: usize) -> Grid {
+        self = self.shrinkable(header, align, min);
+        if let Some(c) = self.columns.last_mut() {
+            c.keep_end = true;
         }
         self
     }
@@ -216,7 +229,11 @@ impl Grid {
                 line.push_str(&" ".repeat(gaps.get(shown - 1).copied().unwrap_or(1)));
             }
             shown += 1;
-            let text = shorten(cell, w);
+            let text = if column.keep_end {
+                shorten_start(cell, w)
+            } else {
+                shorten(cell, w)
+            };
             let pad = " ".repeat(w.saturating_sub(display_width(&text)));
             match column.align {
                 Align::Left => {

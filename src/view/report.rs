@@ -44,7 +44,7 @@ fn grid(rows: &[BatchRow], markdown: bool) -> Grid {
         rows.iter().filter_map(|r| r.first_resident_ratio_before),
     );
     let mut grid = Grid::new(0)
-        .shrinkable("batch", Align::Left, 8)
+        .shrinkable_keeping_end("batch", Align::Left, 8)
         .optional("uptime", Align::Right, 0)
         .column(&format!("first\n{}", wall.unit), Align::Right)
         .column(&format!("warm median\n{}", wall.unit), Align::Right)

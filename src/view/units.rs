@@ -271,6 +271,27 @@ pub fn shorten(text: &str, max: usize) -> String {
     out
 }
 
+/// `text` in at most `max` columns, starting with `…` when cut: its end is kept (for paths;
+/// `text` holds no escape sequence — paths and labels are escaped before they are shown).
+pub fn shorten_start(text: &str, max: usize) -> String {
+    if display_width(text) <= max {
+        return text.to_string();
+    }
+    let mut kept: Vec<char> = Vec::new();
+    let mut width = 0;
+    for c in text.chars().rev() {
+        let w = char_width(c);
+        if width + w + 1 > max {
+            break;
+        }
+        kept.push(c);
+        width += w;
+    }
+    let mut out = String::from("…");
+    out.extend(kept.iter().rev());
+    out
+}
+
 /// `text` folded at spaces into lines of at most `width` columns: the first line starts with
 /// `first`, the following ones with `rest` (a hanging indent). A no-break space (U+00A0, e.g.
 /// between a number and its unit, see [`crate::text::unbreakable`]) never breaks and is given
@@ -309,6 +330,14 @@ fn fold_words(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_is_shortened_at_its_start_keeping_what_tells_it_apart() {
+        assert_eq!(shorten_start("shared/vm/task1", 9), "…vm/task1");
+        assert_eq!(shorten_start("shared/vm/task1", 15), "shared/vm/task1");
+        assert!(display_width(&shorten_start("日本語のパス/task1", 8)) <= 8);
+        assert_eq!(shorten("shared/vm/task1", 9), "shared/v…");
+    }
 
     #[test]
     fn one_value_reads_naturally() {
