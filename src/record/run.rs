@@ -25,7 +25,9 @@ pub enum Role {
     First,
     /// A counted run after the first (with `--cold-cycles`: after a cycle's cold run).
     Warm,
-    /// With `--cold-cycles`: the run right after a later cycle's cold action (position 0).
+    /// A counted run after the first that started cold: with `--cold-cycles`, the run right
+    /// after a later cycle's cold action (position 0); with a cold action before every run,
+    /// every counted run after the first.
     Cold,
 }
 
