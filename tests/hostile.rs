@@ -1160,3 +1160,266 @@ fn a_fifo_or_a_device_planted_as_the_state_file_neither_blocks_nor_is_read_witho
         std::fs::remove_file(&state).unwrap();
     }
 }
+
+// ---------------------------------------------------------------- more cases of the same classes
+// Beyond the issue's own list: each asserts the exit code, the one escaped line (where there
+// is an error), no survivor and whole records.
+
+#[test]
+fn an_evict_root_that_is_a_fifo_is_refused_before_any_run() {
+    let dir = TempDir::new("evictfifo");
+    let fifo = dir.join("pipe");
+    mkfifo(&fifo);
+    let marker = script(&dir, "ef", "touch MARKER");
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "-n",
+            "2",
+            "--evict",
+            fifo.to_str().unwrap(),
+            "--",
+            marker.to_str().unwrap(),
+        ],
+    )
+    .run_within(DEADLINE);
+    out.expect_code(125);
+    assert_one_escaped_line(&out);
+    assert!(out.stderr.contains("FIFO"), "{}", out.describe());
+    assert!(!dir.join("MARKER").exists(), "the command ran");
+    assert_no_survivor(&marker);
+}
+
+#[test]
+fn an_out_path_under_a_file_is_one_line_and_creates_nothing() {
+    let dir = TempDir::new("outfile");
+    std::fs::write(dir.join("plain"), b"x").unwrap();
+    let marker = script(&dir, "of", "touch MARKER");
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "-n",
+            "2",
+            "-o",
+            "plain/batch",
+            "--",
+            marker.to_str().unwrap(),
+        ],
+    )
+    .run_within(DEADLINE);
+    out.expect_code(125);
+    assert_one_escaped_line(&out);
+    assert!(out.stderr.contains("not a directory"), "{}", out.describe());
+    assert!(!dir.join("MARKER").exists());
+    assert_eq!(std::fs::read(dir.join("plain")).unwrap(), b"x");
+}
+
+#[test]
+fn a_state_directory_that_is_a_file_leaves_the_batch_whole() {
+    let dir = TempDir::new("statefile");
+    std::fs::write(dir.join("state"), b"not a directory").unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.args(["run", "-q", "-n", "3", "-o", "b", "--", "true"])
+        .current_dir(dir.path())
+        .env("COLDTRACE_STATE_DIR", dir.join("state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = common::finish(
+        cmd.spawn().unwrap(),
+        "COLDTRACE_STATE_DIR=state coldtrace run -q -n 3 -o b -- true".into(),
+        Instant::now(),
+        DEADLINE,
+    );
+    out.expect_code(0);
+    assert_no_raw_controls(&out);
+    let records = assert_records_whole(&dir.join("b"), true);
+    assert_eq!(records.len(), 3);
+    let marker = &read_batch(&dir.join("b"))["context"]["boot_marker"];
+    assert_eq!(marker["first_batch_since_boot"], Value::Null, "{marker}");
+    assert_eq!(
+        std::fs::read(dir.join("state")).unwrap(),
+        b"not a directory"
+    );
+}
+
+#[test]
+fn records_of_the_wrong_types_are_read_without_a_panic() {
+    let dir = TempDir::new("wrongtypes");
+    let batch = dir.join("b");
+    std::fs::create_dir(&batch).unwrap();
+    std::fs::write(
+        batch.join("runs.jsonl"),
+        concat!(
+            r#"{"schema":"coldtrace.run/1","role":"first","counted":true,"wall_ns":"fast","label":7}"#,
+            "\n",
+            r#"{"schema":"coldtrace.run/1","role":"warm","counted":"yes","anomalies":{"a":1}}"#,
+            "\n",
+            r#"{"schema":"coldtrace.run/1","role":["warm"],"counted":true,"wall_ns":-5}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        batch.join("batch.json"),
+        r#"{"schema":"coldtrace.batch/2","complete":"yes","context":5,"anomalies":{},"label":[]}"#,
+    )
+    .unwrap();
+    for format in [&[][..], &["--json"], &["--markdown"]] {
+        let mut args = vec!["report"];
+        args.extend_from_slice(format);
+        args.push("b");
+        let out = ct(dir.path(), &args).run_within(DEADLINE);
+        out.expect_code(0);
+        assert_no_raw_controls(&out);
+        assert!(out.stdout.contains('b'), "{}", out.describe());
+    }
+}
+
+#[test]
+fn a_record_line_with_invalid_utf8_is_one_line_naming_it() {
+    let dir = TempDir::new("badutf8");
+    let batch = dir.join("b");
+    std::fs::create_dir(&batch).unwrap();
+    let mut bytes =
+        br#"{"schema":"coldtrace.run/1","role":"first","counted":true,"wall_ns":1}"#.to_vec();
+    bytes.push(b'\n');
+    bytes.extend_from_slice(
+        b"{\"schema\":\"coldtrace.run/1\",\"label\":\"\xff\x1b[2J\",\"role\":\"warm\"}\n",
+    );
+    std::fs::write(batch.join("runs.jsonl"), bytes).unwrap();
+    let out = ct(dir.path(), ["report", "b"]).run_within(DEADLINE);
+    out.expect_code(125);
+    assert_one_escaped_line(&out);
+    assert!(out.stderr.contains("line 2"), "{}", out.describe());
+}
+
+#[test]
+fn a_character_device_is_a_valid_stdin_for_a_batch() {
+    let dir = TempDir::new("chardev");
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "-q",
+            "-n",
+            "2",
+            "-o",
+            "b",
+            "--stdin",
+            "/dev/zero",
+            "--",
+            "head",
+            "-c",
+            "1000",
+        ],
+    )
+    .run_within(DEADLINE);
+    out.expect_code(0);
+    assert_no_raw_controls(&out);
+    for r in assert_records_whole(&dir.join("b"), true) {
+        assert_eq!(r["artifacts"]["stdout_bytes"], 1000, "{r}");
+    }
+    assert_eq!(
+        std::fs::read(dir.join("b/runs/001/stdout")).unwrap(),
+        vec![0u8; 1000]
+    );
+}
+
+#[test]
+fn a_failing_command_that_floods_its_stdout_keeps_its_output_and_its_tail() {
+    let dir = TempDir::new("flood");
+    let flood = script(
+        &dir,
+        "fl",
+        "head -c 5000000 /dev/zero; echo 'the reason it failed' >&2; exit 2",
+    );
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "2", "-o", "b", "--", flood.to_str().unwrap()],
+    )
+    .run_within(DEADLINE);
+    out.expect_code(1);
+    assert_no_raw_controls(&out);
+    assert!(
+        out.stderr.contains("the reason it failed"),
+        "{}",
+        out.describe()
+    );
+    let records = assert_records_whole(&dir.join("b"), true);
+    for (i, r) in records.iter().enumerate() {
+        assert_eq!(r["counted"], false, "{r}");
+        assert_eq!(r["artifacts"]["stdout_bytes"], 5_000_000, "{r}");
+        let len = std::fs::metadata(dir.join(format!("b/runs/{i:03}/stdout")))
+            .unwrap()
+            .len();
+        assert_eq!(len, 5_000_000);
+    }
+    assert_no_survivor(&flood);
+}
+
+#[test]
+fn a_timeout_kills_every_process_of_a_group_that_ignores_sigterm() {
+    let dir = TempDir::new("tgroup");
+    let child = script(&dir, "tc", "trap '' TERM; sleep 30 & wait");
+    let parent = script(
+        &dir,
+        "tp",
+        &format!("trap '' TERM; {c} & {c} & {c} & wait", c = child.display()),
+    );
+    let started = Instant::now();
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "-q",
+            "--timeout",
+            "0.5",
+            "--kill-after",
+            "0.5",
+            "--",
+            parent.to_str().unwrap(),
+        ],
+    )
+    .run_within(DEADLINE);
+    assert_eq!(
+        out.code(),
+        Some(137),
+        "SIGKILL after the grace period{}",
+        out.describe()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{}",
+        out.describe()
+    );
+    assert_no_raw_controls(&out);
+    assert_no_survivor(&parent);
+    assert_no_survivor(&child);
+}
+
+#[test]
+fn a_not_executable_path_with_a_newline_is_one_escaped_line() {
+    let dir = TempDir::new("nlpath");
+    let path = dir.join("two\nlines");
+    write_file(&path, b"#!/bin/sh\ntrue\n", 0o644);
+    let out = ct(dir.path(), ["run", "--", path.to_str().unwrap()]).run_within(DEADLINE);
+    out.expect_code(126);
+    assert_one_escaped_line(&out);
+    assert!(out.stderr.contains("two\\nlines"), "{}", out.describe());
+}
+
+#[test]
+fn a_comparison_with_a_directory_as_a_command_creates_nothing() {
+    let dir = TempDir::new("cmpdir");
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    let out = ct(dir.path(), ["compare", "-n", "1", "-o", "c", "true", "./sub"]).run_within(DEADLINE);
+    out.expect_code(126);
+    assert_one_escaped_line(&out);
+    assert!(
+        !dir.join("c").exists(),
+        "the comparison directory was created"
+    );
+}
