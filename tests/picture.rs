@@ -465,3 +465,51 @@ fn disturbed_runs_are_marked_from_their_record_and_from_batch_json() {
         "{words:#?}"
     );
 }
+
+/// With a cold action before every run, the runs after the first are cold: drawn as cold runs,
+/// never as warm ones, and the warm distribution is empty.
+#[test]
+fn runs_made_cold_before_each_are_drawn_as_cold_never_as_warm() {
+    let tmp = TempDir::new("picture-cold");
+    let data = tmp.join("data");
+    std::fs::write(&data, vec![7u8; 1 << 20]).unwrap();
+    let out = ct(
+        tmp.path(),
+        [
+            "run",
+            "-q",
+            "-n",
+            "4",
+            "-o",
+            "b",
+            "--evict",
+            data.to_str().unwrap(),
+            "--",
+            "cat",
+            data.to_str().unwrap(),
+        ],
+    )
+    .run();
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let roles: Vec<String> = read_records(&tmp.join("b"))
+        .iter()
+        .map(|r| r["role"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(roles, ["first", "cold", "cold", "cold"]);
+    let svg = report_svg(&tmp, &[&tmp.join("b")]);
+    let doc = parse(&svg);
+    assert_eq!(
+        class_count(&doc, "cold"),
+        3 + 1,
+        "three cold runs and the legend's key"
+    );
+    assert_eq!(
+        class_count(&doc, "warm"),
+        0,
+        "no warm run, no warm key: {svg}"
+    );
+    assert!(
+        texts(&doc, "text").iter().any(|t| t.contains("3 cold")),
+        "{svg}"
+    );
+}

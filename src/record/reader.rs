@@ -963,6 +963,7 @@ fn run_point(record: &Value, flagged: &[(u64, String)]) -> RunPoint {
         index,
         first: role == "first",
         warmup: role == "warmup",
+        cold: role == "cold",
         counted: record
             .get("counted")
             .and_then(Value::as_bool)

@@ -15,6 +15,9 @@ pub enum Kind {
     Warmup,
     /// A counted run after the first, nothing unusual recorded about it.
     Warm,
+    /// A counted run after the first that started cold (role `cold`: a later cycle's cold
+    /// run, or any run after the first when every run is made cold). Never in the warm series.
+    Cold,
     /// A counted warm run flagged as disturbed (anomalies in its record or in batch.json).
     Disturbed,
     /// A run that was not counted (failed, timed out, could not start).
@@ -23,7 +26,13 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in the order of [`Bucket::spans`].
-    pub const ALL: [Kind; 4] = [Kind::Warmup, Kind::Warm, Kind::Disturbed, Kind::Rejected];
+    pub const ALL: [Kind; 5] = [
+        Kind::Warmup,
+        Kind::Warm,
+        Kind::Cold,
+        Kind::Disturbed,
+        Kind::Rejected,
+    ];
 
     /// Its slot in [`Bucket::spans`].
     pub fn slot(self) -> usize {
@@ -35,6 +44,7 @@ impl Kind {
         match self {
             Kind::Warmup => "warm-up",
             Kind::Warm => "warm",
+            Kind::Cold => "cold",
             Kind::Disturbed => "disturbed",
             Kind::Rejected => "rejected",
         }
@@ -83,7 +93,7 @@ pub struct Bucket {
     /// The index of the last run in it.
     pub last_index: u64,
     /// Wall times by kind, in [`Kind::ALL`] order.
-    pub spans: [Option<Span>; 4],
+    pub spans: [Option<Span>; 5],
 }
 
 /// The run with role `first`.
@@ -108,6 +118,8 @@ pub struct RunPoint {
     pub first: bool,
     /// Role `warmup`.
     pub warmup: bool,
+    /// Role `cold`: started cold, after the first run.
+    pub cold: bool,
     /// Counted in the statistics.
     pub counted: bool,
     /// Wall time, ns.
@@ -164,7 +176,7 @@ pub struct Series {
     /// Wall times of the counted runs after the first (the warm series), in order.
     pub warm_wall_ns: Vec<f64>,
     /// Runs of each kind, in [`Kind::ALL`] order (the first run not included).
-    pub kinds: [u64; 4],
+    pub kinds: [u64; 5],
     /// Runs without a wall time (not drawn).
     pub without_wall: u64,
     /// The first-run penalty, when `batch.json` has one.
@@ -217,6 +229,8 @@ impl Series {
             Kind::Warmup
         } else if !run.counted {
             Kind::Rejected
+        } else if run.cold {
+            Kind::Cold
         } else if let Some(why) = &run.disturbed {
             if self.disturbed_why.len() < DISTURBED_KEPT {
                 self.disturbed_why.push((run.index, why.clone()));
@@ -226,7 +240,7 @@ impl Series {
             Kind::Warm
         };
         self.kinds[kind.slot()] += 1;
-        if run.counted && !run.warmup {
+        if run.counted && !run.warmup && !run.cold {
             self.warm_wall_ns.extend(run.wall_ns);
         }
         match run.wall_ns {
@@ -252,7 +266,7 @@ impl Series {
             self.merge_pairs();
         }
         let start = position - position % self.per_bucket;
-        let mut spans = [None; 4];
+        let mut spans = [None; 5];
         spans[kind.slot()] = Some(Span::of(wall_ns));
         self.buckets.push(Bucket {
             position: start,
@@ -343,11 +357,26 @@ mod tests {
             index,
             first,
             warmup: false,
+            cold: false,
             counted,
             wall_ns: Some(wall_ns),
             disturbed: None,
             failure_reason: None,
         }
+    }
+
+    #[test]
+    fn cold_runs_are_their_own_kind_and_never_warm() {
+        let mut s = Series::new("d".into(), 16);
+        s.push(&run(0, true, true, 100.0));
+        s.push(&RunPoint {
+            cold: true,
+            ..run(1, false, true, 90.0)
+        });
+        s.push(&run(2, false, true, 10.0));
+        assert_eq!(s.kinds[Kind::Cold.slot()], 1);
+        assert_eq!(s.kinds[Kind::Warm.slot()], 1);
+        assert_eq!(s.warm_wall_ns, vec![10.0]);
     }
 
     #[test]
@@ -372,7 +401,7 @@ mod tests {
             ..run(5, false, false, 0.0)
         });
         assert_eq!(s.runs, 6);
-        assert_eq!(s.kinds, [1, 1, 1, 2]);
+        assert_eq!(s.kinds, [1, 1, 0, 1, 2]);
         assert_eq!(s.warm_wall_ns, vec![10.0, 30.0]);
         assert_eq!(s.without_wall, 1);
         let first = s.first.clone().unwrap();

@@ -58,14 +58,19 @@ pub fn batch(svg: &mut Svg, s: &Series) -> f64 {
 }
 
 fn subtitle(s: &Series) -> String {
-    let [warmup, warm, disturbed, rejected] = s.kinds;
+    let [warmup, warm, cold, disturbed, rejected] = s.kinds;
     let first = match &s.first {
         Some(f) if f.rejected.is_some() => "first run rejected",
         Some(_) => "first run",
         None => "no first run",
     };
     let mut parts = vec![format!("{} runs: {first}", s.runs)];
-    parts.push(format!("{} warm", warm + disturbed));
+    if cold > 0 {
+        parts.push(format!("{cold} cold"));
+    }
+    if warm + disturbed > 0 || cold == 0 {
+        parts.push(format!("{} warm", warm + disturbed));
+    }
     if warmup > 0 {
         parts.push(format!("{warmup} warm-up"));
     }
@@ -78,8 +83,17 @@ fn subtitle(s: &Series) -> String {
 
 fn keys(s: &Series) -> Vec<(Key<'static>, String)> {
     let mut keys = vec![first_key(s)];
-    keys.push((Key::Marker(Shape::Dot, "warm"), "warm run".into()));
     let present = |k: Kind| s.kinds[k.slot()] > 0;
+    let warm = !s.warm_wall_ns.is_empty();
+    if warm || !present(Kind::Cold) {
+        keys.push((Key::Marker(Shape::Dot, "warm"), "warm run".into()));
+    }
+    if present(Kind::Cold) {
+        keys.push((
+            Key::Marker(Shape::Dot, "cold"),
+            "cold run (after the first)".into(),
+        ));
+    }
     if present(Kind::Warmup) {
         keys.push((
             Key::Marker(Shape::Ring, "warmup"),
@@ -95,8 +109,10 @@ fn keys(s: &Series) -> Vec<(Key<'static>, String)> {
     if present(Kind::Rejected) {
         keys.push((Key::Marker(Shape::Cross, "rejected"), "rejected".into()));
     }
-    keys.push((Key::Line("median"), "warm median".into()));
-    keys.push((Key::Swatch("box"), "warm quartiles".into()));
+    if warm {
+        keys.push((Key::Line("median"), "warm median".into()));
+        keys.push((Key::Swatch("box"), "warm quartiles".into()));
+    }
     keys
 }
 
@@ -125,7 +141,7 @@ fn median_line(svg: &mut Svg, y: &Scale, median_ns: f64) {
 fn draw_bucket(svg: &mut Svg, x: &Scale, y: &Scale, b: &Bucket, s: &Series) {
     let per_bucket = s.per_bucket;
     let px = x.at(b.position as f64 + (per_bucket as f64 - 1.0) / 2.0);
-    for kind in [Kind::Warmup, Kind::Warm, Kind::Disturbed, Kind::Rejected] {
+    for kind in Kind::ALL {
         let Some(span) = b.spans[kind.slot()] else {
             continue;
         };
@@ -159,6 +175,7 @@ fn marker_of(kind: Kind) -> (Shape, &'static str) {
     match kind {
         Kind::Warmup => (Shape::Ring, "warmup"),
         Kind::Warm => (Shape::Dot, "warm"),
+        Kind::Cold => (Shape::Dot, "cold"),
         Kind::Disturbed => (Shape::Triangle, "disturbed"),
         Kind::Rejected => (Shape::Cross, "rejected"),
     }
