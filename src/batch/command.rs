@@ -123,20 +123,9 @@ impl<'p> Checked<'p> {
         let cwd = std::env::current_dir()
             .ok()
             .map(|p| p.display().to_string());
-        let program_path =
-            Path::new(std::ffi::OsStr::from_bytes(program.path().to_bytes())).to_path_buf();
         let dir = out_dir.map(BatchDir::create).transpose()?;
         let notices = first_notices(plan, out_dir, shared);
-        let context = BatchContext {
-            system: SystemContext::read(),
-            capabilities: Capabilities::probe(),
-            environment: EnvMarkers::read(),
-            program: ProgramInfo::inspect(&program_path),
-            coldtrace_version: env!("CARGO_PKG_VERSION"),
-            floor_reset_unavailable: shared.floor.unavailable_reason().map(str::to_owned),
-            boot_marker: shared.boot_marker().clone(),
-            file_set,
-        };
+        let context = batch_context(&program, shared, file_set);
         let stderr_sink = if plan.output == OutputMode::Null {
             StderrSink::create()
         } else {
@@ -358,6 +347,27 @@ fn check_stdin(plan: &Plan) -> Result<Option<PathBuf>, BatchError> {
             Ok(Some(path.clone()))
         }
         _ => Ok(None),
+    }
+}
+
+/// What the batch document says about the machine, the program and coldtrace, read once
+/// before the first run.
+fn batch_context(
+    program: &Program,
+    shared: &Shared<'_>,
+    file_set: Option<FileSetIdentity>,
+) -> BatchContext {
+    let program_path =
+        Path::new(std::ffi::OsStr::from_bytes(program.path().to_bytes())).to_path_buf();
+    BatchContext {
+        system: SystemContext::read(),
+        capabilities: Capabilities::probe(),
+        environment: EnvMarkers::read(),
+        program: ProgramInfo::inspect(&program_path),
+        coldtrace_version: env!("CARGO_PKG_VERSION"),
+        floor_reset_unavailable: shared.floor.unavailable_reason().map(str::to_owned),
+        boot_marker: shared.boot_marker().clone(),
+        file_set,
     }
 }
 

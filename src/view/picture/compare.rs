@@ -23,21 +23,8 @@ const LABEL_MIN_WIDTH: f64 = 56.0;
 /// Draws `c` and returns the height used.
 pub fn comparison(svg: &mut Svg, c: &Comparison) -> f64 {
     let n = c.commands.len();
-    let scanned: Vec<&str> = c
-        .commands
-        .first()
-        .map(|m| m.parameters.iter().map(|(k, _)| k.as_str()).collect())
-        .unwrap_or_default();
-    let title = if scanned.is_empty() || c.commands.iter().any(|m| m.parameters.is_empty()) {
-        format!("{n} commands, their warm runs side by side")
-    } else {
-        format!(
-            "a scan of {}: {n} values, their warm runs side by side",
-            scanned.join(", ")
-        )
-    };
     let confidence = c.confidence.as_deref().unwrap_or("no intervals");
-    header(svg, &title, &format!("{} · {confidence}", c.dir));
+    header(svg, &title(c), &format!("{} · {confidence}", c.dir));
     legend(
         svg,
         PLOT_LEFT,
@@ -102,6 +89,24 @@ pub fn comparison(svg: &mut Svg, c: &Comparison) -> f64 {
         used += 16.0;
     }
     used
+}
+
+/// The panel's title: how many commands, or which parameters a scan varied.
+fn title(c: &Comparison) -> String {
+    let n = c.commands.len();
+    let scanned: Vec<&str> = c
+        .commands
+        .first()
+        .map(|m| m.parameters.iter().map(|(k, _)| k.as_str()).collect())
+        .unwrap_or_default();
+    if scanned.is_empty() || c.commands.iter().any(|m| m.parameters.is_empty()) {
+        format!("{n} commands, their warm runs side by side")
+    } else {
+        format!(
+            "a scan of {}: {n} values, their warm runs side by side",
+            scanned.join(", ")
+        )
+    }
 }
 
 /// What a column is called: its parameter values in a scan, else its name.
