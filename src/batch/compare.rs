@@ -10,11 +10,11 @@ use crate::record::artifacts;
 use crate::record::columns::WarmSeries;
 use crate::record::compare::{
     compare_metrics, CommandEntry, CompareDocument, MetricComparison, ParameterEntry,
-    COMPARE_SCHEMA, LEVEL, RESAMPLES,
+    COMPARE_SCHEMA,
 };
 use crate::record::metrics::Metric;
 use crate::record::run::Slot;
-use crate::record::stats::SplitMix64;
+use crate::record::stats::{SplitMix64, LEVEL, RESAMPLES};
 use coldtrace_syscalls::Signal;
 
 /// What a comparison hands back for rendering.
