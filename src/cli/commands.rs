@@ -5,7 +5,7 @@
 
 use crate::cli::args::Read;
 use crate::cli::scan::{self, Binding, MAX_COMMANDS};
-use crate::cli::{usage, UsageError};
+use crate::cli::usage::{usage, UsageError};
 use std::ffi::OsString;
 
 /// One command to measure, with what belongs to it alone.

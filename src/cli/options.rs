@@ -4,7 +4,7 @@
 
 use crate::cli::args::Read;
 use crate::cli::commands::CommandSpec;
-use crate::cli::{usage, UsageError};
+use crate::cli::usage::{usage, UsageError};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
