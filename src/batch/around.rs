@@ -4,7 +4,8 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::command::CommandBatch;
-use crate::batch::{Shared, Step};
+use crate::batch::outcome::Step;
+use crate::batch::shared::Shared;
 use crate::measure::runner::{self, RunLimits};
 use coldtrace_syscalls::{Program, Signal, SpawnOptions};
 use std::os::fd::AsFd;

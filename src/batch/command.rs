@@ -2,10 +2,12 @@
 //! and the checks made before its first run. The steps of a run are in `step.rs` and beside it.
 #![forbid(unsafe_code)]
 
+use crate::batch::error::{stdin_error, BatchError};
+use crate::batch::outcome::{FirstPagedIn, SingleRun};
 use crate::batch::program::{lossy, resolve, sh_program};
-use crate::batch::watch::FirstPagedIn;
-use crate::batch::wiring::StderrSink;
-use crate::batch::{BatchError, Shared, Signals, SingleRun};
+use crate::batch::shared::Shared;
+use crate::batch::signals::Signals;
+use crate::batch::sink::StderrSink;
 use crate::measure::cache::{self, CacheError, FileSet, FileSetIdentity, Ledger, Stayed};
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
 use crate::plan::{OutputMode, Plan, StdinMode};
@@ -15,7 +17,7 @@ use crate::record::batch::{BatchContext, Counts, FailedRun};
 use crate::record::columns::Columns;
 use crate::record::metrics::metrics_for;
 use crate::record::run::RunRecord;
-use crate::untrusted::{self, OpenError, Want};
+use crate::untrusted::{self, Want};
 use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::{Errno, Program, Signal};
 use std::os::unix::ffi::OsStrExt;
@@ -387,9 +389,4 @@ fn first_notices(plan: &Plan, out_dir: Option<&Path>, shared: &Shared<'_>) -> Ve
         );
     }
     notices
-}
-
-/// `--stdin PATH: why it cannot be opened`.
-pub(super) fn stdin_error(path: &Path, e: &OpenError) -> BatchError {
-    BatchError::own(format!("--stdin {}: {e}", path.display()))
 }

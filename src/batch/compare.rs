@@ -2,9 +2,12 @@
 //! (hyperfine #21), each with its own batch. The statistics of the comparison are in record.
 #![forbid(unsafe_code)]
 
-use crate::batch::command::Checked;
+use crate::batch::command::{Checked, CommandBatch};
+use crate::batch::error::BatchError;
+use crate::batch::outcome::{BatchOutcome, Step};
 use crate::batch::progress::{BatchStart, Observer};
-use crate::batch::{BatchError, BatchOutcome, CommandBatch, Shared, Signals, Step};
+use crate::batch::shared::Shared;
+use crate::batch::signals::Signals;
 use crate::plan::ComparePlan;
 use crate::record::artifacts;
 use crate::record::columns::WarmSeries;

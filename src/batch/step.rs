@@ -5,9 +5,11 @@
 use crate::batch::around::Around;
 use crate::batch::capture::Kept;
 use crate::batch::command::CommandBatch;
+use crate::batch::error::{BatchError, NotRun};
+use crate::batch::outcome::{SingleRun, Step};
 use crate::batch::progress::{Observer, RunEnd, RunStart};
+use crate::batch::shared::Shared;
 use crate::batch::wiring::{spawn_options, RunIo};
-use crate::batch::{BatchError, Shared, SingleRun, Step};
 use crate::measure::cache::PagedFile;
 use crate::measure::clock;
 use crate::measure::context::ProgramInfo;
@@ -133,25 +135,6 @@ impl WhileWaiting for Watching<'_> {
 
     fn tick(&mut self, running_ns: u64) {
         self.observer.running(running_ns);
-    }
-}
-
-/// Why a run did not happen: coldtrace's own error, or a signal that asked to stop before the
-/// spawn (during the cold action, a FIFO's wait, the residency probe, or just before it).
-pub(super) enum NotRun {
-    Failed(BatchError),
-    Interrupted(Signal),
-}
-
-impl From<BatchError> for NotRun {
-    fn from(e: BatchError) -> Self {
-        NotRun::Failed(e)
-    }
-}
-
-impl From<artifacts::ArtifactError> for NotRun {
-    fn from(e: artifacts::ArtifactError) -> Self {
-        NotRun::Failed(e.into())
     }
 }
 
