@@ -3,10 +3,10 @@
 //! command's with its 95 % interval. Draws a [`Comparison`]; reads nothing.
 #![forbid(unsafe_code)]
 
+use super::panel::{fit, header, legend, Key, PLOT_LEFT, PLOT_RIGHT};
 use super::scale::{self, Scale};
 use super::strip::box_plot;
 use super::svg::{Anchor, Shape, Svg};
-use super::{fit, header, legend, Key, PLOT_LEFT, PLOT_RIGHT};
 use crate::record::series::{Compared, Comparison};
 use crate::view::units::human_ns;
 
@@ -51,7 +51,7 @@ pub fn comparison(svg: &mut Svg, c: &Comparison) -> f64 {
         return TOP + 32.0;
     };
     let width = (PLOT_RIGHT - PLOT_LEFT) / n.max(1) as f64;
-    super::time_axis(svg, &y, PLOT_LEFT, PLOT_RIGHT, "warm wall time");
+    super::panel::time_axis(svg, &y, PLOT_LEFT, PLOT_RIGHT, "warm wall time");
     let every = (LABEL_MIN_WIDTH / width).ceil().max(1.0) as usize;
     for (i, command) in c.commands.iter().enumerate() {
         let left = PLOT_LEFT + i as f64 * width;
