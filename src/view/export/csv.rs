@@ -7,7 +7,7 @@
 #![forbid(unsafe_code)]
 
 use crate::record::metrics::{number_at, record_path, Metric, COUNTER_NUMBERS, RECORD_NUMBERS};
-use crate::view::export::Part;
+use crate::view::export::part::Part;
 use serde_json::Value;
 use std::io::{self, Write};
 

@@ -8,7 +8,7 @@
 #![forbid(unsafe_code)]
 
 use crate::record::stats::Summary;
-use crate::view::export::Part;
+use crate::view::export::part::Part;
 use serde_json::{json, Map, Value};
 use std::io::{self, Write};
 

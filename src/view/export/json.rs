@@ -6,7 +6,7 @@
 //! coldtrace records.
 #![forbid(unsafe_code)]
 
-use crate::view::export::Part;
+use crate::view::export::part::Part;
 use std::io::{self, Write};
 
 /// `"batch": DOCUMENT, "runs": [RECORD, ...]` of one command.
