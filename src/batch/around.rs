@@ -1,6 +1,8 @@
 //! The commands around a command's runs: `--setup` once before its first run, `--prepare`
 //! before and `--conclude` after every run, `--cleanup` once after its last run. Each is
-//! `/bin/sh -c CMD` through the same runner, outside every measured run's timed window.
+//! `/bin/sh -c CMD` through the same runner, outside every measured run's timed window. It runs
+//! them and keeps why one failed; it never records them (they have no line in `runs.jsonl`) and
+//! never runs one inside a measured run's timed window.
 #![forbid(unsafe_code)]
 
 use crate::batch::command::CommandBatch;

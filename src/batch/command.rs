@@ -1,5 +1,6 @@
 //! One command's batch: its state between runs (records, counts, failures, the stderr sink)
-//! and the checks made before its first run. The steps of a run are in `step.rs` and beside it.
+//! and the checks made before its first run. It holds state and checks; it runs no step of a
+//! run and imports no step file (the steps extend [`CommandBatch`] from `step.rs` and beside it).
 #![forbid(unsafe_code)]
 
 use crate::batch::error::{stdin_error, BatchError};

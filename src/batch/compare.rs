@@ -1,5 +1,6 @@
 //! `coldtrace compare`'s run loop: several commands in one batch, interleaved round-robin
-//! (hyperfine #21), each with its own batch. The statistics of the comparison are in record.
+//! (hyperfine #21), each with its own batch. It runs and interleaves; it computes no statistic
+//! of the comparison (that is `record/compare.rs`) and renders nothing.
 #![forbid(unsafe_code)]
 
 use crate::batch::command::{Checked, CommandBatch};

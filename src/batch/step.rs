@@ -1,5 +1,6 @@
 //! One run of a batch as a list of named steps: prepare, cold action, wire the streams,
-//! measure, record. It sequences the steps; each step's work lives in its own file.
+//! measure, record. It sequences the steps and builds each run's record from what they return;
+//! the other steps' work lives in their own files, and it draws nothing (an [`Observer`] is told).
 #![forbid(unsafe_code)]
 
 use crate::batch::around::Around;

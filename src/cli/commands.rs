@@ -1,6 +1,6 @@
 //! The commands of a `run` or a `compare`: a parameter scan expanded, `{NAME}` replaced, the
 //! shell applied, and each command given its name and its `--setup`/`--prepare`/`--conclude`/
-//! `--cleanup`. It builds descriptions of commands; checking them into plans is `run.rs`'s job.
+//! `--cleanup`. It builds descriptions of commands; checking them into plans is `check.rs`'s job.
 #![forbid(unsafe_code)]
 
 use crate::cli::args::Read;

@@ -1,5 +1,5 @@
 //! The flags `run` and `compare` share, as given (stage one), and the parsers of their values
-//! (counts, seconds). It collects what `args.rs` read; turning it into a plan is `run.rs`'s.
+//! (counts, seconds). It collects what `args.rs` read; turning it into a plan is `check.rs`'s.
 #![forbid(unsafe_code)]
 
 use crate::cli::args::Read;
