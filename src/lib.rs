@@ -1,4 +1,5 @@
-//! coldtrace: run a command and record exactly how it ran.
+//! coldtrace: run a command and record exactly how it ran. The crate root declares the modules
+//! and two stderr macros; it holds no logic of its own.
 //!
 //! Data flows one way, and so do the imports: [`cli`] parses arguments into a [`plan::Plan`];
 //! [`batch`] runs it, one [`measure::runner`] call per run (spawn → wait → inspect → reap, with

@@ -1,10 +1,13 @@
 //! The commands around a command's runs: `--setup` once before its first run, `--prepare`
 //! before and `--conclude` after every run, `--cleanup` once after its last run. Each is
-//! `/bin/sh -c CMD` through the same runner, outside every measured run's timed window.
+//! `/bin/sh -c CMD` through the same runner, outside every measured run's timed window. It runs
+//! them and keeps why one failed; it never records them (they have no line in `runs.jsonl`) and
+//! never runs one inside a measured run's timed window.
 #![forbid(unsafe_code)]
 
 use crate::batch::command::CommandBatch;
-use crate::batch::{Shared, Step};
+use crate::batch::outcome::Step;
+use crate::batch::shared::Shared;
 use crate::measure::runner::{self, RunLimits};
 use coldtrace_syscalls::{Program, Signal, SpawnOptions};
 use std::os::fd::AsFd;

@@ -3,8 +3,8 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::command::CommandBatch;
-use crate::batch::step::NotRun;
-use crate::batch::{BatchError, Signals};
+use crate::batch::error::{BatchError, NotRun};
+use crate::batch::signals::Signals;
 use crate::measure::cache::{self, CacheError, EvictReport, FileSet};
 use crate::plan::ColdWhen;
 use crate::record::run::{ColdAction, Role, StayedRecord};

@@ -1,11 +1,14 @@
 //! One command's batch: its state between runs (records, counts, failures, the stderr sink)
-//! and the checks made before its first run. The steps of a run are in `step.rs` and beside it.
+//! and the checks made before its first run. It holds state and checks; it runs no step of a
+//! run and imports no step file (the steps extend [`CommandBatch`] from `step.rs` and beside it).
 #![forbid(unsafe_code)]
 
+use crate::batch::error::{stdin_error, BatchError};
+use crate::batch::outcome::{FirstPagedIn, SingleRun};
 use crate::batch::program::{lossy, resolve, sh_program};
-use crate::batch::watch::FirstPagedIn;
-use crate::batch::wiring::StderrSink;
-use crate::batch::{BatchError, Shared, Signals, SingleRun};
+use crate::batch::shared::Shared;
+use crate::batch::signals::Signals;
+use crate::batch::sink::StderrSink;
 use crate::measure::cache::{self, CacheError, FileSet, FileSetIdentity, Ledger, Stayed};
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
 use crate::plan::{OutputMode, Plan, StdinMode};
@@ -15,7 +18,7 @@ use crate::record::batch::{BatchContext, Counts, FailedRun};
 use crate::record::columns::Columns;
 use crate::record::metrics::metrics_for;
 use crate::record::run::RunRecord;
-use crate::untrusted::{self, OpenError, Want};
+use crate::untrusted::{self, Want};
 use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::{Errno, Program, Signal};
 use std::os::unix::ffi::OsStrExt;
@@ -123,20 +126,9 @@ impl<'p> Checked<'p> {
         let cwd = std::env::current_dir()
             .ok()
             .map(|p| p.display().to_string());
-        let program_path =
-            Path::new(std::ffi::OsStr::from_bytes(program.path().to_bytes())).to_path_buf();
         let dir = out_dir.map(BatchDir::create).transpose()?;
         let notices = first_notices(plan, out_dir, shared);
-        let context = BatchContext {
-            system: SystemContext::read(),
-            capabilities: Capabilities::probe(),
-            environment: EnvMarkers::read(),
-            program: ProgramInfo::inspect(&program_path),
-            coldtrace_version: env!("CARGO_PKG_VERSION"),
-            floor_reset_unavailable: shared.floor.unavailable_reason().map(str::to_owned),
-            boot_marker: shared.boot_marker().clone(),
-            file_set,
-        };
+        let context = batch_context(&program, shared, file_set);
         let stderr_sink = if plan.output == OutputMode::Null {
             StderrSink::create()
         } else {
@@ -361,6 +353,27 @@ fn check_stdin(plan: &Plan) -> Result<Option<PathBuf>, BatchError> {
     }
 }
 
+/// What the batch document says about the machine, the program and coldtrace, read once
+/// before the first run.
+fn batch_context(
+    program: &Program,
+    shared: &Shared<'_>,
+    file_set: Option<FileSetIdentity>,
+) -> BatchContext {
+    let program_path =
+        Path::new(std::ffi::OsStr::from_bytes(program.path().to_bytes())).to_path_buf();
+    BatchContext {
+        system: SystemContext::read(),
+        capabilities: Capabilities::probe(),
+        environment: EnvMarkers::read(),
+        program: ProgramInfo::inspect(&program_path),
+        coldtrace_version: env!("CARGO_PKG_VERSION"),
+        floor_reset_unavailable: shared.floor.unavailable_reason().map(str::to_owned),
+        boot_marker: shared.boot_marker().clone(),
+        file_set,
+    }
+}
+
 /// What to say once, before the runs.
 fn first_notices(plan: &Plan, out_dir: Option<&Path>, shared: &Shared<'_>) -> Vec<String> {
     let mut notices = Vec::new();
@@ -377,9 +390,4 @@ fn first_notices(plan: &Plan, out_dir: Option<&Path>, shared: &Shared<'_>) -> Ve
         );
     }
     notices
-}
-
-/// `--stdin PATH: why it cannot be opened`.
-pub(super) fn stdin_error(path: &Path, e: &OpenError) -> BatchError {
-    BatchError::own(format!("--stdin {}: {e}", path.display()))
 }

@@ -1,20 +1,24 @@
 //! `coldtrace compare`'s run loop: several commands in one batch, interleaved round-robin
-//! (hyperfine #21), each with its own batch. The statistics of the comparison are in record.
+//! (hyperfine #21), each with its own batch. It runs and interleaves; it computes no statistic
+//! of the comparison (that is `record/compare.rs`) and renders nothing.
 #![forbid(unsafe_code)]
 
-use crate::batch::command::Checked;
+use crate::batch::command::{Checked, CommandBatch};
+use crate::batch::error::BatchError;
+use crate::batch::outcome::{BatchOutcome, Step};
 use crate::batch::progress::{BatchStart, Observer};
-use crate::batch::{BatchError, BatchOutcome, CommandBatch, Shared, Signals, Step};
+use crate::batch::shared::Shared;
+use crate::batch::signals::Signals;
 use crate::plan::ComparePlan;
 use crate::record::artifacts;
 use crate::record::columns::WarmSeries;
 use crate::record::compare::{
     compare_metrics, CommandEntry, CompareDocument, MetricComparison, ParameterEntry,
-    COMPARE_SCHEMA, LEVEL, RESAMPLES,
+    COMPARE_SCHEMA,
 };
 use crate::record::metrics::Metric;
 use crate::record::run::Slot;
-use crate::record::stats::SplitMix64;
+use crate::record::stats::{SplitMix64, LEVEL, RESAMPLES};
 use coldtrace_syscalls::Signal;
 
 /// What a comparison hands back for rendering.

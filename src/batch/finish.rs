@@ -3,9 +3,9 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::command::CommandBatch;
-use crate::batch::outcome::{describe, single_exit_code};
+use crate::batch::error::BatchError;
+use crate::batch::outcome::{describe, single_exit_code, BatchOutcome};
 use crate::batch::program::exit_code_for_failed_start;
-use crate::batch::{BatchError, BatchOutcome};
 use crate::plan::{ColdWhen, Plan};
 use crate::record::anomaly::{noise, series_anomalies, Noise, RunAnomaly};
 use crate::record::batch::{BatchDocument, ConfigRecord, FirstRejected};

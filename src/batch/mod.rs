@@ -6,6 +6,11 @@
 //! action (`cold.rs`), the streams (`wiring.rs`), the measured run and its record (`step.rs`);
 //! `finish.rs` writes the batch document. Whoever watches (a progress line) is told through
 //! [`Observer`].
+//!
+//! Imports run one way: the step files extend [`CommandBatch`] (`command.rs`) with `impl`
+//! blocks, and `command.rs` imports none of them; what the steps share lives in leaves that
+//! import no step: `error.rs`, `outcome.rs` (what a batch hands back), `sink.rs` (a discarded
+//! stderr's tail), `shared.rs`, `signals.rs`, `program.rs`, `progress.rs`.
 #![forbid(unsafe_code)]
 
 mod around;
@@ -13,55 +18,29 @@ mod capture;
 mod cold;
 mod command;
 mod compare;
+mod error;
 mod finish;
 mod outcome;
 mod program;
 mod progress;
 mod shared;
 mod signals;
+mod sink;
 mod step;
 mod watch;
 mod wiring;
 
 pub use command::CommandBatch;
 pub use compare::{round_order, run_compare, CompareOutcome};
-pub use outcome::{BatchOutcome, SingleRun, Step};
+pub use error::BatchError;
+pub use outcome::{BatchOutcome, FirstPagedIn, SingleRun, Step};
 pub use program::exit_code_for_start_failure;
 pub use progress::{BatchStart, Observer, RunEnd, RunStart, Unobserved};
 pub use shared::Shared;
 pub use signals::Signals;
-pub use watch::{FirstPagedIn, PAGED_IN_TOP};
+pub use watch::PAGED_IN_TOP;
 
 use crate::plan::Plan;
-use crate::record::artifacts::ArtifactError;
-
-/// A batch that could not run: one line and the exit code it maps to.
-#[derive(Debug)]
-pub struct BatchError {
-    /// One line for the user.
-    pub message: String,
-    /// 125 (coldtrace's own error), 126 (not executable) or 127 (not found).
-    pub exit_code: u8,
-    /// The kernel's error when the program was not found or is not executable.
-    pub cannot_start: Option<coldtrace_syscalls::Errno>,
-}
-
-impl BatchError {
-    /// coldtrace's own error (exit code 125).
-    pub(crate) fn own(message: impl Into<String>) -> BatchError {
-        BatchError {
-            message: message.into(),
-            exit_code: 125,
-            cannot_start: None,
-        }
-    }
-}
-
-impl From<ArtifactError> for BatchError {
-    fn from(e: ArtifactError) -> Self {
-        BatchError::own(e.message)
-    }
-}
 
 /// Runs one command's plan to the end (or until interrupted).
 pub fn run(

@@ -3,8 +3,7 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::program::exit_code_for_failed_start;
-use crate::batch::watch::FirstPagedIn;
-use crate::measure::cache::Stayed;
+use crate::measure::cache::{PagedIn, Stayed};
 use crate::measure::runner::Outcome;
 use crate::plan::ColdWhen;
 use crate::record::anomaly::{Noise, RunAnomaly};
@@ -74,6 +73,15 @@ pub struct BatchOutcome {
     pub start_failure: Option<String>,
     /// A single run's own figures (what `coldtrace time` reports); `None` for a batch.
     pub single_run: Option<SingleRun>,
+}
+
+/// What the first run brought into the page cache, for the table.
+#[derive(Clone, Debug, Default)]
+pub struct FirstPagedIn {
+    /// Its top files and totals.
+    pub paged: PagedIn,
+    /// `runs/NNN/paged_in.tsv`, relative to the batch directory, when written.
+    pub artifact: Option<String>,
 }
 
 /// How a single run ended, its wall time and its usage.

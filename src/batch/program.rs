@@ -2,7 +2,7 @@
 //! environment as C strings, and the exit codes of a start failure. No spawning here.
 #![forbid(unsafe_code)]
 
-use crate::batch::BatchError;
+use crate::batch::error::BatchError;
 use crate::plan::Plan;
 use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::{find_program, Errno, Program};

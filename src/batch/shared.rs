@@ -2,7 +2,8 @@
 //! stack, the floor, /dev/null and the system sampler. It holds resources; it runs nothing.
 #![forbid(unsafe_code)]
 
-use crate::batch::{BatchError, Signals};
+use crate::batch::error::BatchError;
+use crate::batch::signals::Signals;
 use crate::measure::boot_marker::{self, BootMarker};
 use crate::measure::context;
 use crate::measure::floor::Floor;

@@ -2,7 +2,7 @@
 //! children start with. It only receives signals; deciding what a signal means is the loop's.
 #![forbid(unsafe_code)]
 
-use crate::batch::BatchError;
+use crate::batch::error::BatchError;
 use coldtrace_syscalls::signal::Disposition;
 use coldtrace_syscalls::{SigSet, Signal, SignalFd, Subreaper};
 

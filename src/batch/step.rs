@@ -1,18 +1,21 @@
 //! One run of a batch as a list of named steps: prepare, cold action, wire the streams,
-//! measure, record. It sequences the steps; each step's work lives in its own file.
+//! measure, record. It sequences the steps and builds each run's record from what they return;
+//! the other steps' work lives in their own files, and it draws nothing (an [`Observer`] is told).
 #![forbid(unsafe_code)]
 
 use crate::batch::around::Around;
 use crate::batch::capture::Kept;
 use crate::batch::command::CommandBatch;
+use crate::batch::error::{BatchError, NotRun};
+use crate::batch::outcome::{SingleRun, Step};
 use crate::batch::progress::{Observer, RunEnd, RunStart};
+use crate::batch::shared::Shared;
 use crate::batch::wiring::{spawn_options, RunIo};
-use crate::batch::{BatchError, Shared, SingleRun, Step};
 use crate::measure::cache::PagedFile;
 use crate::measure::clock;
 use crate::measure::context::ProgramInfo;
 use crate::measure::runner::{self, Outcome, RunLimits, RunResult};
-use crate::measure::system::SystemDelta;
+use crate::measure::system::{SystemDelta, SystemSampler, SystemSnapshot};
 use crate::measure::waiting::WhileWaiting;
 use crate::plan::ColdWhen;
 use crate::record::anomaly::RunFacts;
@@ -37,6 +40,15 @@ struct Measured {
     cache: Option<CacheRecord>,
     paged_in: Option<Vec<PagedFile>>,
     system_delta: Option<SystemDelta>,
+}
+
+/// The context sampled right before a run.
+struct Before {
+    started_at: String,
+    boot_id: Option<String>,
+    uptime_s: Option<f64>,
+    /// The system's counters and when they were read (`None` with `--minimal`).
+    system: Option<(SystemSnapshot, u64)>,
 }
 
 /// What a run's record takes from its batch and its place in it.
@@ -124,25 +136,6 @@ impl WhileWaiting for Watching<'_> {
 
     fn tick(&mut self, running_ns: u64) {
         self.observer.running(running_ns);
-    }
-}
-
-/// Why a run did not happen: coldtrace's own error, or a signal that asked to stop before the
-/// spawn (during the cold action, a FIFO's wait, the residency probe, or just before it).
-pub(super) enum NotRun {
-    Failed(BatchError),
-    Interrupted(Signal),
-}
-
-impl From<BatchError> for NotRun {
-    fn from(e: BatchError) -> Self {
-        NotRun::Failed(e)
-    }
-}
-
-impl From<artifacts::ArtifactError> for NotRun {
-    fn from(e: artifacts::ArtifactError) -> Self {
-        NotRun::Failed(e.into())
     }
 }
 
@@ -304,20 +297,7 @@ impl CommandBatch<'_> {
             orphans: Some(&shared.signals.subreaper),
             tick: bounded.then_some(&bound as &dyn Fn()),
         };
-        let minimal = plan.minimal;
-        let boot_id = if minimal {
-            None
-        } else {
-            shared.boot_id.clone()
-        };
-        // /proc/uptime is CLOCK_BOOTTIME; reading the clock (vDSO) costs no system call.
-        let uptime_s = (!minimal).then(clock::boottime_s);
-        let started_at = clock::rfc3339_utc_now();
-        if self.watches_files() {
-            // This run's walk of the watched files lies between the last run and this one.
-            shared.sampler.forget();
-        }
-        let system_before = (!minimal).then(|| shared.sampler.before_run());
+        let before = self.sample_before(shared.boot_id.as_ref(), &mut shared.sampler);
         // The last moment to stop without starting the run.
         if let Some(sig) = shared.signals.pending_interrupt() {
             return Err(sig);
@@ -334,25 +314,46 @@ impl CommandBatch<'_> {
             &limits,
             &mut watching,
         );
-        let system_after = (!minimal).then(|| shared.sampler.after_run());
+        let system_after = (!plan.minimal).then(|| shared.sampler.after_run());
         let (cache, paged_in) = self.watch_after(residency_before).unzip();
         if self.watches_files() {
             shared.sampler.forget();
         }
         Ok(Measured {
             result,
-            started_at,
-            boot_id,
-            uptime_s,
+            started_at: before.started_at,
+            boot_id: before.boot_id,
+            uptime_s: before.uptime_s,
             cache,
             paged_in,
-            system_delta: match (&system_before, &system_after) {
+            system_delta: match (&before.system, &system_after) {
                 (Some((before, from_ns)), Some((after, to_ns))) => {
                     Some(SystemDelta::between(before, after).over(to_ns.saturating_sub(*from_ns)))
                 }
                 _ => None,
             },
         })
+    }
+
+    /// The context sampled right before the spawn, outside the timed window (only the start
+    /// time with `--minimal`).
+    fn sample_before(&self, boot_id: Option<&String>, sampler: &mut SystemSampler) -> Before {
+        let minimal = self.plan.minimal;
+        let boot_id = if minimal { None } else { boot_id.cloned() };
+        // /proc/uptime is CLOCK_BOOTTIME; reading the clock (vDSO) costs no system call.
+        let uptime_s = (!minimal).then(clock::boottime_s);
+        let started_at = clock::rfc3339_utc_now();
+        if self.watches_files() {
+            // This run's walk of the watched files lies between the last run and this one.
+            sampler.forget();
+        }
+        let system = (!minimal).then(|| sampler.before_run());
+        Before {
+            started_at,
+            boot_id,
+            uptime_s,
+            system,
+        }
     }
 
     /// Builds the run's record, appends it to `runs.jsonl`, and accounts for it.

@@ -5,21 +5,13 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::command::CommandBatch;
+use crate::batch::outcome::FirstPagedIn;
 use crate::measure::cache::{CacheError, FileSet, PagedFile, PagedIn, Residency, Stop};
 use crate::record::run::{CacheRecord, Role};
 use coldtrace_syscalls::Signal;
 
 /// Files that gained pages kept per record, largest first.
 pub const PAGED_IN_TOP: usize = 20;
-
-/// What the first run brought into the page cache, for the table.
-#[derive(Clone, Debug, Default)]
-pub struct FirstPagedIn {
-    /// Its top files and totals.
-    pub paged: PagedIn,
-    /// `runs/NNN/paged_in.tsv`, relative to the batch directory, when written.
-    pub artifact: Option<String>,
-}
 
 impl CommandBatch<'_> {
     /// Whether this command's runs are watched (`--watch`, `--evict`): each run then walks the

@@ -22,7 +22,7 @@
 #![forbid(unsafe_code)]
 
 use crate::cli::table::{self, Layout, OptSpec, Repeat, Sub};
-use crate::cli::{usage, UsageError};
+use crate::cli::usage::{usage, UsageError};
 use crate::measure::perf::{Kind, PerfEvent};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;

@@ -1,11 +1,11 @@
 //! The commands of a `run` or a `compare`: a parameter scan expanded, `{NAME}` replaced, the
 //! shell applied, and each command given its name and its `--setup`/`--prepare`/`--conclude`/
-//! `--cleanup`. It builds descriptions of commands; checking them into plans is `run.rs`'s job.
+//! `--cleanup`. It builds descriptions of commands; checking them into plans is `check.rs`'s job.
 #![forbid(unsafe_code)]
 
 use crate::cli::args::Read;
 use crate::cli::scan::{self, Binding, MAX_COMMANDS};
-use crate::cli::{usage, UsageError};
+use crate::cli::usage::{usage, UsageError};
 use std::ffi::OsString;
 
 /// One command to measure, with what belongs to it alone.

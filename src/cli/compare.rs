@@ -4,11 +4,14 @@
 
 use crate::batch::{run_compare, Signals};
 use crate::cli::args;
+use crate::cli::check::{check_exports, check_run, out_dir};
 use crate::cli::commands::{commands, CommandSpec, Given};
+use crate::cli::help;
 use crate::cli::options::{raw_flags, RawRun};
-use crate::cli::run::check_run;
+use crate::cli::output::{exported_error, json_line, Output};
+use crate::cli::parsed::Command;
 use crate::cli::table::Sub;
-use crate::cli::{help, json_line, usage, Command, Output, UsageError};
+use crate::cli::usage::{usage, UsageError};
 use crate::plan::{ComparePlan, OutputMode};
 use crate::view::progress::ProgressLine;
 use crate::view::style::use_colour;
@@ -41,7 +44,7 @@ pub fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
 /// One plan per command, interleaved: `compare`'s commands, or the values of `run`'s scan.
 pub(crate) fn comparison(raw: RawRun, specs: Vec<CommandSpec>) -> Result<ComparePlan, UsageError> {
     let shuffle_seed = shuffle_seed(raw.shuffle.as_deref())?;
-    let out_dir = crate::cli::run::out_dir(raw.out.as_ref())?;
+    let out_dir = out_dir(raw.out.as_ref())?;
     let (json, quiet) = (raw.json, raw.quiet);
     let mut plans = Vec::with_capacity(specs.len());
     for (i, spec) in specs.into_iter().enumerate() {
@@ -76,7 +79,7 @@ pub(crate) fn comparison(raw: RawRun, specs: Vec<CommandSpec>) -> Result<Compare
         shuffle_seed,
         json,
         quiet,
-        exports: crate::cli::run::check_exports(&raw.exports)?,
+        exports: check_exports(&raw.exports)?,
     })
 }
 
@@ -108,7 +111,7 @@ pub fn execute_compare(plan: &ComparePlan) -> Result<Output, crate::batch::Batch
     }
     let exit_code = match crate::view::export::write_compare(&plan.exports, &outcome) {
         Ok(()) => outcome.exit_code,
-        Err(e) => crate::cli::run::exported_error(&e),
+        Err(e) => exported_error(&e),
     };
     Ok(Output {
         stdout: json_line(plan.json, &outcome.json),

@@ -3,8 +3,10 @@
 //! from the parser. Text only; no option is named here.
 #![forbid(unsafe_code)]
 
+use crate::cli::help;
+use crate::cli::parsed::Command;
 use crate::cli::table::{self, Layout, Operands, OptSpec, SubSpec, SHELLS};
-use crate::cli::{help, usage, Command, UsageError};
+use crate::cli::usage::{usage, UsageError};
 use std::ffi::OsString;
 use std::fmt::Write;
 

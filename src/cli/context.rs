@@ -3,8 +3,11 @@
 #![forbid(unsafe_code)]
 
 use crate::cli::args;
+use crate::cli::help;
+use crate::cli::output::Output;
+use crate::cli::parsed::Command;
 use crate::cli::table::Sub;
-use crate::cli::{help, usage, Command, Output, UsageError};
+use crate::cli::usage::{usage, UsageError};
 use crate::record::context::ContextDocument;
 use std::ffi::OsString;
 

@@ -6,8 +6,10 @@
 //! that take it), SEE ALSO.
 #![forbid(unsafe_code)]
 
+use crate::cli::help;
+use crate::cli::parsed::Command;
 use crate::cli::table::{self, Category, OptSpec, Sub};
-use crate::cli::{help, usage, Command, UsageError};
+use crate::cli::usage::{usage, UsageError};
 use std::ffi::OsString;
 use std::fmt::Write;
 

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod args;
+mod check;
 mod commands;
 mod compare;
 mod completions;
@@ -13,60 +14,23 @@ mod context;
 pub mod help;
 mod man;
 mod options;
+mod output;
+mod parsed;
 mod report;
 mod run;
 mod scan;
 pub mod table;
 pub mod time;
+mod usage;
 
 pub use options::{MAX_RUNS, MAX_TIMEOUT_S};
-pub use report::ReportArgs;
+pub use output::Output;
+pub use parsed::{Command, ReportArgs};
+pub use usage::UsageError;
 
 use crate::batch::BatchError;
-use crate::plan::{ComparePlan, Plan};
 use std::ffi::OsString;
-use std::fmt;
-
-/// What the user asked for.
-#[derive(Debug)]
-pub enum Command {
-    /// `coldtrace run …`
-    Run(Box<Plan>),
-    /// `coldtrace compare …`
-    Compare(Box<ComparePlan>),
-    /// `coldtrace report DIR…`
-    Report(ReportArgs),
-    /// `coldtrace time …`: a drop-in for GNU time.
-    Time(Box<time::TimeArgs>),
-    /// `coldtrace context`
-    Context {
-        /// `--json`
-        json: bool,
-    },
-    /// Text to print on stdout: `--help` (top level or a subcommand's), the man page, a
-    /// completion script.
-    Help(String),
-    /// `--version`.
-    Version,
-}
-
-/// A usage error: one line, exit code 125.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageError(pub String);
-
-impl fmt::Display for UsageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// Every usage error is made here, and stays one line whatever the user typed: control
-/// characters in the message (a newline, a tab, an escape inside an echoed argument) are
-/// written as Rust escapes (`\n`, `\u{1b}`), so a value quoted back cannot break the line or
-/// drive the terminal.
-pub(crate) fn usage(message: impl Into<String>) -> UsageError {
-    UsageError(crate::text::escape_controls(&message.into()))
-}
+use usage::usage;
 
 /// Parses the whole argument list (without argv\[0\]).
 pub fn parse(args: Vec<OsString>) -> Result<Command, UsageError> {
@@ -106,14 +70,6 @@ fn help_for(rest: &[OsString]) -> Result<Command, UsageError> {
         .ok_or_else(|| args::unknown_subcommand(&name))
 }
 
-/// What `main` prints on stdout and exits with.
-pub struct Output {
-    /// Text for stdout.
-    pub stdout: String,
-    /// Process exit code.
-    pub exit_code: u8,
-}
-
 /// Runs a parsed command.
 pub fn execute(command: Command) -> Result<Output, BatchError> {
     match command {
@@ -149,18 +105,10 @@ fn say_notices(notices: &[String], quiet: bool) {
     }
 }
 
-/// `--json` output: the document and a newline, or nothing.
-pub(crate) fn json_line(wanted: bool, json: &str) -> String {
-    if wanted {
-        format!("{json}\n")
-    } else {
-        String::new()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Plan;
     use crate::plan::{ColdWhen, OutputMode, StdinMode};
     use std::path::PathBuf;
 

@@ -1,10 +1,10 @@
 //! The flags `run` and `compare` share, as given (stage one), and the parsers of their values
-//! (counts, seconds). It collects what `args.rs` read; turning it into a plan is `run.rs`'s.
+//! (counts, seconds). It collects what `args.rs` read; turning it into a plan is `check.rs`'s.
 #![forbid(unsafe_code)]
 
 use crate::cli::args::Read;
 use crate::cli::commands::CommandSpec;
-use crate::cli::{usage, UsageError};
+use crate::cli::usage::{usage, UsageError};
 use std::ffi::OsString;
 use std::path::PathBuf;
 

@@ -1,30 +1,18 @@
-//! `coldtrace report DIR…`: its arguments, and the batches read back and shown as a table,
+//! `coldtrace report DIR…`: its arguments (into [`ReportArgs`]), and the batches read back and shown as a table,
 //! Markdown or JSON. It dispatches; reading is the record reader's, drawing the view's.
 #![forbid(unsafe_code)]
 
 use crate::batch::BatchError;
 use crate::cli::args;
+use crate::cli::help;
+use crate::cli::output::Output;
+use crate::cli::parsed::{Command, ReportArgs};
 use crate::cli::table::Sub;
-use crate::cli::{help, usage, Command, Output, UsageError};
+use crate::cli::usage::{usage, UsageError};
 use crate::record::compare::ReadComparison;
 use crate::view::compare::CompareView;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-
-/// Arguments of `coldtrace report`.
-#[derive(Debug, Clone)]
-pub struct ReportArgs {
-    /// Batch directories, in the order given.
-    pub dirs: Vec<PathBuf>,
-    /// Machine-readable output.
-    pub json: bool,
-    /// A Markdown table.
-    pub markdown: bool,
-    /// `--svg FILE`: the picture as SVG.
-    pub svg: Option<PathBuf>,
-    /// `--html FILE`: the picture on an HTML page.
-    pub html: Option<PathBuf>,
-}
 
 /// Parses `coldtrace report [--json|--markdown] DIR...`.
 pub fn parse_report(args: Vec<OsString>) -> Result<Command, UsageError> {

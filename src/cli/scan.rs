@@ -10,7 +10,7 @@
 #![forbid(unsafe_code)]
 
 use crate::cli::args::Read;
-use crate::cli::{usage, UsageError};
+use crate::cli::usage::{usage, UsageError};
 
 /// The most commands a scan may make: each is a batch of its own.
 pub const MAX_COMMANDS: usize = 1000;

@@ -3,8 +3,12 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::{self, BatchError, Signals, SingleRun, Unobserved};
+use crate::cli::output::Output;
+use crate::cli::parsed::Command;
+pub use crate::cli::parsed::{TimeArgs, TimeFormat};
 use crate::cli::table::{self, Sub};
-use crate::cli::{args, help, usage, Command, Output, UsageError};
+use crate::cli::usage::{usage, UsageError};
+use crate::cli::{args, help};
 use crate::measure::runner::Outcome;
 use crate::plan::{ColdPlan, OutputMode, Plan, StdinMode};
 use crate::text::escape_controls;
@@ -16,33 +20,6 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
-
-/// Which report `coldtrace time` prints.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TimeFormat {
-    /// GNU time's default, `TIME`, or `-f FORMAT`: a format string.
-    Format(Vec<u8>),
-    /// `-p`.
-    Posix,
-    /// `-v` (wins over `-f`, `-p` and `TIME`, in any order).
-    Verbose,
-}
-
-/// `coldtrace time`'s arguments.
-#[derive(Clone, Debug)]
-pub struct TimeArgs {
-    /// The report's layout.
-    pub format: TimeFormat,
-    /// `-o FILE`: where the report goes (stderr otherwise).
-    pub output_file: Option<PathBuf>,
-    /// `-a`: append to the file rather than truncate it.
-    pub append: bool,
-    /// `-q`: no line about an abnormal end.
-    pub quiet: bool,
-    /// One run of the command, as `coldtrace run -- COMMAND` would make it, with everything
-    /// inherited and nothing recorded.
-    pub plan: Plan,
-}
 
 /// Parses `coldtrace time`'s arguments (read against the option table, so GNU time's spellings
 /// `-f FMT`, `-fFMT`, `--format=FMT`, `--output=FILE`, bundles like `-qao FILE` all work);

@@ -3,18 +3,20 @@
 //!
 //! Order: read the floor (outside the window) → clock → spawn → wait (deadline, signals,
 //! progress ticks of a long run: `waiting.rs`) → clock → look at the zombie (per-child /proc
-//! figures) → reap with wait4 (rusage) → reap adopted orphans.
+//! figures) → reap with wait4 (rusage) → reap adopted orphans. [`measure`] reads as that list;
+//! `Waiting` holds the child from the spawn to its reaping, one method per step.
 #![forbid(unsafe_code)]
 
 use crate::measure::floor::{Floor, FloorReading};
 use crate::measure::perf::{CounterReading, PerfEvent, PerfSession};
 use crate::measure::waiting::{TickSchedule, WhileWaiting};
 use crate::measure::zombie::{ChildIo, ChildSched};
-use coldtrace_syscalls::spawn::ChildStage;
+use coldtrace_syscalls::spawn::{ChildStage, SpawnError};
 use coldtrace_syscalls::{
-    ChildStack, Errno, Program, ResourceUsage, Signal, SignalFd, SpawnOptions, Subreaper,
+    Child, ChildStack, Errno, Program, ResourceUsage, Signal, SignalFd, SpawnOptions, Subreaper,
     WaitEvent, WaitStatus,
 };
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Whom a signal of coldtrace's (a `--timeout`, a forwarded signal) was sent to.
@@ -47,7 +49,7 @@ impl SignalTarget {
 ///
 /// [kill(2)]: https://man7.org/linux/man-pages/man2/kill.2.html
 /// [getpgid(2)]: https://man7.org/linux/man-pages/man2/getpgid.2.html
-fn send(child: &coldtrace_syscalls::Child, signal: Signal, own_group: bool) -> SignalTarget {
+fn send(child: &Child, signal: Signal, own_group: bool) -> SignalTarget {
     if !own_group {
         let _ = child.signal(signal);
         return SignalTarget::Process;
@@ -170,7 +172,7 @@ pub struct RunResult {
     pub counters: Option<Vec<CounterReading>>,
 }
 
-/// Runs `program` once and measures it.
+/// Runs `program` once and measures it: the steps of the module's note, in that order.
 pub fn measure(
     program: &Program,
     options: &SpawnOptions<'_>,
@@ -189,127 +191,17 @@ pub fn measure(
     let spawned = program.spawn_image(&image, options, stack);
     let child = match spawned {
         Ok(child) => child,
-        Err(failure) => {
-            return RunResult {
-                outcome: Outcome::FailedToStart {
-                    stage: failure.stage,
-                    errno: failure.errno,
-                },
-                wall_ns: None,
-                rusage: None,
-                floor: floor_reading,
-                child_io: None,
-                sched: None,
-                interrupted_by: None,
-                stopped_by: None,
-                orphans_reaped: 0,
-                counters: session.map(PerfSession::read_after_exit),
-            }
-        }
+        Err(failure) => return not_started(failure, floor_reading, session),
     };
     say_fallbacks_once();
-    let mut deadline = limits.timeout_ns.map(|t| start_ns.saturating_add(t));
-    let mut sent: Option<(Signal, SignalTarget)> = None;
     let group = options.new_process_group;
-    let mut interrupted_by = None;
-    let mut stopped_by = None;
-    let mut end_ns = None;
-    let mut wait_error = None;
-    let mut ticks = TickSchedule::new(start_ns, watcher.wants_ticks());
-    loop {
-        // The wait wakes for the deadline, the bounding tick and the progress tick (see
-        // `waiting.rs` for what it may cost), whichever comes first; a wake-up before the
-        // deadline is a tick.
-        let trim_at = limits
-            .tick
-            .map(|_| crate::measure::clock::monotonic_ns().saturating_add(TICK_NS));
-        let wake = [deadline, trim_at, ticks.next_ns()]
-            .into_iter()
-            .flatten()
-            .min();
-        match child.wait(limits.signals, wake) {
-            Ok(WaitEvent::TimedOut)
-                if deadline.is_none_or(|d| crate::measure::clock::monotonic_ns() < d) =>
-            {
-                if let Some(tick) = limits.tick {
-                    tick();
-                }
-                ticks.fire_if_due(watcher);
-            }
-            Ok(WaitEvent::Exited) => {
-                end_ns = Some(crate::measure::clock::monotonic_ns());
-                break;
-            }
-            Ok(WaitEvent::Signal(sig)) if sig == Signal::CHLD => {
-                if let Ok(Some(stop)) = child.stopped_by() {
-                    if stopped_by.is_none() {
-                        stopped_by = Some(stop);
-                        watcher.stopped(stop);
-                    }
-                }
-            }
-            Ok(WaitEvent::Signal(sig)) => {
-                interrupted_by.get_or_insert(sig);
-                // The terminal's SIGINT/SIGQUIT already reached a child in our process group;
-                // forward what would not reach it otherwise.
-                if sig == Signal::TERM || sig == Signal::HUP || group {
-                    send(&child, sig, group);
-                }
-            }
-            Ok(WaitEvent::TimedOut) => {
-                let next = if sent.is_none() {
-                    Signal::TERM
-                } else {
-                    Signal::KILL
-                };
-                let to = send(&child, next, group);
-                if next == Signal::TERM {
-                    // A stopped child cannot act on SIGTERM until it is continued.
-                    send(&child, Signal::CONT, group);
-                    deadline = Some(
-                        crate::measure::clock::monotonic_ns().saturating_add(limits.kill_after_ns),
-                    );
-                } else {
-                    deadline = None;
-                }
-                sent = Some((next, to));
-            }
-            Err(errno) => {
-                // Never lose a --timeout or a forwarded signal: end the command now.
-                wait_error = Some(errno);
-                send(&child, Signal::KILL, group);
-                break;
-            }
-        }
-    }
-    let wall_ns = end_ns.map(|end| end.saturating_sub(start_ns));
-    // A terminal's SIGINT reaches the child and coldtrace together; when the child dies of it
-    // first, the exit and the signal arrive in one wake-up (the exit wins). Attribute a signal
-    // still queued to this run.
-    if let Some(signals) = limits.signals {
-        while let Ok(Some(sig)) = signals.take() {
-            if sig != Signal::CHLD {
-                interrupted_by.get_or_insert(sig);
-            }
-        }
-    }
-    let pid = child.pid();
-    let (child_io, sched) = if limits.inspect_child {
-        (ChildIo::read(pid), ChildSched::read(pid))
-    } else {
-        (None, None)
-    };
-    let (outcome, rusage) = match child.reap() {
-        Ok((status, usage)) => {
-            let outcome = match (wait_error, sent) {
-                (Some(errno), _) => Outcome::WaitFailed { errno, status },
-                (None, Some((sent, to))) => Outcome::TimedOut { status, sent, to },
-                (None, None) => Outcome::Finished(status),
-            };
-            (outcome, Some(usage))
-        }
-        Err(errno) => (Outcome::Unreaped { errno }, None),
-    };
+    let mut waiting = Waiting::new(child, limits, group, start_ns, watcher.wants_ticks());
+    waiting.until_exit(watcher);
+    let wall_ns = waiting.end_ns.map(|end| end.saturating_sub(start_ns));
+    waiting.attribute_queued_signals();
+    let (child_io, sched) = waiting.inspect();
+    let (interrupted_by, stopped_by) = (waiting.interrupted_by, waiting.stopped_by);
+    let (outcome, rusage) = waiting.reap();
     let orphans_reaped = limits.orphans.map_or(0, |s| s.reap_orphans() as u64);
     let counters = session.map(PerfSession::read_after_exit);
     RunResult {
@@ -323,6 +215,201 @@ pub fn measure(
         stopped_by,
         orphans_reaped,
         counters,
+    }
+}
+
+/// The result of a run whose program never started: the failed step, and nothing measured.
+fn not_started(
+    failure: SpawnError,
+    floor: FloorReading,
+    session: Option<PerfSession>,
+) -> RunResult {
+    RunResult {
+        outcome: Outcome::FailedToStart {
+            stage: failure.stage,
+            errno: failure.errno,
+        },
+        wall_ns: None,
+        rusage: None,
+        floor,
+        child_io: None,
+        sched: None,
+        interrupted_by: None,
+        stopped_by: None,
+        orphans_reaped: 0,
+        counters: session.map(PerfSession::read_after_exit),
+    }
+}
+
+/// A spawned child from its spawn to its reaping, and what coldtrace saw and did meanwhile.
+struct Waiting<'w> {
+    child: Child,
+    limits: &'w RunLimits<'w>,
+    /// The child was started in a process group of its own.
+    group: bool,
+    /// When `--timeout` (then its grace period) runs out.
+    deadline: Option<u64>,
+    /// The last signal of a `--timeout`, and whom it reached.
+    sent: Option<(Signal, SignalTarget)>,
+    interrupted_by: Option<Signal>,
+    stopped_by: Option<Signal>,
+    /// When the exit was seen (`None`: waiting failed).
+    end_ns: Option<u64>,
+    wait_error: Option<Errno>,
+    ticks: TickSchedule,
+}
+
+impl<'w> Waiting<'w> {
+    fn new(
+        child: Child,
+        limits: &'w RunLimits<'w>,
+        group: bool,
+        start_ns: u64,
+        wants_ticks: bool,
+    ) -> Waiting<'w> {
+        Waiting {
+            child,
+            limits,
+            group,
+            deadline: limits.timeout_ns.map(|t| start_ns.saturating_add(t)),
+            sent: None,
+            interrupted_by: None,
+            stopped_by: None,
+            end_ns: None,
+            wait_error: None,
+            ticks: TickSchedule::new(start_ns, wants_ticks),
+        }
+    }
+
+    /// Waits until the child exits (or waiting fails), handling every wake-up on the way.
+    fn until_exit(&mut self, watcher: &mut dyn WhileWaiting) {
+        loop {
+            let wake = self.next_wake();
+            let event = self.child.wait(self.limits.signals, wake);
+            if self.on_event(event, watcher).is_break() {
+                break;
+            }
+        }
+    }
+
+    /// The wait wakes for the deadline, the bounding tick and the progress tick (see
+    /// `waiting.rs` for what it may cost), whichever comes first; a wake-up before the
+    /// deadline is a tick.
+    fn next_wake(&self) -> Option<u64> {
+        let trim_at = self
+            .limits
+            .tick
+            .map(|_| crate::measure::clock::monotonic_ns().saturating_add(TICK_NS));
+        [self.deadline, trim_at, self.ticks.next_ns()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// One wake-up of the wait; `Break` once the child has exited or waiting failed.
+    fn on_event(
+        &mut self,
+        event: Result<WaitEvent, Errno>,
+        watcher: &mut dyn WhileWaiting,
+    ) -> ControlFlow<()> {
+        match event {
+            Ok(WaitEvent::TimedOut)
+                if self
+                    .deadline
+                    .is_none_or(|d| crate::measure::clock::monotonic_ns() < d) =>
+            {
+                if let Some(tick) = self.limits.tick {
+                    tick();
+                }
+                self.ticks.fire_if_due(watcher);
+            }
+            Ok(WaitEvent::Exited) => {
+                self.end_ns = Some(crate::measure::clock::monotonic_ns());
+                return ControlFlow::Break(());
+            }
+            Ok(WaitEvent::Signal(sig)) if sig == Signal::CHLD => {
+                if let Ok(Some(stop)) = self.child.stopped_by() {
+                    if self.stopped_by.is_none() {
+                        self.stopped_by = Some(stop);
+                        watcher.stopped(stop);
+                    }
+                }
+            }
+            Ok(WaitEvent::Signal(sig)) => {
+                self.interrupted_by.get_or_insert(sig);
+                // The terminal's SIGINT/SIGQUIT already reached a child in our process group;
+                // forward what would not reach it otherwise.
+                if sig == Signal::TERM || sig == Signal::HUP || self.group {
+                    send(&self.child, sig, self.group);
+                }
+            }
+            Ok(WaitEvent::TimedOut) => self.time_out(),
+            Err(errno) => {
+                // Never lose a --timeout or a forwarded signal: end the command now.
+                self.wait_error = Some(errno);
+                send(&self.child, Signal::KILL, self.group);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// The deadline passed: SIGTERM (and SIGCONT) first, SIGKILL after the grace period.
+    fn time_out(&mut self) {
+        let next = if self.sent.is_none() {
+            Signal::TERM
+        } else {
+            Signal::KILL
+        };
+        let to = send(&self.child, next, self.group);
+        if next == Signal::TERM {
+            // A stopped child cannot act on SIGTERM until it is continued.
+            send(&self.child, Signal::CONT, self.group);
+            self.deadline = Some(
+                crate::measure::clock::monotonic_ns().saturating_add(self.limits.kill_after_ns),
+            );
+        } else {
+            self.deadline = None;
+        }
+        self.sent = Some((next, to));
+    }
+
+    /// A terminal's SIGINT reaches the child and coldtrace together; when the child dies of it
+    /// first, the exit and the signal arrive in one wake-up (the exit wins). Attribute a signal
+    /// still queued to this run.
+    fn attribute_queued_signals(&mut self) {
+        if let Some(signals) = self.limits.signals {
+            while let Ok(Some(sig)) = signals.take() {
+                if sig != Signal::CHLD {
+                    self.interrupted_by.get_or_insert(sig);
+                }
+            }
+        }
+    }
+
+    /// The zombie's own `/proc` figures, read before it is reaped (when asked for).
+    fn inspect(&self) -> (Option<ChildIo>, Option<ChildSched>) {
+        let pid = self.child.pid();
+        if self.limits.inspect_child {
+            (ChildIo::read(pid), ChildSched::read(pid))
+        } else {
+            (None, None)
+        }
+    }
+
+    /// Reaps the child with wait4: how the run ended, and its usage.
+    fn reap(self) -> (Outcome, Option<ResourceUsage>) {
+        match self.child.reap() {
+            Ok((status, usage)) => {
+                let outcome = match (self.wait_error, self.sent) {
+                    (Some(errno), _) => Outcome::WaitFailed { errno, status },
+                    (None, Some((sent, to))) => Outcome::TimedOut { status, sent, to },
+                    (None, None) => Outcome::Finished(status),
+                };
+                (outcome, Some(usage))
+            }
+            Err(errno) => (Outcome::Unreaped { errno }, None),
+        }
     }
 }
 

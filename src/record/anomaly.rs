@@ -13,6 +13,7 @@
 
 use crate::record::columns::{WarmSeries, FELL_FROM_BYTES, FELL_TO_BYTES};
 use crate::record::metrics::metric_index;
+use crate::record::run::Anomaly;
 use crate::record::stats::Summary;
 use crate::serialize_struct;
 
@@ -29,28 +30,6 @@ pub const RULE_FELL: &str = "fewer watched bytes cached at its start than at the
 pub const RULE_ABOVE_ZERO: &str = "above 0 while the warm median is 0";
 /// The rule that flagged an outlier.
 pub const RULE_OUTLIER: &str = "beyond hyperfine's outlier bound: |x − median| > 14.826 × MAD";
-
-/// One thing that stands out about a warm run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Anomaly {
-    /// `storage_reads` (block input or major faults) or `cached_before_fell`.
-    pub kind: &'static str,
-    /// The figure concerned: `block_in`, `major_faults`, or `resident_bytes_before`.
-    pub metric: &'static str,
-    /// Its value in this run.
-    pub value: f64,
-    /// What it was compared with: the warm median, or the previous run's resident bytes after.
-    pub reference: f64,
-    /// The rule, in words.
-    pub rule: &'static str,
-}
-serialize_struct!(Anomaly {
-    kind,
-    metric,
-    value,
-    reference,
-    rule
-});
 
 /// An anomaly of the run with index `index`, as `batch.json` lists it.
 #[derive(Clone, Debug, PartialEq)]

@@ -4,7 +4,7 @@
 #![forbid(unsafe_code)]
 
 use crate::record::metrics::{Metric, MAX_RSS, METRICS};
-use crate::record::run::{Role, RunRecord};
+use crate::record::run::{Anomaly, Role, RunRecord};
 use crate::record::stats::{ratio, Summary};
 use crate::record::summary::{AtFloor, MetricSummary};
 
@@ -20,7 +20,7 @@ const EXTRAS: &[fn(&RunRecord<'_>) -> Option<f64>] = &[
 ];
 
 /// The record's `cached_before_fell` anomaly, if it has one.
-fn fell<'r>(r: &'r RunRecord<'_>) -> Option<&'r crate::record::anomaly::Anomaly> {
+fn fell<'r>(r: &'r RunRecord<'_>) -> Option<&'r Anomaly> {
     r.anomalies.iter().find(|a| a.kind == "cached_before_fell")
 }
 /// Column of the run's index in a [`Row`].

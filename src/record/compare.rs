@@ -5,14 +5,10 @@
 use crate::record::batch::Counts;
 use crate::record::columns::WarmSeries;
 use crate::record::metrics::Metric;
-use crate::record::stats::{bootstrap_ratio_ci, Summary};
+use crate::record::stats::{bootstrap_ratio_ci, Summary, LEVEL, RESAMPLES};
 use crate::serialize_struct;
 
 pub use crate::record::COMPARE_SCHEMA;
-/// Bootstrap resamples per interval.
-pub const RESAMPLES: usize = 2000;
-/// Confidence level of the intervals.
-pub const LEVEL: f64 = 0.95;
 /// Warm runs each command needs for an interval: a percentile bootstrap of the median of fewer
 /// values can only land on a handful of them, so its "95 %" would be no such thing.
 pub const MIN_WARM_FOR_INTERVAL: usize = 5;

@@ -9,9 +9,8 @@
 #![forbid(unsafe_code)]
 
 use crate::record::columns::{FirstRun, WarmSeries, POSITION};
-use crate::record::compare::{LEVEL, RESAMPLES};
 use crate::record::metrics::metric_index;
-use crate::record::stats::{bootstrap_ratio_ci, ratio, Summary};
+use crate::record::stats::{bootstrap_ratio_ci, ratio, Summary, LEVEL, RESAMPLES};
 use crate::serialize_struct;
 
 /// Fewer cycles than this give a ratio, but no interval.

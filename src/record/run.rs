@@ -333,7 +333,7 @@ pub struct RunRecord<'a> {
     pub cold_action: Option<ColdAction>,
     /// What stood out about this warm run when it ended, judged against the runs before it
     /// (empty when nothing did).
-    pub anomalies: Vec<crate::record::anomaly::Anomaly>,
+    pub anomalies: Vec<Anomaly>,
     /// System-wide counter deltas over the run (not the child's own).
     pub system_delta: Option<SystemDelta>,
     /// A signal that interrupted the batch during this run.
@@ -358,6 +358,28 @@ serialize_struct!(RunRecord<'_> {
     counted, failure_reason, wall_ns, rusage, max_rss_at_floor, runner, child_io, sched, cache,
     paged_in, cold_action, anomalies, system_delta, interrupted_by, stopped_by, orphans_reaped, artifacts,
 } optional { slot, cycle, counters });
+
+/// One thing that stands out about a warm run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Anomaly {
+    /// `storage_reads` (block input or major faults) or `cached_before_fell`.
+    pub kind: &'static str,
+    /// The figure concerned: `block_in`, `major_faults`, or `resident_bytes_before`.
+    pub metric: &'static str,
+    /// Its value in this run.
+    pub value: f64,
+    /// What it was compared with: the warm median, or the previous run's resident bytes after.
+    pub reference: f64,
+    /// The rule, in words.
+    pub rule: &'static str,
+}
+serialize_struct!(Anomaly {
+    kind,
+    metric,
+    value,
+    reference,
+    rule
+});
 
 /// Signal name for records.
 pub fn signal_name(signal: Option<Signal>) -> Option<String> {

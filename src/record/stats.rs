@@ -181,6 +181,11 @@ fn median_of(values: &mut [f64]) -> f64 {
     }
 }
 
+/// Bootstrap resamples per interval (a comparison's and a cold-cycle batch's).
+pub const RESAMPLES: usize = 2000;
+/// Confidence level of the intervals.
+pub const LEVEL: f64 = 0.95;
+
 /// A percentile-bootstrap confidence interval for `median(other) / median(base)`: each of the
 /// `resamples` rounds draws both samples with replacement (independently), and the interval is
 /// the (1−level)/2 and (1+level)/2 quantiles of the resampled ratios. `None` when either side has

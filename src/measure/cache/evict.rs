@@ -2,17 +2,15 @@
 //! whole page cache (root). It acts; measuring what it achieved is residency's job.
 #![forbid(unsafe_code)]
 
+use super::error::{CacheError, Stop, DROP_CACHES};
+use super::files::{FileSet, WatchedFile};
 use super::open::Opener;
 use super::residency::{cachestat_available, choose_method, FsTypes, Method};
-use super::{CacheError, FileSet, Stop, WatchedFile};
 use coldtrace_syscalls::cache as raw;
 use coldtrace_syscalls::{Errno, Signal};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Advice, Mode, OFlags};
 use std::path::Path;
-
-/// The file whose write drops the clean page cache, dentries and inodes system-wide.
-pub(super) const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
 
 impl FileSet {
     /// Evicts every file from the page cache: dirty pages are written back first (a dirty page

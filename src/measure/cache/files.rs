@@ -2,7 +2,7 @@
 //! roots, each once (walking only; opening and probing are elsewhere).
 #![forbid(unsafe_code)]
 
-use super::{CacheError, Stop};
+use super::error::{CacheError, Stop};
 use coldtrace_syscalls::Signal;
 use std::collections::HashSet;
 use std::os::unix::fs::FileTypeExt;

@@ -11,8 +11,10 @@
 //! [memfd_create(2)]: https://man7.org/linux/man-pages/man2/memfd_create.2.html
 #![forbid(unsafe_code)]
 
+use super::error::Stop;
+use super::files::{FileSet, WatchedFile};
 use super::residency::{page_size, Prober, Totals};
-use super::{FileProbe, FileSet, Residency, Stop, UnknownReason, WatchedFile};
+use super::residency::{FileProbe, Residency, UnknownReason};
 use coldtrace_syscalls::Signal;
 use std::ffi::OsStr;
 use std::fs::File;

@@ -2,7 +2,7 @@
 //! It only opens; what is done with the descriptor is the caller's.
 #![forbid(unsafe_code)]
 
-use super::WatchedFile;
+use super::files::WatchedFile;
 use crate::untrusted::{self, OpenError, Want};
 use coldtrace_syscalls::Errno;
 use rustix::fd::{AsFd, OwnedFd};

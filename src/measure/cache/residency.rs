@@ -2,8 +2,9 @@
 //! truth; a file the kernel will not describe is unknown, never a false figure.
 #![forbid(unsafe_code)]
 
+use super::error::Stop;
+use super::files::{FileSet, WatchedFile};
 use super::open::Opener;
-use super::{FileSet, Stop, WatchedFile};
 use crate::untrusted::OpenError;
 use coldtrace_syscalls::cache as raw;
 use coldtrace_syscalls::{Errno, Signal};

@@ -10,8 +10,9 @@
 //! [proc_pid_maps(5)]: https://man7.org/linux/man-pages/man5/proc_pid_maps.5.html
 #![forbid(unsafe_code)]
 
+use super::files::FileSet;
+use super::residency::Residency;
 use super::residency::{page_size, Prober, Totals, OVERLAYFS_MAGIC};
-use super::{FileSet, Residency};
 use std::path::PathBuf;
 
 /// `TMPFS_MAGIC` and `RAMFS_MAGIC` from `<linux/magic.h>`.

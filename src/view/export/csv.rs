@@ -3,11 +3,12 @@
 //! events), then every other numeric leaf in record order ([`RECORD_NUMBERS`], each perf
 //! reading's [`COUNTER_NUMBERS`]). A column's header is where it is in the record and its unit
 //! (`rusage.user_us [us]`), so a column can be checked against `runs.jsonl`; numbers are written
-//! as the record has them; an absent or null value is an empty cell. RFC 4180 quoting.
+//! as the record has them; an absent or null value is an empty cell. RFC 4180 quoting. It copies
+//! what the records hold: it computes no figure, and opens no file (the caller replaces it).
 #![forbid(unsafe_code)]
 
 use crate::record::metrics::{number_at, record_path, Metric, COUNTER_NUMBERS, RECORD_NUMBERS};
-use crate::view::export::Part;
+use crate::view::export::part::Part;
 use serde_json::Value;
 use std::io::{self, Write};
 

@@ -1,6 +1,8 @@
 //! `--export-hyperfine-json FILE`: hyperfine's export document, for the tools that read it —
 //! `results`, one entry per command: `command`, `mean`, `stddev`, `median`, `user`, `system`,
-//! `min`, `max` (seconds), `times`, `memory_usage_byte`, `exit_codes`, `parameters`.
+//! `min`, `max` (seconds), `times`, `memory_usage_byte`, `exit_codes`, `parameters`. It reshapes
+//! what was recorded (its statistics through record's [`Summary`]); it measures nothing, adds no
+//! field of coldtrace's own, and opens no file (the caller replaces it).
 //!
 //! Over the counted runs, the first one included, as hyperfine counts them; warm-ups and
 //! rejected runs are left out. `memory_usage_byte` is each run's own wait4 max RSS (hyperfine
@@ -8,7 +10,7 @@
 #![forbid(unsafe_code)]
 
 use crate::record::stats::Summary;
-use crate::view::export::Part;
+use crate::view::export::part::Part;
 use serde_json::{json, Map, Value};
 use std::io::{self, Write};
 

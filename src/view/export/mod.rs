@@ -7,38 +7,13 @@ pub mod csv;
 pub mod hyperfine;
 pub mod json;
 pub mod markdown;
+mod part;
+
+pub use part::Part;
 
 use crate::batch::{BatchOutcome, CompareOutcome};
 use crate::plan::Exports;
 use crate::record::artifacts::{replace_file, ArtifactError};
-use std::io;
-
-/// One command's part of an export: how it is shown, its batch and its records.
-pub struct Part<'a> {
-    /// The command as shown (its name, or its words).
-    pub command: &'a str,
-    /// Its `-P`/`-L` values.
-    pub parameters: Vec<(&'a str, &'a str)>,
-    /// Its outcome.
-    pub outcome: &'a BatchOutcome,
-}
-
-impl Part<'_> {
-    /// Calls `each` with every record of this command, parsed.
-    pub fn each_record(
-        &self,
-        mut each: impl FnMut(&serde_json::Value) -> io::Result<()>,
-    ) -> io::Result<()> {
-        let Some(kept) = &self.outcome.records else {
-            return Ok(());
-        };
-        kept.for_each(|line| match serde_json::from_str(line) {
-            Ok(record) => each(&record),
-            // A line coldtrace wrote itself: it parses; skip it rather than fail the export.
-            Err(_) => Ok(()),
-        })
-    }
-}
 
 /// Writes every export `exports` asks for, of a one-command batch titled `title`.
 pub fn write_batch(

@@ -3,10 +3,10 @@
 //! command's with its 95 % interval. Draws a [`Comparison`]; reads nothing.
 #![forbid(unsafe_code)]
 
+use super::panel::{fit, header, legend, Key, PLOT_LEFT, PLOT_RIGHT};
 use super::scale::{self, Scale};
 use super::strip::box_plot;
 use super::svg::{Anchor, Shape, Svg};
-use super::{fit, header, legend, Key, PLOT_LEFT, PLOT_RIGHT};
 use crate::record::series::{Compared, Comparison};
 use crate::view::units::human_ns;
 
@@ -23,21 +23,8 @@ const LABEL_MIN_WIDTH: f64 = 56.0;
 /// Draws `c` and returns the height used.
 pub fn comparison(svg: &mut Svg, c: &Comparison) -> f64 {
     let n = c.commands.len();
-    let scanned: Vec<&str> = c
-        .commands
-        .first()
-        .map(|m| m.parameters.iter().map(|(k, _)| k.as_str()).collect())
-        .unwrap_or_default();
-    let title = if scanned.is_empty() || c.commands.iter().any(|m| m.parameters.is_empty()) {
-        format!("{n} commands, their warm runs side by side")
-    } else {
-        format!(
-            "a scan of {}: {n} values, their warm runs side by side",
-            scanned.join(", ")
-        )
-    };
     let confidence = c.confidence.as_deref().unwrap_or("no intervals");
-    header(svg, &title, &format!("{} · {confidence}", c.dir));
+    header(svg, &title(c), &format!("{} · {confidence}", c.dir));
     legend(
         svg,
         PLOT_LEFT,
@@ -64,7 +51,7 @@ pub fn comparison(svg: &mut Svg, c: &Comparison) -> f64 {
         return TOP + 32.0;
     };
     let width = (PLOT_RIGHT - PLOT_LEFT) / n.max(1) as f64;
-    super::time_axis(svg, &y, PLOT_LEFT, PLOT_RIGHT, "warm wall time");
+    super::panel::time_axis(svg, &y, PLOT_LEFT, PLOT_RIGHT, "warm wall time");
     let every = (LABEL_MIN_WIDTH / width).ceil().max(1.0) as usize;
     for (i, command) in c.commands.iter().enumerate() {
         let left = PLOT_LEFT + i as f64 * width;
@@ -102,6 +89,24 @@ pub fn comparison(svg: &mut Svg, c: &Comparison) -> f64 {
         used += 16.0;
     }
     used
+}
+
+/// The panel's title: how many commands, or which parameters a scan varied.
+fn title(c: &Comparison) -> String {
+    let n = c.commands.len();
+    let scanned: Vec<&str> = c
+        .commands
+        .first()
+        .map(|m| m.parameters.iter().map(|(k, _)| k.as_str()).collect())
+        .unwrap_or_default();
+    if scanned.is_empty() || c.commands.iter().any(|m| m.parameters.is_empty()) {
+        format!("{n} commands, their warm runs side by side")
+    } else {
+        format!(
+            "a scan of {}: {n} values, their warm runs side by side",
+            scanned.join(", ")
+        )
+    }
 }
 
 /// What a column is called: its parameter values in a scan, else its name.

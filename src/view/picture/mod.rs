@@ -9,20 +9,17 @@
 
 mod compare;
 pub mod html;
+mod panel;
 mod penalty;
 mod scale;
 mod strip;
 pub mod svg;
 
-use crate::record::series::Picture;
-use svg::{Anchor, Shape, Svg};
+pub use panel::WIDTH;
 
-/// The picture's width in pixels.
-pub const WIDTH: f64 = 960.0;
-/// Left edge of the plots (room for the tick labels and the axis title).
-const PLOT_LEFT: f64 = 86.0;
-/// Right edge of the rightmost plot.
-const PLOT_RIGHT: f64 = 936.0;
+use crate::record::series::Picture;
+use svg::Svg;
+
 /// Space between panels.
 const GAP: f64 = 28.0;
 
@@ -46,89 +43,6 @@ text{font-family:'DejaVu Sans','Liberation Sans',Arial,Helvetica,sans-serif;font
 .cpu{fill:#009E73}.runqueue{fill:#E69F00}.blocked{fill:#56B4E9}.total{fill:#666}\
 .zero{stroke:#333;stroke-width:1.2}.one{stroke:#333;stroke-dasharray:3 3}\
 .ci{stroke:#222;stroke-width:2}.ratio{fill:#222}";
-
-/// About how wide `text` is at `size` pixels in the fonts above (DejaVu Sans averages 0.6 em
-/// a character over labels like these; a little over is safe, under is not).
-fn text_width(text: &str, size: f64) -> f64 {
-    text.chars().count() as f64 * size * 0.6
-}
-
-/// `text` cut with `…` so that it fits `width` pixels at `size`.
-fn fit(text: &str, width: f64, size: f64) -> String {
-    let room = (width / (size * 0.6)).floor().max(1.0) as usize;
-    crate::view::units::shorten(text, room.saturating_sub(1).max(1))
-        .chars()
-        .take(room)
-        .collect()
-}
-
-/// A panel's title and subtitle; returns the height used.
-fn header(svg: &mut Svg, title: &str, subtitle: &str) -> f64 {
-    svg.text(
-        16.0,
-        22.0,
-        Anchor::Start,
-        "title",
-        // Bold letters are wider: fit as if the size were 17.5 px.
-        &fit(title, WIDTH - 32.0, 17.5),
-    );
-    svg.text(
-        16.0,
-        40.0,
-        Anchor::Start,
-        "sub",
-        &fit(subtitle, WIDTH - 32.0, 12.0),
-    );
-    48.0
-}
-
-/// One legend entry: a marker or a swatch, then its words.
-enum Key<'a> {
-    Marker(Shape, &'a str),
-    Line(&'a str),
-    Swatch(&'a str),
-}
-
-/// A row of legend entries from `x` at baseline `y`, each as wide as its words.
-fn legend<S: AsRef<str>>(svg: &mut Svg, mut x: f64, y: f64, keys: &[(Key<'_>, S)]) {
-    for (key, words) in keys {
-        let words = words.as_ref();
-        match key {
-            Key::Marker(shape, class) => svg.marker(*shape, x + 6.0, y - 4.0, class, words),
-            Key::Line(class) => svg.line(x - 2.0, y - 4.0, x + 14.0, y - 4.0, class),
-            Key::Swatch(class) => svg.rect(x, y - 10.0, 12.0, 12.0, class),
-        }
-        svg.text(x + 18.0, y, Anchor::Start, "small", words);
-        x += 18.0 + text_width(words, 11.0) + 18.0;
-    }
-}
-
-/// A vertical time axis on `y`'s pixel range, from `left` to `right`: frame, grid, tick
-/// labels and its title (`what` and the unit, or "log scale" where each tick has its own).
-fn time_axis(svg: &mut Svg, y: &scale::Scale, left: f64, right: f64, what: &str) {
-    let (top, bottom) = (y.px_hi.min(y.px_lo), y.px_hi.max(y.px_lo));
-    svg.rect(left, top, right - left, bottom - top, "frame");
-    let ticks = y.ticks();
-    let (labels, unit) = scale::time_labels(y, &ticks);
-    for (t, label) in ticks.iter().zip(&labels) {
-        let py = y.at(*t);
-        svg.line(left, py, right, py, "grid");
-        svg.text(left - 6.0, py + 4.0, Anchor::End, "small", label);
-    }
-    let title = match unit {
-        Some(unit) => format!("{what} ({unit})"),
-        None => format!("{what} (log scale)"),
-    };
-    svg.vertical_text(20.0, (top + bottom) / 2.0, "sub", &title);
-}
-
-/// Tick marks and their labels under a horizontal axis at `bottom`: (pixel, label) each.
-fn x_ticks(svg: &mut Svg, bottom: f64, ticks: impl Iterator<Item = (f64, String)>) {
-    for (px, label) in ticks {
-        svg.line(px, bottom, px, bottom + 4.0, "axis");
-        svg.text(px, bottom + 17.0, Anchor::Middle, "small", &label);
-    }
-}
 
 /// The SVG of every picture, stacked.
 pub fn render_svg(pictures: &[Picture]) -> String {

@@ -3,9 +3,9 @@
 //! zero (a part can be negative). Draws what `batch.json`'s `first_penalty` says, or nothing.
 #![forbid(unsafe_code)]
 
+use super::panel::{fit, PLOT_LEFT, PLOT_RIGHT};
 use super::scale::{self, Scale};
 use super::svg::{Anchor, Svg};
-use super::{fit, PLOT_LEFT, PLOT_RIGHT};
 use crate::record::series::{Penalty, Series};
 use crate::view::units::human_ns;
 

@@ -3,9 +3,9 @@
 //! and box), and under it the first-run penalty's parts. Draws a [`Series`]; reads nothing.
 #![forbid(unsafe_code)]
 
+use super::panel::{fit, header, legend, Key, PLOT_LEFT, PLOT_RIGHT};
 use super::scale::{self, Scale};
 use super::svg::{Anchor, Shape, Svg};
-use super::{fit, header, legend, Key, PLOT_LEFT, PLOT_RIGHT};
 use crate::record::series::{Bucket, Kind, Series, Span};
 use crate::record::stats::Summary;
 use crate::view::units::human_ns;
@@ -41,7 +41,7 @@ pub fn batch(svg: &mut Svg, s: &Series) -> f64 {
         px_lo: PLOT_LEFT + 8.0,
         px_hi: STRIP_RIGHT - 8.0,
     };
-    super::time_axis(svg, &y, PLOT_LEFT, STRIP_RIGHT, "wall time");
+    super::panel::time_axis(svg, &y, PLOT_LEFT, STRIP_RIGHT, "wall time");
     run_axis(svg, &x, s.runs);
     let warm = Summary::of(&s.warm_wall_ns);
     if let Some(w) = warm {
@@ -122,7 +122,7 @@ fn run_axis(svg: &mut Svg, x: &Scale, runs: u64) {
     let ticks = (0..)
         .map(|k| k as f64 * step)
         .take_while(|t| *t < runs as f64);
-    super::x_ticks(svg, BOTTOM, ticks.map(|t| (x.at(t), format!("{t:.0}"))));
+    super::panel::x_ticks(svg, BOTTOM, ticks.map(|t| (x.at(t), format!("{t:.0}"))));
     svg.text(
         (PLOT_LEFT + STRIP_RIGHT) / 2.0,
         BOTTOM + 36.0,
@@ -306,7 +306,7 @@ fn count_axis(svg: &mut Svg, left: f64, room: f64, most: u64, n: usize) {
         .map(|k| k as f64 * step)
         .take_while(|t| *t <= most as f64);
     let at = |t: f64| left + room * t / most as f64;
-    super::x_ticks(svg, BOTTOM, ticks.map(|t| (at(t), format!("{t:.0}"))));
+    super::panel::x_ticks(svg, BOTTOM, ticks.map(|t| (at(t), format!("{t:.0}"))));
     let title = format!("warm runs per bin (n = {n})");
     svg.text(
         (HIST_LEFT + PLOT_RIGHT) / 2.0,

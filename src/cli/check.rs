@@ -1,0 +1,293 @@
+//! Stage two of `run`'s flags (and of each command of a comparison): the raw flags checked and
+//! combined into a [`Plan`], `--out` and the exports checked before anything runs. It checks
+//! and builds plans; it reads no argv (that is `options.rs`) and runs nothing.
+#![forbid(unsafe_code)]
+
+use crate::cli::args;
+use crate::cli::options::{count, seconds, RawRun};
+use crate::cli::usage::{usage, UsageError};
+use crate::measure::perf::{default_events, PerfEvent};
+use crate::plan::{ColdPlan, ColdWhen, Exports, OutputMode, Plan, RunBounds, StdinMode};
+use crate::text::escape_controls;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Stage two: the raw flags checked and combined into a plan.
+pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
+    let (runs, bounds) = run_count(&raw)?;
+    let warmup = count("-w/--warmup", raw.warmup.as_deref(), 0, 0)?;
+    let out_dir = out_dir(raw.out.as_ref())?;
+    let cold = cold_plan(&raw)?;
+    let cycles = cold.when.and_then(ColdWhen::cycles);
+    if cycles.is_some() && bounds.is_some() {
+        return Err(usage(
+            "--cold-cycles needs -n K, the runs in each cycle (a count chosen by time cannot be repeated per cycle)",
+        ));
+    }
+    let single = runs == 1 && warmup == 0 && bounds.is_none() && cycles.is_none_or(|m| m == 1);
+    let output = output_mode(raw.output.as_deref(), out_dir.is_some(), single)?;
+    let stdin = stdin_mode(raw.stdin.clone(), single)?;
+    let timeout_ns = raw
+        .timeout
+        .as_deref()
+        .map(|v| seconds("--timeout", v))
+        .transpose()?;
+    let kill_after_ns = match raw.kill_after.as_deref() {
+        Some(v) => seconds("--kill-after", v)?,
+        None => 2_000_000_000,
+    };
+    for (flag, cmd) in [
+        ("--setup", &raw.setup),
+        ("--prepare", &raw.prepare),
+        ("--conclude", &raw.conclude),
+        ("--cleanup", &raw.cleanup),
+    ] {
+        if cmd.as_ref().is_some_and(|c| c.is_empty()) {
+            return Err(usage(format!("{flag}: expected a shell command, got ''")));
+        }
+    }
+    let counters = perf_events(raw.events.as_deref(), raw.counters)?;
+    let program_name = raw.command[0].clone();
+    if program_name.is_empty() {
+        return Err(usage(
+            "the command is an empty string; put a program name after `--`",
+        ));
+    }
+    Ok(Plan {
+        notices: raw.notices,
+        program_path: PathBuf::from(&program_name),
+        argv: raw.command,
+        runs,
+        bounds,
+        name: raw.name,
+        parameters: raw.parameters,
+        shell: raw.shell,
+        warmup,
+        out_dir,
+        json: raw.json,
+        output,
+        output_by_default: raw.output.is_none(),
+        stdin,
+        timeout_ns,
+        kill_after_ns,
+        setup: raw.setup,
+        prepare: raw.prepare,
+        conclude: raw.conclude,
+        cleanup: raw.cleanup,
+        ignore_failure: raw.ignore_failure,
+        label: raw.label,
+        quiet: raw.quiet,
+        cold,
+        counters,
+        minimal: raw.minimal,
+        in_comparison: false,
+        exports: check_exports(&raw.exports)?,
+    })
+}
+
+/// `--export-* FILE`, checked before anything runs: a file in a directory that exists (a
+/// batch must not end in a file that cannot be written).
+pub(crate) fn check_exports(exports: &Exports) -> Result<Exports, UsageError> {
+    let flags = [
+        ("--export-json", &exports.json),
+        ("--export-hyperfine-json", &exports.hyperfine_json),
+        ("--export-csv", &exports.csv),
+        ("--export-markdown", &exports.markdown),
+    ];
+    for (flag, path) in flags {
+        let Some(path) = path else { continue };
+        let shown = escape_controls(&path.display().to_string());
+        if path.as_os_str().is_empty() || path.file_name().is_none() {
+            return Err(usage(format!(
+                "{flag}: expected a file name, got '{shown}'; e.g. {flag} results.out"
+            )));
+        }
+        if path.is_dir() {
+            return Err(usage(format!(
+                "{flag} {shown}: is a directory; give a file name inside it"
+            )));
+        }
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if parent.is_some_and(|p| !p.is_dir()) {
+            return Err(usage(format!(
+                "{flag} {shown}: its directory does not exist; create it first"
+            )));
+        }
+    }
+    Ok(exports.clone())
+}
+
+/// `-o/--out DIR`, checked: an empty path would put the batch's files in the current
+/// directory, and GNU time's habits (`-o null`) are not directories.
+pub(crate) fn out_dir(
+    value: Option<&(String, std::ffi::OsString)>,
+) -> Result<Option<PathBuf>, UsageError> {
+    let Some((spelled, dir)) = value else {
+        return Ok(None);
+    };
+    if dir.is_empty() {
+        return Err(usage(format!(
+            "{spelled}: expected a directory path, got ''; give a new or empty directory (-o/--out)"
+        )));
+    }
+    args::check_out_dir(spelled, dir)?;
+    Ok(Some(PathBuf::from(dir)))
+}
+
+/// `-n N` exactly, or a count chosen by time (`-m`, `-M`, `--max-time`, or by default in a
+/// comparison) within [`RunBounds`], with hyperfine's defaults and its rule for `-M` alone.
+fn run_count(raw: &RawRun) -> Result<(u32, Option<RunBounds>), UsageError> {
+    let min = count("-m/--min-runs", raw.min_runs.as_deref(), 0, 1)?;
+    let max = count("-M/--max-runs", raw.max_runs.as_deref(), 0, 1)?;
+    let budget_ns = raw
+        .max_time
+        .as_deref()
+        .map(|v| seconds("--max-time", v))
+        .transpose()?;
+    let by_time_given = raw.min_runs.is_some() || raw.max_runs.is_some() || budget_ns.is_some();
+    if let Some((spelled, text)) = &raw.runs {
+        if by_time_given {
+            return Err(usage(format!(
+                "{spelled} {text} fixes the number of runs; -m/--min-runs, -M/--max-runs and --max-time choose it by time: give one or the other"
+            )));
+        }
+        let runs = count("-n/--runs", Some(text), 1, 1)
+            .map_err(|e| usage(format!("{}{}", e.0, args::runs_hint(spelled))))?;
+        return Ok((runs, None));
+    }
+    if !by_time_given && !raw.by_time {
+        return Ok((1, None));
+    }
+    let max = raw.max_runs.is_some().then_some(max);
+    let min = match (raw.min_runs.is_some(), max) {
+        (true, _) => min,
+        // hyperfine: an explicit maximum below the default minimum lowers the minimum.
+        (false, Some(max)) => RunBounds::DEFAULT_MIN.min(max),
+        (false, None) => RunBounds::DEFAULT_MIN,
+    };
+    if let Some(max) = max.filter(|max| min > *max) {
+        return Err(usage(format!(
+            "-m/--min-runs {min} is above -M/--max-runs {max}: no count satisfies both"
+        )));
+    }
+    let bounds = RunBounds {
+        min,
+        max,
+        budget_ns: budget_ns.unwrap_or(RunBounds::DEFAULT_BUDGET_NS),
+    };
+    Ok((min, Some(bounds)))
+}
+
+/// `--output`, or its default: inherit for one run, files with `--out`, else discarded.
+fn output_mode(value: Option<&str>, has_out: bool, single: bool) -> Result<OutputMode, UsageError> {
+    match value {
+        None if has_out => Ok(OutputMode::File),
+        None if single => Ok(OutputMode::Inherit),
+        None => Ok(OutputMode::Null),
+        Some("inherit") => Ok(OutputMode::Inherit),
+        Some("null") => Ok(OutputMode::Null),
+        Some("file") if has_out => Ok(OutputMode::File),
+        Some("file") => Err(usage(
+            "--output file needs --out DIR (the files go under the batch directory)",
+        )),
+        Some(other) => Err(usage(format!(
+            "--output: expected inherit, null or file, got '{other}'{}",
+            args::output_hint(other)
+        ))),
+    }
+}
+
+/// `--stdin`, or its default: inherit for one run, else `/dev/null`.
+fn stdin_mode(value: Option<OsString>, single: bool) -> Result<StdinMode, UsageError> {
+    match value {
+        None if single => Ok(StdinMode::Inherit),
+        None => Ok(StdinMode::Null),
+        Some(s) if s == "null" => Ok(StdinMode::Null),
+        Some(s) if s == "inherit" => Ok(StdinMode::Inherit),
+        Some(s) if s.is_empty() => Err(usage(
+            "--stdin: expected null, inherit or a file path, got ''",
+        )),
+        Some(path) => Ok(StdinMode::File(PathBuf::from(path))),
+    }
+}
+
+/// `--evict`, `--drop-caches`, `--cold-first-only`, `--watch` (evicted paths are watched too).
+fn cold_plan(raw: &RawRun) -> Result<ColdPlan, UsageError> {
+    for path in raw.evict.iter().chain(raw.watch.iter()) {
+        if path.is_empty() {
+            return Err(usage("--evict/--watch: expected a path, got ''"));
+        }
+    }
+    let evict: Vec<PathBuf> = raw.evict.iter().map(PathBuf::from).collect();
+    if raw.cold_first_only && evict.is_empty() && !raw.drop_caches {
+        return Err(usage(
+            "--cold-first-only needs --evict PATH or --drop-caches",
+        ));
+    }
+    let cycles = cold_cycles(raw)?;
+    let when = if evict.is_empty() && !raw.drop_caches {
+        None
+    } else if let Some(m) = cycles {
+        Some(ColdWhen::Cycles(m))
+    } else if raw.cold_first_only {
+        Some(ColdWhen::FirstOnly)
+    } else {
+        Some(ColdWhen::EveryRun)
+    };
+    let mut watch: Vec<PathBuf> = evict.clone();
+    for path in raw.watch.iter().map(PathBuf::from) {
+        if !watch.contains(&path) {
+            watch.push(path);
+        }
+    }
+    Ok(ColdPlan {
+        evict,
+        drop_caches: raw.drop_caches,
+        when,
+        watch,
+    })
+}
+
+/// `--cold-cycles M`: a whole number ≥ 1, with a cold action to repeat and not with
+/// `--cold-first-only`.
+fn cold_cycles(raw: &RawRun) -> Result<Option<u32>, UsageError> {
+    let Some(text) = raw.cold_cycles.as_deref() else {
+        return Ok(None);
+    };
+    let m = count("--cold-cycles", Some(text), 1, 1)?;
+    if raw.evict.is_empty() && !raw.drop_caches {
+        return Err(usage(
+            "--cold-cycles needs --evict PATH or --drop-caches: the cold action each cycle repeats",
+        ));
+    }
+    if raw.cold_first_only {
+        return Err(usage(
+            "--cold-cycles and --cold-first-only: choose one (a cycle is one cold run, then warm runs)",
+        ));
+    }
+    Ok(Some(m))
+}
+
+/// `--events LIST` (implies `--counters`), or the default events with `--counters`.
+fn perf_events(list: Option<&str>, counters: bool) -> Result<Vec<PerfEvent>, UsageError> {
+    let Some(list) = list else {
+        return Ok(if counters {
+            default_events()
+        } else {
+            Vec::new()
+        });
+    };
+    let mut events = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let event = PerfEvent::parse(name).ok_or_else(|| args::unknown_event(name))?;
+        if !events.contains(&event) {
+            events.push(event);
+        }
+    }
+    if events.is_empty() {
+        return Err(usage(
+            "--events: expected a comma-separated list of events, got ''",
+        ));
+    }
+    Ok(events)
+}
