@@ -1415,7 +1415,11 @@ fn a_not_executable_path_with_a_newline_is_one_escaped_line() {
 fn a_comparison_with_a_directory_as_a_command_creates_nothing() {
     let dir = TempDir::new("cmpdir");
     std::fs::create_dir(dir.join("sub")).unwrap();
-    let out = ct(dir.path(), ["compare", "-n", "1", "-o", "c", "true", "./sub"]).run_within(DEADLINE);
+    let out = ct(
+        dir.path(),
+        ["compare", "-n", "1", "-o", "c", "true", "./sub"],
+    )
+    .run_within(DEADLINE);
     out.expect_code(126);
     assert_one_escaped_line(&out);
     assert!(

@@ -162,6 +162,31 @@ for n in 10 100 1000 10000 100000; do
 done
 
 # ------------------------------------------------------------------------------------------
+# 2b. report over a fleet's records: 10,000 batch directories of 100 records each (hard links
+# of one real batch, ten hosts' batch.json), read by one `report` walking the directory.
+log "report over 10,000 batches × 100 records"
+rm -rf "$WORK/fleet-src" "$WORK/fleet"
+"$CT" run -q -n 100 -o "$WORK/fleet-src" -- /bin/true
+mkdir -p "$WORK/fleet"
+for h in $(seq -w 1 10); do
+  mkdir -p "$WORK/fleet/host$h"
+  sed "s/\"hostname\": \"[^\"]*\"/\"hostname\": \"host$h\"/" "$WORK/fleet-src/batch.json" >"$WORK/fleet/host$h.json"
+  for i in $(seq -w 1 1000); do
+    mkdir "$WORK/fleet/host$h/b$i"
+    ln "$WORK/fleet-src/runs.jsonl" "$WORK/fleet/host$h/b$i/runs.jsonl"
+    ln "$WORK/fleet/host$h.json" "$WORK/fleet/host$h/b$i/batch.json"
+  done
+done
+REPORT_ROWS=""
+for r in 1 2 3; do
+  /usr/bin/time -o "$WORK/report.time" -f '%e %M %U %S' "$CT" report "$WORK/fleet" >"$WORK/report.out"
+  read -r e m u sy <"$WORK/report.time"
+  REPORT_ROWS+="| $r | $e | $(awk -v e="$e" 'BEGIN{printf "%.0f", 1000000/e}') | $u | $sy | $m |"$'\n'
+done
+REPORT_LINES=$(wc -l <"$WORK/report.out")
+rm -rf "$WORK/fleet" "$WORK/fleet-src"
+
+# ------------------------------------------------------------------------------------------
 # 3. Accuracy on known work
 log "accuracy: busy 200 ms CPU, sleep 0.2"
 ACC_ROUNDS=3
@@ -313,6 +338,14 @@ $PEAK_ROWS
 (runner.vm_hwm_kib is read right before each spawn, after resetting the high-water mark; GNU
 time's %M is coldtrace's lifetime peak, start-up, summary and batch.json included.)
 
+## \`report\` over a fleet's records: 10,000 batch directories, 1,000,000 records
+
+One \`coldtrace report DIR\` walking 10,000 batch directories (ten hosts × 1,000 batches of 100
+records of \`/bin/true\`, hard links of one real batch; $REPORT_LINES lines of output), three times:
+
+| round | elapsed s | records/s | user s | sys s | peak RSS KiB |
+|---:|---:|---:|---:|---:|---:|
+$REPORT_ROWS
 ## Accuracy on known work (median of $ACC_ROUNDS runs per tool)
 
 coldtrace: rusage user_us+sys_us, wall_ns. GNU time: %U+%S, %e (10 ms resolution).
