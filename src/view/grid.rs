@@ -27,8 +27,8 @@ struct Column {
     header: String,
     align: Align,
     min: Option<usize>,
-    /// Shortened at its start (`…vm/task1`), keeping the end: for paths, whose last part is
-    /// what tells them apart.
+    /// A cell that is a path (holds a `/`) is shortened at its start (`…vm/task1`), keeping
+    /// the end, whose last part is what tells paths apart; other cells (labels) at their end.
     keep_end: bool,
     /// Left out when the table does not fit otherwise: the lowest rank first.
     optional: Option<u8>,
@@ -72,7 +72,7 @@ impl Grid {
         self
     }
 
-    /// As [`Grid::shrinkable`], shortened at the start of each cell, keeping its end (paths).
+    /// As [`Grid::shrinkable`], but a path is shortened at its start, keeping its end.
     pub fn shrinkable_keeping_end(mut self, header: &str, align: Align, min: usize) -> Grid {
         self = self.shrinkable(header, align, min);
         if let Some(c) = self.columns.last_mut() {
@@ -229,7 +229,7 @@ impl Grid {
                 line.push_str(&" ".repeat(gaps.get(shown - 1).copied().unwrap_or(1)));
             }
             shown += 1;
-            let text = if column.keep_end {
+            let text = if column.keep_end && cell.contains('/') {
                 shorten_start(cell, w)
             } else {
                 shorten(cell, w)
