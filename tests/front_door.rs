@@ -92,6 +92,16 @@ fn a_quoted_command_that_is_not_found_says_how_to_run_it() {
     let out = ct(dir.path(), ["run", "--", "no-such-program-xyz"]).run();
     out.expect_code(127);
     assert!(!out.stderr.contains("sh -c"), "{}", out.describe());
+    // Nor does a parameter scan of such a command lose the hint (it runs as a comparison).
+    let out = ct(
+        dir.path(),
+        ["run", "-P", "n", "1", "2", "--", "sleep 0.0{n}"],
+    )
+    .run();
+    out.expect_code(127);
+    let ctx = out.describe();
+    assert!(out.stderr.contains("give the words separately"), "{ctx}");
+    assert_eq!(out.stderr.lines().count(), 1, "{ctx}");
 }
 
 #[test]

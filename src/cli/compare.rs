@@ -100,7 +100,17 @@ pub fn execute_compare(plan: &ComparePlan) -> Result<Output, crate::batch::Batch
     let signals = Signals::install()?;
     let on_terminal = plan.plans.iter().any(|p| p.output == OutputMode::Inherit);
     let mut progress = ProgressLine::new(plan.quiet, on_terminal);
-    let outcome = run_compare(plan, &signals, &mut progress)?;
+    let outcome = run_compare(plan, &signals, &mut progress).map_err(|mut e| {
+        // A scanned `run -P … -- 'sleep 0.0{n}'` makes one-word commands, as `run` does.
+        let hint = plan
+            .plans
+            .iter()
+            .find_map(|p| args::not_found_hint(&p.argv));
+        if let (127, Some(hint)) = (e.exit_code, hint) {
+            e.message = format!("{}; {hint}", e.message);
+        }
+        e
+    })?;
     if !plan.quiet {
         // The notices were said as they came, through the progress line.
         let width = terminal::width(Stream::Stderr);
