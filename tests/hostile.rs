@@ -1427,3 +1427,27 @@ fn a_comparison_with_a_directory_as_a_command_creates_nothing() {
         "the comparison directory was created"
     );
 }
+
+#[test]
+fn output_that_cannot_be_kept_stops_the_batch_after_the_run_is_recorded() {
+    let dir = TempDir::new("unkept");
+    // The command plants a file where the batch's runs/ directory would go.
+    let planter = script(
+        &dir,
+        "pl",
+        &format!("echo some output; : > {}", dir.join("b/runs").display()),
+    );
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "3", "-o", "b", "--", planter.to_str().unwrap()],
+    )
+    .run_within(DEADLINE);
+    out.expect_code(125);
+    assert_one_escaped_line(&out);
+    assert!(out.stderr.contains("runs"), "{}", out.describe());
+    let records = assert_records_whole(&dir.join("b"), false);
+    assert_eq!(records.len(), 1, "the run that happened is recorded");
+    assert_eq!(records[0]["artifacts"], Value::Null, "{}", records[0]);
+    assert_eq!(records[0]["counted"], true);
+    assert_no_survivor(&planter);
+}

@@ -190,13 +190,19 @@ impl CommandBatch<'_> {
         let measured = self
             .measure_run(shared, &io, observer)
             .map_err(NotRun::Interrupted)?;
-        let kept = match (io.capture, &self.dir) {
-            (Some(capture), Some(dir)) => Some(capture.finish(dir)?),
-            _ => None,
+        // Output that cannot be kept (a full disk) stops the batch — after the run's record is
+        // written (its `artifacts` null): what was measured is never lost with it.
+        let (kept, unkept) = match (io.capture, &self.dir) {
+            (Some(capture), Some(dir)) => match capture.finish(dir) {
+                Ok(kept) => (Some(kept), None),
+                Err(e) => (None, Some(e)),
+            },
+            _ => (None, None),
         };
-        if kept
-            .as_ref()
-            .is_some_and(|(out, err)| out.path.is_some() || err.path.is_some())
+        if unkept.is_some()
+            || kept
+                .as_ref()
+                .is_some_and(|(out, err)| out.path.is_some() || err.path.is_some())
         {
             // Artifact files were written: the next run's system delta starts afresh.
             shared.sampler.forget();
@@ -204,6 +210,9 @@ impl CommandBatch<'_> {
         let wall_ns = measured.result.wall_ns;
         let counted_before = self.counts.counted;
         let step = self.record_run(index, role, slot, cold_action, measured, kept)?;
+        if let Some(e) = unkept {
+            return Err(e.into());
+        }
         observer.run_finished(&RunEnd {
             run,
             wall_ns,
