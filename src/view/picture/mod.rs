@@ -31,7 +31,7 @@ text{font-family:'DejaVu Sans','Liberation Sans',Arial,Helvetica,sans-serif;font
 .title{font-size:16px;font-weight:bold}.sub{fill:#555}.small{font-size:11px;fill:#555}\
 .halo{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}\
 .warm{fill:#0072B2}.warm-r{stroke:#0072B2;fill:none;stroke-width:1.5}\
-.cold{fill:#E69F00}.cold-r{stroke:#E69F00;fill:none;stroke-width:1.5}\
+.cold{fill:#D55E00}.cold-r{stroke:#D55E00;fill:none;stroke-width:1.5}\
 .warmup{fill:#fff;stroke:#888;stroke-width:1.2}.warmup-r{stroke:#888;fill:none}\
 .disturbed{fill:#E69F00;stroke:#8a5f00;stroke-width:.8}.disturbed-r{stroke:#E69F00;fill:none;stroke-width:2}\
 .rejected{stroke:#CC79A7;stroke-width:2.4;fill:none}.rejected-r{stroke:#CC79A7;fill:none;stroke-width:2}\
