@@ -288,12 +288,12 @@ impl CommandBatch<'_> {
         // output is moved to its artifact in steps.
         let sink = self.stderr_sink.as_ref();
         let spill = io.capture.as_ref().zip(self.dir.as_ref());
-        let bound = move || {
+        let bound = move |exited: &dyn Fn() -> bool| {
             if let Some(sink) = sink {
                 sink.trim();
             }
             if let Some((capture, dir)) = spill {
-                capture.spill(dir);
+                capture.spill(dir, exited);
             }
         };
         let bounded = sink.is_some() || spill.is_some();
@@ -304,7 +304,7 @@ impl CommandBatch<'_> {
             counters: &plan.counters,
             inspect_child: !plan.minimal,
             orphans: Some(&shared.signals.subreaper),
-            tick: bounded.then_some(&bound as &dyn Fn()),
+            tick: bounded.then_some(&bound as &runner::Tick<'_>),
         };
         let before = self.sample_before(shared.boot_id.as_ref(), &mut shared.sampler);
         // The last moment to stop without starting the run.

@@ -139,10 +139,16 @@ pub struct RunLimits<'a> {
     pub inspect_child: bool,
     /// Reap adopted orphans after the run (coldtrace is a subreaper; `None`: do not).
     pub orphans: Option<&'a Subreaper>,
-    /// Called every [`TICK_NS`] while the child runs (bounding what grows with the child's
-    /// output, outside the timed measurement); `None`: the wait sleeps until something happens.
-    pub tick: Option<&'a dyn Fn()>,
+    /// Called every [`TICK_NS`] while the child runs, to bound what grows with the child's
+    /// output; `None`: the wait sleeps until something happens. It is given a check of
+    /// whether the child has exited: an exit is only seen when the tick returns, so a tick that
+    /// does much (moving output to a file) must stop at once when the check says so, or the
+    /// wall time would include its work.
+    pub tick: Option<&'a Tick<'a>>,
 }
+
+/// What [`RunLimits::tick`] calls, given a check of whether the child has exited.
+pub type Tick<'a> = dyn Fn(&dyn Fn() -> bool) + 'a;
 
 /// How often [`RunLimits::tick`] is called while a child runs.
 pub const TICK_NS: u64 = 20_000_000;
@@ -319,7 +325,8 @@ impl<'w> Waiting<'w> {
                     .is_none_or(|d| crate::measure::clock::monotonic_ns() < d) =>
             {
                 if let Some(tick) = self.limits.tick {
-                    tick();
+                    let child = &self.child;
+                    tick(&|| child.has_exited().unwrap_or(true));
                 }
                 self.ticks.fire_if_due(watcher);
             }
