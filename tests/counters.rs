@@ -229,8 +229,7 @@ fn zombie_schedstat_is_the_main_threads_cpu_time() {
 #[test]
 fn system_snapshot_reads_and_deltas() {
     let before = SystemSnapshot::read();
-    let mut buf = Vec::new();
-    let after = SystemSnapshot::read_with(&mut buf);
+    let after = SystemSnapshot::read();
     eprintln!("snapshot {after:?}");
     assert!(before.pgmajfault.is_some() && before.pgpgin.is_some());
     assert!(before.workingset_refault_file.is_some());

@@ -4,8 +4,8 @@
 //! A file read through `std::fs` costs seven system calls here (open, musl's extra
 //! `fcntl(FD_CLOEXEC)`, fstat and lseek for the size hint, reads, close), and coldtrace reads a
 //! dozen /proc files per run. [`ProcFile`] keeps the descriptor open and re-reads it with
-//! `pread(fd, buf, 0)`, which makes a seq_file regenerate its contents ([proc(5)]); [`read_once`]
-//! reads a per-child file with a bare open/read/close.
+//! `pread(fd, buf, 0)`, which makes a seq_file regenerate its contents ([proc(5)]);
+//! [`read_small_once`] reads a per-child file with a bare open, one read, close.
 //!
 //! [proc(5)]: https://man7.org/linux/man-pages/man5/proc.5.html
 #![forbid(unsafe_code)]
@@ -114,13 +114,7 @@ pub fn parse_u64(bytes: &[u8]) -> Option<u64> {
     std::str::from_utf8(bytes).ok()?.trim().parse().ok()
 }
 
-/// Reads a file once (open, read, close), into `buf`.
-pub fn read_once<'b>(path: &str, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
-    let fd = open(path)?;
-    read_all(&fd, buf)
-}
-
-/// [`read_once`] for a file of small records (see [`read_up_to`]): open, one read, close.
+/// Reads a file of small records once (see [`read_up_to`]) into `buf`: open, one read, close.
 pub fn read_small_once<'b>(path: &str, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
     let fd = open(path)?;
     read_up_to(&fd, buf, usize::MAX, true)
@@ -150,8 +144,7 @@ mod tests {
             .unwrap();
         assert!(second > first, "{first} then {second}");
         // A file larger than one read: /proc/self/smaps is many KiB.
-        let mut buf = Vec::new();
-        let smaps = read_once("/proc/self/smaps", &mut buf).unwrap().to_vec();
+        let smaps = ProcFile::open("/proc/self/smaps").read().unwrap().to_vec();
         assert!(
             smaps.len() > 8192 && smaps.ends_with(b"\n"),
             "{} bytes",

@@ -9,19 +9,6 @@
 //! [proc_pressure(5)]: https://man7.org/linux/man-pages/man5/proc_pressure.5.html
 #![forbid(unsafe_code)]
 
-use std::cell::RefCell;
-
-/// Reads a whole (small, /proc) file into `buf`, reusing its allocation. `None` on any error.
-fn read_into<'b>(path: &str, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
-    crate::measure::procfs::read_once(path, buf)
-}
-
-thread_local! {
-    /// One buffer per thread for the snapshots taken around every run: no allocation after the
-    /// first snapshot.
-    static BUFFER: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(16 * 1024));
-}
-
 /// Values of the `/proc/vmstat` counters coldtrace watches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct VmStat {
@@ -192,7 +179,7 @@ impl Default for SystemSampler {
 }
 
 impl SystemSampler {
-    /// A snapshot now, as [`SystemSnapshot::read`] takes it.
+    /// A snapshot now.
     pub fn sample(&mut self) -> SystemSnapshot {
         let vm = self.vmstat();
         let (psi_cpu_some_us, _cpu_full) = self.cpu.read_small().map(parse_psi).unwrap_or_default();
@@ -278,37 +265,10 @@ fn vmstat_end_of_last(text: &[u8]) -> Option<usize> {
 }
 
 impl SystemSnapshot {
-    /// Reads `/proc/vmstat` and `/proc/pressure/{cpu,io,memory}`, one read pass per file into a
-    /// reused per-thread buffer. Never fails; what cannot be read is `None`.
+    /// Reads `/proc/vmstat` and `/proc/pressure/{cpu,io,memory}` once (a batch keeps a
+    /// [`SystemSampler`] open instead). Never fails; what cannot be read is `None`.
     pub fn read() -> SystemSnapshot {
-        BUFFER.with(|buf| match buf.try_borrow_mut() {
-            Ok(mut buf) => SystemSnapshot::read_with(&mut buf),
-            Err(_) => SystemSnapshot::read_with(&mut Vec::new()),
-        })
-    }
-
-    /// As [`SystemSnapshot::read`], with a caller-owned buffer.
-    pub fn read_with(buf: &mut Vec<u8>) -> SystemSnapshot {
-        let vm = read_into("/proc/vmstat", buf)
-            .map(parse_vmstat)
-            .unwrap_or_default();
-        let (psi_cpu_some_us, _cpu_full) = read_into("/proc/pressure/cpu", buf)
-            .map(parse_psi)
-            .unwrap_or_default();
-        let (psi_io_some_us, psi_io_full_us) = read_into("/proc/pressure/io", buf)
-            .map(parse_psi)
-            .unwrap_or_default();
-        let (psi_memory_some_us, psi_memory_full_us) = read_into("/proc/pressure/memory", buf)
-            .map(parse_psi)
-            .unwrap_or_default();
-        SystemSnapshot::from_parts(
-            vm,
-            psi_cpu_some_us,
-            psi_io_some_us,
-            psi_io_full_us,
-            psi_memory_some_us,
-            psi_memory_full_us,
-        )
+        SystemSampler::default().sample()
     }
 
     fn from_parts(
