@@ -18,6 +18,7 @@ pub mod head;
 pub mod kept;
 pub mod metrics;
 pub mod penalty;
+pub mod pick;
 pub mod reader;
 pub mod run;
 pub mod series;
