@@ -541,6 +541,34 @@ fn daemonised_grandchild_holding_fds_does_not_hang_coldtrace() {
     read_batch(&dir.join("out"));
 }
 
+/// The memfds a run writes into are used again for the next run only when no process the
+/// run started is left (capture.rs): a descendant of run 0 that writes during run 1 must not
+/// end up in run 1's artifacts (nor anywhere: what is written after a run ended is not kept).
+#[test]
+fn a_late_writer_never_lands_in_a_later_runs_output() {
+    let dir = TempDir::new("late-writer");
+    // Run 0 leaves a writer behind and ends at once; the writer writes during run 1.
+    let script = "if [ -e seen ]; then sleep 0.6; else : > seen; \
+                  (sleep 0.3; echo late; echo late >&2) & fi";
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "3", "-o", "out", "--", "sh", "-c", script],
+    )
+    .run_within(Duration::from_secs(30));
+    out.expect_code(0);
+    let records = read_records(&dir.join("out"));
+    assert_eq!(records.len(), 3, "{}", out.describe());
+    for r in &records {
+        assert_eq!(r["artifacts"]["stdout_bytes"], 0, "{r}");
+        assert_eq!(r["artifacts"]["stderr_bytes"], 0, "{r}");
+    }
+    assert!(
+        !dir.join("out/runs").exists()
+            || std::fs::read_dir(dir.join("out/runs")).unwrap().count() == 0,
+        "no run wrote, so no artifact file"
+    );
+}
+
 #[test]
 fn child_ignoring_sigterm_is_killed_after_the_grace_period() {
     let dir = TempDir::new("ignterm");

@@ -6,7 +6,10 @@
 //! files cost 0.2–1.2 ms per run, more than a short command takes, and most runs of a start-up
 //! benchmark write nothing. So the child writes into two anonymous in-memory files
 //! ([memfd_create(2)], fresh for every run), and after the run what it wrote is copied
-//! ([sendfile(2)]) into `runs/NNN/`, which is created then. A command that writes much does not
+//! ([sendfile(2)]) into `runs/NNN/`, which is created then. Two memfds the run left empty are
+//! used again for the next run when no process the run started is left alive (coldtrace is a
+//! subreaper and has no child left, [`coldtrace_syscalls::OrphanSweep`]): nothing can write
+//! into them any more, and making and freeing two memfds was a third of `-o`'s cost per run. A command that writes much does not
 //! hold it in memory: while it runs, what it wrote is moved to the file [`SPILL_AT`] bytes at a
 //! time and punched out of the memfd ([fallocate(2)] `FALLOC_FL_PUNCH_HOLE`), on the waiting
 //! loop's tick. The exit of the command is only seen when the tick returns, so the moving stops
@@ -60,14 +63,28 @@ pub struct Kept {
     pub file: Option<File>,
 }
 
+/// The two empty memfds of a run that left no process behind, for the next run.
+pub struct SpareMemfds {
+    stdout: File,
+    stderr: File,
+}
+
 impl RunCapture {
-    /// Two fresh memfds for run `index` (fresh, so that a descendant still writing to the
-    /// last run's never mixes into this run's).
-    pub fn new(index: u64) -> Result<RunCapture, ArtifactError> {
+    /// The memfds for run `index`: `spare` ones (empty, and no process left that holds them),
+    /// else two fresh ones (so that a descendant still writing to the last run's never mixes
+    /// into this run's).
+    pub fn new(index: u64, spare: Option<SpareMemfds>) -> Result<RunCapture, ArtifactError> {
+        let (stdout, stderr) = match spare {
+            Some(SpareMemfds { stdout, stderr }) => (
+                Stream::reused("stdout", stdout),
+                Stream::reused("stderr", stderr),
+            ),
+            None => (Stream::new("stdout")?, Stream::new("stderr")?),
+        };
         Ok(RunCapture {
             index,
-            stdout: Stream::new("stdout")?,
-            stderr: Stream::new("stderr")?,
+            stdout,
+            stderr,
         })
     }
 
@@ -83,13 +100,22 @@ impl RunCapture {
         }
     }
 
-    /// After the run: moves the rest; a stream the run did not write to makes no file.
-    pub fn finish(self, dir: &BatchDir) -> Result<(Kept, Kept), ArtifactError> {
+    /// After the run: moves the rest; a stream the run did not write to makes no file. When
+    /// `none_left_alive` (no process the run started still holds the memfds) and the run wrote
+    /// to neither, the memfds come back for the next run.
+    pub fn finish(
+        self,
+        dir: &BatchDir,
+        none_left_alive: bool,
+    ) -> Result<(Kept, Kept, Option<SpareMemfds>), ArtifactError> {
         let index = self.index;
-        Ok((
-            self.stdout.finish(dir, index)?,
-            self.stderr.finish(dir, index)?,
-        ))
+        let (out, out_memfd) = self.stdout.finish(dir, index)?;
+        let (err, err_memfd) = self.stderr.finish(dir, index)?;
+        let spare = match (out_memfd, err_memfd) {
+            (Some(stdout), Some(stderr)) if none_left_alive => Some(SpareMemfds { stdout, stderr }),
+            _ => None,
+        };
+        Ok((out, err, spare))
     }
 }
 
@@ -101,13 +127,17 @@ impl Stream {
                     message: format!("cannot create an in-memory file for the run's {name}: {e}"),
                 }
             })?;
-        Ok(Stream {
+        Ok(Stream::reused(name, File::from(memfd)))
+    }
+
+    fn reused(name: &'static str, memfd: File) -> Stream {
+        Stream {
             name,
-            memfd: File::from(memfd),
+            memfd,
             moved: Cell::new(0),
             dest: RefCell::new(None),
             failed: RefCell::new(None),
-        })
+        }
     }
 
     /// The descriptor the child writes to.
@@ -188,8 +218,14 @@ impl Stream {
         Ok(())
     }
 
-    fn finish(self, dir: &BatchDir, index: u64) -> Result<Kept, ArtifactError> {
-        let (from, end) = (self.moved.get(), self.written());
+    /// Moves the rest; the memfd comes back when the run wrote nothing to it (its offset is
+    /// then 0 again, whatever the child did with it).
+    fn finish(self, dir: &BatchDir, index: u64) -> Result<(Kept, Option<File>), ArtifactError> {
+        // The size, by seeking to the end: for an empty memfd that also puts the offset the
+        // child shared back at 0, which a reused memfd needs (one call instead of two).
+        let sought = rustix::fs::seek(&self.memfd, rustix::fs::SeekFrom::End(0)).ok();
+        let end = sought.unwrap_or_else(|| self.written());
+        let from = self.moved.get();
         if end > from && self.failed.borrow().is_none() {
             self.move_and_punch(dir, index, from, end);
         }
@@ -197,17 +233,24 @@ impl Stream {
             return Err(e);
         }
         let bytes = self.moved.get();
+        let empty = (sought == Some(0)).then_some(self.memfd);
         Ok(match self.dest.into_inner() {
-            Some((file, rel)) => Kept {
-                path: Some(rel),
-                bytes,
-                file: Some(file),
-            },
-            None => Kept {
-                path: None,
-                bytes,
-                file: None,
-            },
+            Some((file, rel)) => (
+                Kept {
+                    path: Some(rel),
+                    bytes,
+                    file: Some(file),
+                },
+                None,
+            ),
+            None => (
+                Kept {
+                    path: None,
+                    bytes,
+                    file: None,
+                },
+                empty,
+            ),
         })
     }
 }
@@ -222,7 +265,7 @@ mod tests {
         let root = std::env::temp_dir().join(format!("coldtrace-capture-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let dir = BatchDir::create(&root).unwrap();
-        let capture = RunCapture::new(0).unwrap();
+        let capture = RunCapture::new(0, None).unwrap();
         let five = vec![b'x'; 5 * SPILL_AT as usize + 10];
         (&capture.stdout.memfd).write_all(&five).unwrap();
         capture.spill(&dir, &|| true);
@@ -237,10 +280,41 @@ mod tests {
             5 * SPILL_AT,
             "whole chunks while it runs"
         );
-        let (out, err) = capture.finish(&dir).unwrap();
+        let (out, err, spare) = capture.finish(&dir, true).unwrap();
         assert_eq!(out.bytes, five.len() as u64);
         assert_eq!(std::fs::read(root.join("runs/000/stdout")).unwrap(), five);
         assert_eq!((err.path, err.bytes), (None, 0));
+        assert!(
+            spare.is_none(),
+            "a memfd that was written is not used again"
+        );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn empty_memfds_come_back_only_when_no_process_is_left_and_start_at_zero() {
+        use std::io::{Seek, SeekFrom};
+        let root = std::env::temp_dir().join(format!("coldtrace-spare-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let dir = BatchDir::create(&root).unwrap();
+        let first = RunCapture::new(0, None).unwrap();
+        // A child that seeks without writing moves the shared offset, not the size.
+        (&first.stdout.memfd).seek(SeekFrom::Start(100)).unwrap();
+        let (out, err, spare) = first.finish(&dir, true).unwrap();
+        assert_eq!((out.path, out.bytes, err.path), (None, 0, None));
+        let spare = spare.expect("two empty memfds, no process left: used again");
+        let kept_alive = RunCapture::new(1, None).unwrap();
+        assert!(
+            kept_alive.finish(&dir, false).unwrap().2.is_none(),
+            "a process may still hold them: not used again"
+        );
+        let second = RunCapture::new(2, Some(spare)).unwrap();
+        (&second.stderr.memfd).write_all(b"abc").unwrap();
+        let (out, err, spare) = second.finish(&dir, true).unwrap();
+        assert_eq!((out.path, out.bytes), (None, 0));
+        assert_eq!(err.bytes, 3);
+        assert_eq!(std::fs::read(root.join("runs/002/stderr")).unwrap(), b"abc");
+        assert!(spare.is_none(), "one of the two was written");
         let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -47,6 +47,8 @@ pub struct CommandBatch<'p> {
     pub(super) context: BatchContext,
     pub(super) started_at: String,
     pub(super) stderr_sink: Option<StderrSink>,
+    /// The last run's two empty memfds, when it left no process alive (see `capture.rs`).
+    pub(super) spare_memfds: Option<crate::batch::capture::SpareMemfds>,
     /// Every record line, for the exports (only when one is asked for).
     pub(super) kept: Option<crate::record::kept::KeptRecords>,
     pub(super) columns: Columns,
@@ -151,6 +153,7 @@ impl<'p> Checked<'p> {
             context,
             started_at: crate::measure::clock::rfc3339_utc_now(),
             stderr_sink,
+            spare_memfds: None,
             kept: plan
                 .exports
                 .needs_records()

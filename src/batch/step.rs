@@ -192,9 +192,13 @@ impl CommandBatch<'_> {
             .map_err(NotRun::Interrupted)?;
         // Output that cannot be kept (a full disk) stops the batch — after the run's record is
         // written (its `artifacts` null): what was measured is never lost with it.
+        let none_left_alive = measured.result.no_descendant_left;
         let (kept, unkept) = match (io.capture, &self.dir) {
-            (Some(capture), Some(dir)) => match capture.finish(dir) {
-                Ok(kept) => (Some(kept), None),
+            (Some(capture), Some(dir)) => match capture.finish(dir, none_left_alive) {
+                Ok((out, err, spare)) => {
+                    self.spare_memfds = spare;
+                    (Some((out, err)), None)
+                }
                 Err(e) => (None, Some(e)),
             },
             _ => (None, None),

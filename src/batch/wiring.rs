@@ -39,7 +39,7 @@ impl CommandBatch<'_> {
             None => None,
         };
         let capture = match (&self.dir, plan.output) {
-            (Some(_), OutputMode::File) => Some(RunCapture::new(index)?),
+            (Some(_), OutputMode::File) => Some(RunCapture::new(index, self.spare_memfds.take())?),
             _ => None,
         };
         if plan.stdin == StdinMode::Null {

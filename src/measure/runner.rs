@@ -174,6 +174,10 @@ pub struct RunResult {
     pub stopped_by: Option<Signal>,
     /// Orphans (adopted as subreaper or PID 1) reaped after the run.
     pub orphans_reaped: u64,
+    /// After the run, coldtrace (a subreaper) had no child left: nothing the run started still
+    /// holds the descriptors it was given (see [`coldtrace_syscalls::OrphanSweep`]). `false`
+    /// when unknown (orphans not reaped, no subreaper).
+    pub no_descendant_left: bool,
     /// Kernel perf counters, from the child's exec to its exit (`None` unless asked for).
     pub counters: Option<Vec<CounterReading>>,
 }
@@ -208,7 +212,9 @@ pub fn measure(
     let (child_io, sched) = waiting.inspect();
     let (interrupted_by, stopped_by) = (waiting.interrupted_by, waiting.stopped_by);
     let (outcome, rusage) = waiting.reap();
-    let orphans_reaped = limits.orphans.map_or(0, |s| s.reap_orphans() as u64);
+    let sweep = limits.orphans.map(Subreaper::reap_orphans);
+    let orphans_reaped = sweep.map_or(0, |s| s.reaped as u64);
+    let no_descendant_left = sweep.is_some_and(|s| s.no_descendant_left);
     let counters = session.map(PerfSession::read_after_exit);
     RunResult {
         outcome,
@@ -220,6 +226,7 @@ pub fn measure(
         interrupted_by,
         stopped_by,
         orphans_reaped,
+        no_descendant_left,
         counters,
     }
 }
@@ -243,6 +250,7 @@ fn not_started(
         interrupted_by: None,
         stopped_by: None,
         orphans_reaped: 0,
+        no_descendant_left: false,
         counters: session.map(PerfSession::read_after_exit),
     }
 }

@@ -34,4 +34,4 @@ pub use rusage::ResourceUsage;
 pub use signal::{SigSet, Signal};
 pub use spawn::{find_program, Child, ChildStack, Program, SpawnError, SpawnOptions};
 pub use status::{WaitStatus, WaitStatusKind};
-pub use wait::{SignalFd, Subreaper, WaitEvent};
+pub use wait::{OrphanSweep, SignalFd, Subreaper, WaitEvent};

@@ -276,23 +276,47 @@ impl Subreaper {
         self.claimed
     }
 
-    /// Reaps exited children that no live [`crate::Child`] owns, without blocking; returns how
-    /// many. It looks at one exited child at a time (`waitid(P_ALL, WNOWAIT)`), and stops at one
-    /// that a `Child` may own (or while a spawn is registering its child): that one is left to
-    /// its owner, and the children behind it to the next call.
-    pub fn reap_orphans(&self) -> usize {
+    /// Reaps exited children that no live [`crate::Child`] owns, without blocking. It looks at
+    /// one exited child at a time (`waitid(P_ALL, WNOWAIT)`), and stops at one that a `Child`
+    /// may own (or while a spawn is registering its child): that one is left to its owner, and
+    /// the children behind it to the next call.
+    pub fn reap_orphans(&self) -> OrphanSweep {
         let mut reaped = 0;
-        while let Ok(Some(pid)) = raw::waitid_exited_any() {
-            if crate::spawn::registry::may_be_owned(pid) {
-                break;
+        let none_left = loop {
+            match raw::waitid_exited_any() {
+                Ok(Some(pid)) => {
+                    if crate::spawn::registry::may_be_owned(pid) {
+                        break false;
+                    }
+                    match wait4(pid, Wait4Options::NOHANG) {
+                        Ok(Some(_)) => reaped += 1,
+                        _ => break false,
+                    }
+                }
+                // Children left, none of them exited.
+                Ok(None) => break false,
+                Err(e) => break e == Errno::CHILD,
             }
-            match wait4(pid, Wait4Options::NOHANG) {
-                Ok(Some(_)) => reaped += 1,
-                _ => break,
-            }
+        };
+        OrphanSweep {
+            reaped,
+            // Orphans come to this process only when it is a subreaper (or PID 1): otherwise
+            // "no child" says nothing of the descendants that went to another reaper.
+            no_descendant_left: none_left && self.claimed.is_ok(),
         }
-        reaped
     }
+}
+
+/// What [`Subreaper::reap_orphans`] did and saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OrphanSweep {
+    /// Orphans reaped.
+    pub reaped: usize,
+    /// This process, a subreaper, has no child left: every process started under it has exited
+    /// and been reaped, so none still holds a descriptor it was given. (A process that got a
+    /// descriptor passed over a socket, or reopened one through `/proc`, is not a descendant;
+    /// that is outside what this can see.)
+    pub no_descendant_left: bool,
 }
 
 #[cfg(test)]

@@ -134,16 +134,30 @@ fn orphans_are_reaped_but_a_live_childs_zombie_is_left_to_its_owner() {
     let sh = program("/bin/sh", &["sh", "-c", "sleep 0.2 & exit 0"]);
     let parent = spawn(&sh, false);
     assert_eq!(parent.reap().expect("reap sh").0.code(), Some(0));
+    let while_it_sleeps = subreaper.reap_orphans();
+    assert_eq!(while_it_sleeps.reaped, 0);
+    assert!(
+        !while_it_sleeps.no_descendant_left,
+        "the sleeping orphan is a descendant left"
+    );
     // A child of ours that has exited and is not reaped yet.
     let owned = spawn(&program("/bin/true", &["true"]), false);
     assert_eq!(owned.wait(None, None), Ok(WaitEvent::Exited));
     std::thread::sleep(Duration::from_millis(400));
     // The owned zombie may come first in the kernel's list: then nothing is reaped yet.
-    let first = subreaper.reap_orphans();
+    let first = subreaper.reap_orphans().reaped;
     assert!(owned.has_exited().expect("still ours, still a zombie"));
     let (status, _) = owned.reap().expect("the owner reaps its child");
     assert_eq!(status.code(), Some(0));
     let second = subreaper.reap_orphans();
-    assert_eq!(first + second, 1, "the orphan is reaped exactly once");
+    assert_eq!(
+        first + second.reaped,
+        1,
+        "the orphan is reaped exactly once"
+    );
+    assert!(
+        second.no_descendant_left,
+        "nothing is left after the last reaping"
+    );
     assert_eq!(wait4(-1, Wait4Options::NOHANG).err(), Some(Errno::CHILD));
 }

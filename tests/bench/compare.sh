@@ -317,9 +317,10 @@ for c in "${CONTENDERS[@]}"; do
 done
 cat <<EOF
 
-- Artifacts (\`-o DIR\`): each run's stdout and stderr are caught in two fresh memfds and
-  become \`runs/NNN/{stdout,stderr}\` only when the run wrote to them; a runs.jsonl line per
-  run, batch.json at the end. For \`/bin/true\` (writes nothing) \`-o DIR\` costs
+- Artifacts (\`-o DIR\`): each run's stdout and stderr are caught in two memfds (the last
+  run's, when it wrote nothing and left no process alive) and become
+  \`runs/NNN/{stdout,stderr}\` only when the run wrote to them; a runs.jsonl line per run,
+  batch.json at the end. For \`/bin/true\` (writes nothing) \`-o DIR\` costs
   **$ART µs per run** with DIR on $ART_FS and **$ART_SHM µs per run** on tmpfs (artifacts
   row − no-artifacts row); for \`hello\` (one line to stdout every run: one directory and one
   file made per run) **$ART_HELLO µs per run** on $ART_FS.
