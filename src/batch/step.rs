@@ -407,10 +407,14 @@ impl CommandBatch<'_> {
         } else {
             Vec::new()
         };
-        self.line.clear();
-        // Serialising plain data into memory cannot fail.
-        let _ = serde_json::to_writer(&mut self.line, &record);
-        self.line.push(b'\n');
+        // The record line goes to runs.jsonl, to the exports, or is a single run's JSON: with
+        // none of those (a batch without -o) it would be written for nothing.
+        if self.dir.is_some() || self.kept.is_some() || self.plan.is_single_run() {
+            self.line.clear();
+            // Serialising plain data into memory cannot fail.
+            let _ = serde_json::to_writer(&mut self.line, &record);
+            self.line.push(b'\n');
+        }
         if let Some(d) = &mut self.dir {
             d.append_record(&self.line)?;
         }

@@ -60,11 +60,17 @@ impl Row {
 
     /// The value of metric `i` (in the batch's metric order), `None` when absent.
     pub fn metric(&self, i: usize) -> Option<f64> {
-        self.get(if i < METRICS.len() {
+        self.get(Row::column_of_metric(i))
+    }
+
+    /// The column of metric `i` (the batch's metric order: the extras sit between the fixed
+    /// metrics and the counters).
+    pub fn column_of_metric(i: usize) -> usize {
+        if i < METRICS.len() {
             i
         } else {
             i + EXTRAS.len()
-        })
+        }
     }
 
     /// A row from its values (tests and readers), padded with absent values.
@@ -328,6 +334,23 @@ impl WarmSeries for Columns {
             }
         });
     }
+
+    fn column(&self, i: usize) -> Vec<f64> {
+        match &self.warm {
+            WarmRows::File { file, rows, .. } => {
+                stored_column(file, *rows, self.width(), i, Some(POSITION))
+            }
+            WarmRows::Memory(_) => {
+                let mut values = Vec::new();
+                self.each_row(&mut |row| values.extend(row.get(i)));
+                values
+            }
+        }
+    }
+
+    fn metric(&self, m: usize) -> Vec<f64> {
+        self.column(Row::column_of_metric(m))
+    }
 }
 
 /// Every counted run after the first, in run order: the warm runs and, with `--cold-cycles`,
@@ -341,6 +364,19 @@ impl WarmSeries for AllRows<'_> {
             WarmRows::File { file, rows, .. } => each_stored_row(file, *rows, self.0.width(), f),
         }
     }
+
+    fn column(&self, i: usize) -> Vec<f64> {
+        match &self.0.warm {
+            WarmRows::File { file, rows, .. } => {
+                stored_column(file, *rows, self.0.width(), i, None)
+            }
+            WarmRows::Memory(rows) => rows.iter().filter_map(|row| row.get(i)).collect(),
+        }
+    }
+
+    fn metric(&self, m: usize) -> Vec<f64> {
+        self.column(Row::column_of_metric(m))
+    }
 }
 
 /// Rows of `width` values read from the memfd in blocks of 256 ([pread(2)]), decoded into one
@@ -348,10 +384,45 @@ impl WarmSeries for AllRows<'_> {
 ///
 /// [pread(2)]: https://man7.org/linux/man-pages/man2/pread.2.html
 fn each_stored_row(file: &std::fs::File, rows: usize, width: usize, f: &mut dyn FnMut(&Row)) {
+    let mut row = Row(vec![f64::NAN; width]);
+    each_stored_block(file, rows, width, &mut |stored| {
+        for (value, cell) in row.0.iter_mut().zip(stored.chunks_exact(8)) {
+            *value = decode(cell);
+        }
+        f(&row);
+    });
+}
+
+/// Column `i`'s present values from the memfd, in run order, decoding only that cell of each
+/// row (and the cell `skip_zero_in`, when given: rows where it is 0 are left out). The summary
+/// asks for one metric at a time; decoding whole rows for each made the end of a batch cost
+/// ~20 µs per run (1,000 runs: 23 ms).
+fn stored_column(
+    file: &std::fs::File,
+    rows: usize,
+    width: usize,
+    i: usize,
+    skip_zero_in: Option<usize>,
+) -> Vec<f64> {
+    let mut values = Vec::with_capacity(rows);
+    if i >= width {
+        return values;
+    }
+    each_stored_block(file, rows, width, &mut |stored| {
+        let skip = skip_zero_in.is_some_and(|k| decode(&stored[k * 8..k * 8 + 8]) == 0.0);
+        let value = decode(&stored[i * 8..i * 8 + 8]);
+        if !skip && !value.is_nan() {
+            values.push(value);
+        }
+    });
+    values
+}
+
+/// Each stored row's bytes, read from the memfd in blocks of 256 rows.
+fn each_stored_block(file: &std::fs::File, rows: usize, width: usize, f: &mut dyn FnMut(&[u8])) {
     use std::os::unix::fs::FileExt;
     const BLOCK: usize = 256;
     let mut bytes = vec![0u8; BLOCK * width * 8];
-    let mut row = Row(vec![f64::NAN; width]);
     let mut done = 0;
     while done < rows {
         let n = (rows - done).min(BLOCK);
@@ -362,14 +433,75 @@ fn each_stored_row(file: &std::fs::File, rows: usize, width: usize, f: &mut dyn 
         {
             return;
         }
-        for stored in block.chunks_exact(width * 8) {
-            for (value, cell) in row.0.iter_mut().zip(stored.chunks_exact(8)) {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(cell);
-                *value = f64::from_le_bytes(b);
-            }
-            f(&row);
-        }
+        block.chunks_exact(width * 8).for_each(&mut *f);
         done += n;
+    }
+}
+
+/// One stored value (8 bytes, little-endian). Built byte by byte so that it compiles to one
+/// load: a `copy_from_slice` into an array was a call to `memcpy` per value at this crate's
+/// `opt-level = "z"`.
+fn decode(cell: &[u8]) -> f64 {
+    f64::from_le_bytes([
+        cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6], cell[7],
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows with gaps (NaN: absent), cold runs of later cycles (POSITION 0) and warm runs.
+    fn rows() -> Vec<Row> {
+        (0..600)
+            .map(|k| {
+                let mut values: Vec<f64> = (0..WIDTH).map(|i| (k * WIDTH + i) as f64).collect();
+                values[POSITION] = match k % 7 {
+                    0 => 0.0,
+                    1 => f64::NAN,
+                    _ => 1.0,
+                };
+                if k % 5 == 0 {
+                    values[3] = f64::NAN;
+                }
+                Row::from_values(values)
+            })
+            .collect()
+    }
+
+    fn filled(mut columns: Columns) -> Columns {
+        for row in rows() {
+            columns.push_warm(row);
+        }
+        columns
+    }
+
+    #[test]
+    fn a_column_read_alone_is_the_column_of_the_rows() {
+        let metrics = crate::record::metrics::metrics_for(&[]);
+        let stored = filled(Columns::new(metrics.clone()));
+        assert!(matches!(stored.warm, WarmRows::File { .. }), "a memfd here");
+        let mut in_memory = Columns::new(metrics);
+        in_memory.warm = WarmRows::Memory(Vec::new());
+        let in_memory = filled(in_memory);
+        for i in [0, 3, POSITION, WIDTH - 1] {
+            let mut warm = Vec::new();
+            stored.each_row(&mut |row| warm.extend(row.get(i)));
+            let mut all = Vec::new();
+            AllRows(&stored).each_row(&mut |row| all.extend(row.get(i)));
+            assert!(
+                warm.len() < all.len(),
+                "cold runs are left out of the warm series"
+            );
+            assert_eq!(stored.column(i), warm, "column {i}");
+            assert_eq!(in_memory.column(i), warm, "column {i} in memory");
+            assert_eq!(AllRows(&stored).column(i), all, "all rows, column {i}");
+            assert_eq!(
+                AllRows(&in_memory).column(i),
+                all,
+                "all rows in memory, column {i}"
+            );
+        }
+        assert!(stored.column(WIDTH + 5).is_empty(), "no such column");
     }
 }
