@@ -55,6 +55,7 @@ SF=$CARGO_TARGET_DIR/$MUSL/release/examples/spawn_floor
 for b in "$CT" "$CT_GNU_STATIC" "$CT_GNU_DYN" "$SF"; do [ -x "$b" ] || die "not built: $b"; done
 
 cc -O2 -o "$WORK/floor" tests/bench/floor.c
+cc -O2 -o "$WORK/steps" tests/bench/steps.c
 printf 'int main(void){return 0;}\n' >"$WORK/minimal.c"
 printf '#include <unistd.h>\nint main(void){return write(1, "hi\\n", 3) != 3;}\n' >"$WORK/hello.c"
 cc -O2 -o "$WORK/hello" "$WORK/hello.c"
@@ -104,9 +105,13 @@ trap 'rm -rf "$WORK" ${SHM:+"$SHM"}' EXIT
 coldtrace_out_tmpfs() { "$CT" run -n "$RUNS" -q -o "$SHM/out" -- /bin/true; }
 hyperfine_run() { "$HYPERFINE" -N --runs "$RUNS" --warmup 0 --style none /bin/true; }
 
-CONTENDERS=(cfloor sf ct ctmin ctout ctshm cthello ctouthello hf shloop)
+CONTENDERS=(cfloor step1 step2 step3 step4 sf ct ctmin ctout ctshm cthello ctouthello hf shloop)
 declare -A NAME=(
   [cfloor]="**floor**: C loop of vfork + execve + wait4 (\`tests/bench/floor.c\`)"
+  [step1]="C, step 1: clone with a pidfd instead of vfork (\`tests/bench/steps.c 1\`)"
+  [step2]="C, step 2: + ppoll on the pidfd and a signalfd, waitid before wait4, an orphan waitid, signals blocked around the clone"
+  [step3]="C, step 3: + the child resets 3 signals, installs stdio (dup3), close_range, passes the environment"
+  [step4]="C, step 4: + per run two record writes, a stderr-sink truncate + seek, one small /proc pread"
   [sf]="syscalls crate loop (\`spawn_floor\` example: spawn + wait4, every signal queried)"
   [ct]="\`coldtrace run -n $RUNS -q -- /bin/true\` (no artifacts)"
   [ctmin]="\`coldtrace run -n $RUNS -q --minimal -- /bin/true\` (no artifacts, no /proc reads around runs)"
@@ -118,7 +123,9 @@ declare -A NAME=(
   [shloop]="$RUNS × \`/usr/bin/time -f '' /bin/true\` in a bash loop"
 )
 declare -A CMD=(
-  [sf]="$SF $RUNS" [cfloor]="$WORK/floor $RUNS" [ct]=coldtrace_plain [ctmin]=coldtrace_minimal [ctout]=coldtrace_out
+  [sf]="$SF $RUNS" [cfloor]="$WORK/floor $RUNS"
+  [step1]="$WORK/steps 1 $RUNS" [step2]="$WORK/steps 2 $RUNS" [step3]="$WORK/steps 3 $RUNS"
+  [step4]="$WORK/steps 4 $RUNS" [ct]=coldtrace_plain [ctmin]=coldtrace_minimal [ctout]=coldtrace_out
   [ctshm]=coldtrace_out_tmpfs [cthello]=coldtrace_hello [ctouthello]=coldtrace_out_hello
   [hf]=hyperfine_run [shloop]=shell_time_loop
 )
@@ -324,6 +331,11 @@ cat <<EOF
   **$ART µs per run** with DIR on $ART_FS and **$ART_SHM µs per run** on tmpfs (artifacts
   row − no-artifacts row); for \`hello\` (one line to stdout every run: one directory and one
   file made per run) **$ART_HELLO µs per run** on $ART_FS.
+- The C steps (\`tests/bench/steps.c\`) add a runner's duties to the floor loop one at a time,
+  without coldtrace: what keeping coldtrace's promises costs at the least (pidfd waiting that
+  a signal can interrupt, no leaked descriptors, a child with default signal handling and the
+  caller's environment, a record per run). \`--minimal\` does what step 4 does, plus its own
+  bookkeeping.
 - Inner per-iteration figures of the floor loops (spawn → wait4 returned, one extra run each):
   C floor \`$C_INNER\`; spawn_floor \`$SF_INNER\`.
 - hyperfine row: $([ -n "$HYPERFINE" ] && "$HYPERFINE" --version || echo n/a), per-run cost from its total elapsed time
