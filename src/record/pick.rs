@@ -79,8 +79,9 @@ impl Leaf<'_> {
 
 /// The values at `paths` in the JSON document `bytes` (`None` where a path is absent), in the
 /// order of `paths`. A path names object keys from the top (`["context", "system", "kernel"]`);
-/// one that runs into a non-object stops there, absent. A key given twice keeps the last value,
-/// as `serde_json::Value` does. No path may be a prefix of another.
+/// one that runs into a non-object stops there, absent. A key given twice keeps only what its
+/// last occurrence holds, as `serde_json::Value` does (also for the paths below it). No path
+/// may be a prefix of another.
 ///
 /// # Errors
 /// The document is not valid JSON (`serde_json`'s error, with its line and column), or its
@@ -152,6 +153,11 @@ impl<'de> Visitor<'de> for Node<'_, '_, 'de> {
             } else if under.is_empty() {
                 map.next_value::<IgnoredAny>()?;
             } else {
+                // A key given again replaces the whole value under it, as in a `Value`: what
+                // an earlier occurrence gave the paths below is forgotten.
+                for &i in &under {
+                    found[i] = None;
+                }
                 map.next_value_seed(Inner(Node {
                     paths,
                     depth: depth + 1,
@@ -272,7 +278,8 @@ mod tests {
 
     const DOC: &str = r#"{"schema":"s/2","n":3,"neg":-4,"x":1.5,"t":true,"z":null,
         "esc":"a\"b\u00e9","arr":["p","q\n",{"k":1},[1]],"deep":{"a":{"b":7,"c":"no"},"s":"v"},
-        "dup":1,"dup":2,"notobj":5,"big":18446744073709551615}"#;
+        "dup":1,"dup":2,"notobj":5,"big":18446744073709551615,
+        "twice":{"a":1,"b":2},"twice":{"b":3}}"#;
 
     fn paths() -> Vec<&'static [&'static str]> {
         vec![
@@ -292,6 +299,8 @@ mod tests {
             &["absent"],
             &["big"],
             &["deep", "a", "c"],
+            &["twice", "a"],
+            &["twice", "b"],
         ]
     }
 
