@@ -1195,3 +1195,80 @@ fn penalty(v: &Value) -> Option<Penalty> {
         basis: str_at(v, &["basis"]).map_or_else(|| "unknown".into(), |b| one_line(&b)),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A document holding, at every path of `paths`, the path itself as a string.
+    fn document_naming(paths: &[&[&str]]) -> String {
+        let mut doc = serde_json::Map::new();
+        for path in paths {
+            let mut at = &mut doc;
+            for key in &path[..path.len() - 1] {
+                at = at
+                    .entry(key.to_string())
+                    .or_insert_with(|| Value::Object(serde_json::Map::new()))
+                    .as_object_mut()
+                    .unwrap();
+            }
+            at.insert(
+                path[path.len() - 1].to_string(),
+                Value::from(path.join(".")),
+            );
+        }
+        Value::Object(doc).to_string()
+    }
+
+    #[test]
+    fn every_field_index_names_its_path() {
+        let text = document_naming(&BatchFields::PATHS);
+        let doc = BatchFields::pick(text.as_bytes()).unwrap();
+        for (i, want) in [
+            (BatchFields::SCHEMA, "schema"),
+            (BatchFields::ANOMALIES, "anomalies"),
+            (BatchFields::LABEL, "label"),
+            (BatchFields::KERNEL, "context.system.kernel_release"),
+            (BatchFields::COMPLETE, "complete"),
+            (BatchFields::INTERRUPTED_BY, "interrupted_by"),
+            (BatchFields::HOSTNAME, "context.system.hostname"),
+            (BatchFields::BOOT_ID, "context.system.boot_id"),
+            (BatchFields::UPTIME_S, "context.system.uptime_s"),
+            (
+                BatchFields::FIRST_BATCH_SINCE_BOOT,
+                "context.boot_marker.first_batch_since_boot",
+            ),
+            (BatchFields::PENALTY_WALL_NS, "first_penalty.wall_ns"),
+            (BatchFields::COLD_WHEN, "config.cold_when"),
+            (BatchFields::FINGERPRINT, "context.file_set.fingerprint"),
+            (BatchFields::FILES, "context.file_set.files"),
+            (BatchFields::ROOTS, "context.file_set.roots"),
+        ] {
+            assert_eq!(doc.str(i), Some(want), "batch field {i}");
+        }
+        let text = document_naming(&RecordFields::PATHS);
+        let record =
+            RecordFields(crate::record::pick::pick(text.as_bytes(), &RecordFields::PATHS).unwrap());
+        for (i, want) in [
+            (RecordFields::SCHEMA, "schema"),
+            (RecordFields::ROLE, "role"),
+            (RecordFields::COUNTED, "counted"),
+            (RecordFields::WALL_NS, "wall_ns"),
+            (RecordFields::ANOMALIES, "anomalies"),
+            (RecordFields::STARTED_AT, "started_at"),
+            (RecordFields::BOOT_ID, "boot_id"),
+            (RecordFields::UPTIME_S, "uptime_s"),
+            (RecordFields::LABEL, "label"),
+            (RecordFields::MAJOR_FAULTS, "rusage.major_faults"),
+            (RecordFields::BLOCK_IN, "rusage.block_in"),
+            (
+                RecordFields::RESIDENT_RATIO_BEFORE,
+                "cache.before.resident_ratio",
+            ),
+            (RecordFields::FAILURE_REASON, "failure_reason"),
+            (RecordFields::INDEX, "index"),
+        ] {
+            assert_eq!(record.str(i), Some(want), "record field {i}");
+        }
+    }
+}
