@@ -145,11 +145,16 @@ for ((r = 1; r <= ROUNDS; r++)); do
   done
   log "round $r done"
 done
-declare -A MED RANGE
+declare -A MED RANGE ROUND_RATIO
 for c in "${CONTENDERS[@]}"; do
-  if [ -z "${SAMPLES[$c]:-}" ]; then MED[$c]=n/a; RANGE[$c]=n/a; continue; fi
+  if [ -z "${SAMPLES[$c]:-}" ]; then MED[$c]=n/a; RANGE[$c]=n/a; ROUND_RATIO[$c]=n/a; continue; fi
   MED[$c]=$(tr ' ' '\n' <<<"${SAMPLES[$c]}" | grep . | median)
   RANGE[$c]=$(tr ' ' '\n' <<<"${SAMPLES[$c]}" | grep . | minmax)
+  # Each round's figure over the floor's in the same round, then the median of those: drift
+  # that moves a whole round cancels out, which the ratio of two medians does not do.
+  ROUND_RATIO[$c]=$(paste -d' ' <(tr ' ' '\n' <<<"${SAMPLES[$c]}" | grep .) \
+    <(tr ' ' '\n' <<<"${SAMPLES[cfloor]}" | grep .) | awk '{printf "%.4f\n", $1 / $2}' |
+    median | awk '{printf "%.2f", $1}')
 done
 # The inner per-iteration medians of the floor loops, for reference (one extra run each).
 SF_INNER=$("$SF" "$RUNS")
@@ -313,14 +318,16 @@ cat <<EOF
 ## Per-run overhead: $RUNS runs of \`/bin/true\`, $ROUNDS interleaved rounds
 
 Per-run cost = total elapsed wall time of the whole command (process start-up included) ÷ $RUNS,
-median over rounds. Ratio: to the floor (the C vfork + execve + wait4 loop), measured in the
-same rounds.
+median over rounds. Ratios to the floor (the C vfork + execve + wait4 loop), measured in the
+same rounds: of the medians, and the median of each round's ratio (contender ÷ floor in that
+round), which a drift of this shared machine that moves a whole round does not move.
 
-| contender | per-run µs (median) | range over rounds | ratio to floor |
-|---|---:|---|---:|
+| contender | per-run µs (median) | range over rounds | ratio of medians | median of round ratios |
+|---|---:|---|---:|---:|
 EOF
 for c in "${CONTENDERS[@]}"; do
-  printf '| %s | %s | %s | %s |\n' "${NAME[$c]}" "${MED[$c]}" "${RANGE[$c]}" "$(ratio "${MED[$c]}")"
+  printf '| %s | %s | %s | %s | %s |\n' "${NAME[$c]}" "${MED[$c]}" "${RANGE[$c]}" \
+    "$(ratio "${MED[$c]}")" "${ROUND_RATIO[$c]}"
 done
 cat <<EOF
 
