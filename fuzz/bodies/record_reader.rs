@@ -172,7 +172,7 @@ pub fn picks_agree_with_the_whole_parse(doc: &[u8]) {
         return;
     }
     let picked = picked.unwrap_or_else(|e| panic!("parses whole but not picked: {e}"));
-    for (path, got) in slices.iter().zip(&picked) {
+    for (path, got) in slices.iter().zip(picked.leaves()) {
         let want = path.iter().try_fold(&whole, |v, k| v.get(k));
         assert!(
             same(got.as_ref(), want),

@@ -264,11 +264,17 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    #[test]
-    fn spilling_stops_after_one_chunk_once_the_command_has_exited() {
-        let root = std::env::temp_dir().join(format!("coldtrace-capture-{}", std::process::id()));
+    /// An empty batch directory under the temporary directory, and its path.
+    fn fresh_batch_dir(name: &str) -> (std::path::PathBuf, BatchDir) {
+        let root = std::env::temp_dir().join(format!("coldtrace-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let dir = BatchDir::create(&root).unwrap();
+        (root, dir)
+    }
+
+    #[test]
+    fn spilling_stops_after_one_chunk_once_the_command_has_exited() {
+        let (root, dir) = fresh_batch_dir("capture");
         let capture = RunCapture::new(0, None).unwrap();
         let five = vec![b'x'; 5 * SPILL_AT as usize + 10];
         (&capture.stdout.memfd).write_all(&five).unwrap();
@@ -298,9 +304,7 @@ mod tests {
     #[test]
     fn empty_memfds_come_back_only_when_no_process_is_left_and_start_at_zero() {
         use std::io::{Seek, SeekFrom};
-        let root = std::env::temp_dir().join(format!("coldtrace-spare-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        let dir = BatchDir::create(&root).unwrap();
+        let (root, dir) = fresh_batch_dir("spare");
         let first = RunCapture::new(0, None).unwrap();
         // A child that seeks without writing moves the shared offset, not the size.
         (&first.stdout.memfd).seek(SeekFrom::Start(100)).unwrap();

@@ -48,8 +48,9 @@ impl VmStat {
 
 /// The watched counters of `/proc/vmstat` text ("name value" lines). Read after every run, so
 /// written as one pass over the bytes: only lines starting with `p` or `w` can be watched
-/// counters, and a plain run of digits is read without going through `str` (the iterator
-/// version cost ~4 µs a run at this crate's `opt-level = "z"`).
+/// counters, and a plain run of digits is read without going through `str`. The iterator
+/// version (kept as the tests' reference) was 2.5 % of the default mode's samples of
+/// coldtrace's own CPU time in `perf`; this one is 1.4 %.
 fn parse_vmstat(text: &[u8]) -> VmStat {
     let mut v = VmStat::default();
     let mut rest = text;

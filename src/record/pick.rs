@@ -33,7 +33,7 @@ pub enum Leaf<'de> {
     Object,
 }
 
-impl Leaf<'_> {
+impl<'de> Leaf<'de> {
     /// The string, as `serde_json::Value::as_str` gives it.
     pub fn as_str(&self) -> Option<&str> {
         match self {
@@ -69,7 +69,7 @@ impl Leaf<'_> {
     }
 
     /// The array's elements.
-    pub fn as_array(&self) -> Option<&[Leaf<'_>]> {
+    pub fn as_array(&self) -> Option<&[Leaf<'de>]> {
         match self {
             Leaf::Array(items) => Some(items),
             _ => None,
@@ -86,10 +86,7 @@ impl Leaf<'_> {
 /// # Errors
 /// The document is not valid JSON (`serde_json`'s error, with its line and column), or its
 /// top level is not an object.
-pub fn pick<'de>(
-    bytes: &'de [u8],
-    paths: &[&[&str]],
-) -> Result<Vec<Option<Leaf<'de>>>, serde_json::Error> {
+pub fn pick<'de>(bytes: &'de [u8], paths: &[&[&str]]) -> Result<Fields<'de>, serde_json::Error> {
     let mut found = vec![None; paths.len()];
     let mut de = serde_json::Deserializer::from_slice(bytes);
     Node {
@@ -100,7 +97,48 @@ pub fn pick<'de>(
     }
     .deserialize(&mut de)?;
     de.end()?;
-    Ok(found)
+    Ok(Fields(found))
+}
+
+/// What [`pick`] found, by the index of the path asked for, read as `serde_json::Value`'s
+/// `as_*` would read it (`None`: absent, or of another type).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fields<'de>(Vec<Option<Leaf<'de>>>);
+
+impl<'de> Fields<'de> {
+    /// The value at path `i`.
+    pub fn leaf(&self, i: usize) -> Option<&Leaf<'de>> {
+        self.0.get(i)?.as_ref()
+    }
+
+    /// Every path's value, in the order the paths were given.
+    pub fn leaves(&self) -> &[Option<Leaf<'de>>] {
+        &self.0
+    }
+
+    pub fn str(&self, i: usize) -> Option<&str> {
+        self.leaf(i)?.as_str()
+    }
+
+    pub fn string(&self, i: usize) -> Option<String> {
+        self.str(i).map(str::to_owned)
+    }
+
+    pub fn u64(&self, i: usize) -> Option<u64> {
+        self.leaf(i)?.as_u64()
+    }
+
+    pub fn f64(&self, i: usize) -> Option<f64> {
+        self.leaf(i)?.as_f64()
+    }
+
+    pub fn bool(&self, i: usize) -> Option<bool> {
+        self.leaf(i)?.as_bool()
+    }
+
+    pub fn array(&self, i: usize) -> Option<&[Leaf<'de>]> {
+        self.leaf(i)?.as_array()
+    }
 }
 
 /// An object at `depth` under the path prefix its `wanted` paths share.
@@ -333,18 +371,24 @@ mod tests {
     fn every_path_gives_what_the_whole_parse_gives() {
         let whole: Value = serde_json::from_str(DOC).unwrap();
         let picked = pick(DOC.as_bytes(), &paths()).unwrap();
-        for (path, got) in paths().iter().zip(&picked) {
+        for (path, got) in paths().iter().zip(picked.leaves()) {
             let want = from_value(path.iter().try_fold(&whole, |v, k| v.get(k)));
             assert_eq!(got, &want, "{path:?}");
         }
         assert_eq!(
-            picked[11],
-            Some(Leaf::U64(2)),
+            picked.leaf(11),
+            Some(&Leaf::U64(2)),
             "the last of a key given twice"
         );
-        assert_eq!(picked[6].as_ref().and_then(Leaf::as_str), Some("a\"bé"));
-        assert_eq!(picked[2].as_ref().and_then(Leaf::as_f64), Some(-4.0));
-        assert_eq!(picked[2].as_ref().and_then(Leaf::as_u64), None);
+        assert_eq!(
+            picked.leaf(16),
+            None,
+            "only in the first of an object given twice"
+        );
+        assert_eq!(picked.u64(17), Some(3));
+        assert_eq!(picked.str(6), Some("a\"bé"));
+        assert_eq!(picked.f64(2), Some(-4.0));
+        assert_eq!(picked.u64(2), None);
     }
 
     #[test]
@@ -410,7 +454,7 @@ mod tests {
             // Compared with the text parsed whole, as the reader did before (serde_json's
             // default float parsing need not give back the exact f64 that was printed).
             let doc: Value = serde_json::from_str(&text).unwrap();
-            for (path, got) in paths.iter().zip(&picked) {
+            for (path, got) in paths.iter().zip(picked.leaves()) {
                 let want = from_value(path.iter().try_fold(&doc, |v, k| v.get(k)));
                 prop_assert_eq!(got, &want, "{:?} in {}", path, text);
             }
