@@ -30,6 +30,39 @@ impl OutputMode {
     }
 }
 
+/// Which failing runs are counted (`-i`, `--ignore-failure[=CODES]`, hyperfine 2.0's modes).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum IgnoreFailure {
+    /// None: a failing first run (or first warm-up) stops the batch, a later one is rejected.
+    #[default]
+    No,
+    /// Every failing run (`-i`, `-i=all-non-zero`), marked with its failure reason.
+    All,
+    /// A run that exited with one of these codes (`-i=1,2`), marked; any other failure is
+    /// rejected, and none stops the batch.
+    Codes(Vec<i32>),
+}
+
+impl IgnoreFailure {
+    /// Whether a failing run that ended with `exit_code` (`None`: a signal, a timeout, a
+    /// failed start) is counted.
+    pub fn counts(&self, exit_code: Option<i32>) -> bool {
+        match self {
+            IgnoreFailure::No => false,
+            IgnoreFailure::All => true,
+            IgnoreFailure::Codes(codes) => exit_code.is_some_and(|c| codes.contains(&c)),
+        }
+    }
+
+    /// The exit codes counted, for `batch.json` (`None` unless [`IgnoreFailure::Codes`]).
+    pub fn codes(&self) -> Option<&[i32]> {
+        match self {
+            IgnoreFailure::Codes(codes) => Some(codes),
+            _ => None,
+        }
+    }
+}
+
 /// Where the child's stdin comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StdinMode {
@@ -177,8 +210,8 @@ pub struct Plan {
     pub conclude: Option<std::ffi::OsString>,
     /// Shell command run (`/bin/sh -c`, not measured) once after the last run.
     pub cleanup: Option<std::ffi::OsString>,
-    /// Count failed runs too (marked as failed).
-    pub ignore_failure: bool,
+    /// Which failing runs are counted too (marked as failed).
+    pub ignore_failure: IgnoreFailure,
     /// Free-text label stored in every record.
     pub label: Option<String>,
     /// No table, no progress, no notices on stderr.

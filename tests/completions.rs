@@ -113,7 +113,7 @@ fn the_bash_script_completes_subcommands_options_and_values() {
         .lines()
         .filter(|l| l.trim_start().starts_with('-') && l.len() - l.trim_start().len() <= 6)
         .flat_map(|l| {
-            l.split([',', ' '])
+            l.split([',', ' ', '['])
                 .filter(|w| w.starts_with("--") && w.len() > 2)
                 .map(str::to_owned)
                 .collect::<Vec<_>>()

@@ -81,9 +81,11 @@ fn timeout_is_kept_without_pidfds_and_the_fallback_is_said_once() {
         "the timeout was lost{ctx}"
     );
     assert_eq!(notes(&out, "no pidfds here"), 1, "{ctx}");
-    // A batch says it once too, and every run is a timed-out one.
+    // A batch says it once too, and every run is a timed-out one (-i: a failing first run
+    // would stop it).
     let args = [
         "run",
+        "-i",
         "-n",
         "3",
         "-o",

@@ -26,10 +26,13 @@ fn a_rejected_first_run_is_shown_as_the_first_run_and_no_warm_run_is_promoted() 
     let script = fails_first(tmp.path());
     let data = tmp.join("DATA");
     std::fs::write(&data, vec![1u8; 1 << 20]).unwrap();
+    // -i=CODES never stops the batch: the first run's exit with code 1 is rejected, the
+    // batch goes on (without -i it would stop there, as hyperfine does).
     let out = ct(
         tmp.path(),
         [
             "run",
+            "-i=2",
             "-n",
             "4",
             "-o",
@@ -105,7 +108,7 @@ fn report_reads_a_version_1_batch_and_says_its_first_may_be_promoted() {
     let script = fails_first(tmp.path());
     ct(
         tmp.path(),
-        ["run", "-n", "3", "-q", "-o", "b", "--", &script],
+        ["run", "-i=2", "-n", "3", "-q", "-o", "b", "--", &script],
     )
     .run()
     .expect_code(1);
@@ -144,7 +147,16 @@ fn compare_says_which_command_lost_its_first_run() {
     let script = fails_first(tmp.path());
     let out = ct(
         tmp.path(),
-        ["compare", "-n", "3", "-o", "cmp", "true", script.as_str()],
+        [
+            "compare",
+            "-i=2",
+            "-n",
+            "3",
+            "-o",
+            "cmp",
+            "true",
+            script.as_str(),
+        ],
     )
     .run();
     out.expect_code(1);

@@ -435,3 +435,128 @@ fn every_perf_event_name_is_taken_and_hardware_without_a_pmu_is_null_with_a_reas
         out.describe()
     );
 }
+
+/// stderr with every run of whitespace made one space: the lines under a table are wrapped.
+fn prose(stderr: &str) -> String {
+    stderr.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn a_failing_first_run_or_first_warm_up_stops_the_batch_as_hyperfine_does() {
+    let dir = TempDir::new("stop");
+    // 50 runs asked for: the first one fails, the batch stops after it, says why and how to
+    // go on, and keeps what it recorded.
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "-n",
+            "50",
+            "-o",
+            "a",
+            "--",
+            "ls",
+            "/nonexistent-coldtrace",
+        ],
+    )
+    .run();
+    out.expect_code(1);
+    assert_eq!(read_records(&dir.join("a")).len(), 1, "{}", out.describe());
+    let said = prose(&out.stderr);
+    for want in [
+        "coldtrace: ls /nonexistent-coldtrace: stopped",
+        "the first counted run (#0) exited with code 2; the last lines of its stderr:",
+        "| ls: cannot access '/nonexistent-coldtrace'",
+        "use -i/--ignore-failure to count failing runs (-i=2: exit code 2 only)",
+        "--output inherit to see the command's output",
+        "records: a/runs.jsonl",
+    ] {
+        assert!(said.contains(want), "{want:?} in{}", out.describe());
+    }
+    let batch = read_batch(&dir.join("a"));
+    assert_eq!(batch["complete"], false);
+    assert!(
+        batch["stopped_reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("the first counted run (#0) exited with code 2")),
+        "{batch:#}"
+    );
+    // -q keeps it: it is the error that explains exit 1.
+    let out = ct(dir.path(), ["run", "-q", "-n", "5", "--", "false"]).run();
+    out.expect_code(1);
+    assert!(out.stderr.contains("false: stopped"), "{}", out.describe());
+    // The first warm-up fails: nothing is counted.
+    let out = ct(
+        dir.path(),
+        [
+            "run", "-w", "2", "-n", "5", "-o", "w", "--", "sh", "-c", "exit 4",
+        ],
+    )
+    .run();
+    out.expect_code(1);
+    assert_eq!(read_records(&dir.join("w")).len(), 1, "{}", out.describe());
+    assert!(
+        prose(&out.stderr).contains("the first warm-up (#0) exited with code 4"),
+        "{}",
+        out.describe()
+    );
+    // A comparison stops as a whole, whichever command failed.
+    let out = ct(
+        dir.path(),
+        ["compare", "-n", "5", "-o", "c", "true", "false"],
+    )
+    .run();
+    out.expect_code(1);
+    assert!(out.stderr.contains("false: stopped"), "{}", out.describe());
+    let runs = read_records(&dir.join("c/commands/00")).len()
+        + read_records(&dir.join("c/commands/01")).len();
+    assert_eq!(runs, 2, "one round, then the stop{}", out.describe());
+}
+
+#[test]
+fn ignore_failure_takes_hyperfines_exit_code_list_and_never_stops() {
+    let dir = TempDir::new("ignore");
+    std::fs::write(dir.join("words"), "cold\ntrace\n").unwrap();
+    let grep = ["grep", "no-such-word", "words"];
+    let batch = |flag: &str, out: &str| {
+        let mut args = vec!["run", flag, "-n", "3", "-o", out, "--"];
+        args.extend(grep);
+        ct(dir.path(), args).run()
+    };
+    // hyperfine's -i, and its two spellings of every code: grep's "no match" (1) counted.
+    for (flag, out) in [
+        ("-i", "all"),
+        ("--ignore-failure=all-non-zero", "named"),
+        ("-i=1", "one"),
+        ("--ignore-failure=2,1", "list"),
+    ] {
+        let done = batch(flag, out);
+        done.expect_code(0);
+        assert_eq!(counted(&dir.join(out)), 3, "{flag}{}", done.describe());
+    }
+    assert_eq!(
+        read_batch(&dir.join("list"))["config"]["ignore_exit_codes"],
+        serde_json::json!([2, 1])
+    );
+    // A code not in the list: the run is rejected, and the batch goes on.
+    let done = batch("-i=2", "other");
+    done.expect_code(1);
+    assert_eq!(read_records(&dir.join("other")).len(), 3);
+    assert_eq!(read_batch(&dir.join("other"))["counts"]["rejected"], 3);
+    // Bundled with another switch, and a bad list.
+    let done = ct(dir.path(), ["run", "-qi=1", "-n", "2", "--", "false"]).run();
+    done.expect_code(0);
+    for bad in ["-i=x", "-i=1,,2", "-i=256"] {
+        let done = ct(dir.path(), ["run", bad, "-n", "2", "--", "false"]).run();
+        done.expect_code(125);
+        assert!(
+            done.stderr
+                .contains("expected all-non-zero or exit codes 0-255"),
+            "{bad}{}",
+            done.describe()
+        );
+    }
+    // A switch that takes no value still says so.
+    let done = ct(dir.path(), ["run", "-q=1", "--", "true"]).run();
+    done.expect_code(125);
+}

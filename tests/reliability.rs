@@ -910,11 +910,12 @@ fn a_full_stderr_changes_nothing_but_what_is_shown() {
     out.expect_code(3);
     // A batch that prints a notice mid-batch (the command stopped itself) and a table: every
     // record and batch.json are written, the exit code means what it always means, and the
-    // JSON still reaches stdout.
+    // JSON still reaches stdout (-i=1: the timed-out runs are rejected and the batch goes on).
     let out = with_full_stderr(
         &dir,
         &[
             "run",
+            "-i=1",
             "-n",
             "3",
             "-o",

@@ -110,6 +110,7 @@ fn outcome(summaries: Vec<MetricSummary>, counts: Counts) -> BatchOutcome {
         notices: Vec::new(),
         single_outcome: None,
         start_failure: None,
+        failure_stop: None,
     }
 }
 

@@ -1,5 +1,5 @@
-//! Fuzz body: the human renderers — a batch's table and its Markdown
-//! (`coldtrace::view::table`), `report`'s table, notes and Markdown (`coldtrace::view::report`)
+//! Fuzz body: the human renderers — a batch's table and its Markdown, and what a batch that
+//! stopped on its failing first run shows (`coldtrace::view::table`), `report`'s table, notes and Markdown (`coldtrace::view::report`)
 //! — on arbitrary figures, titles, labels, paths, failure reasons and stderr tails, and on rows
 //! read back from arbitrary `batch.json` and `runs.jsonl` bytes.
 //!
@@ -12,7 +12,7 @@
 //! `record_reader` target). Shared by the libFuzzer target (`fuzz/fuzz_targets/renderers.rs`)
 //! and the corpus replay under plain `cargo test` (`tests/fuzz_corpus.rs`).
 
-use coldtrace::batch::BatchOutcome;
+use coldtrace::batch::{BatchOutcome, FailureStop};
 use coldtrace::record::batch::{BatchContext, Counts, FailedRun};
 use coldtrace::record::columns::{Columns, FirstRun, Row};
 use coldtrace::record::metrics::{metrics_for, MAX_RSS};
@@ -106,7 +106,7 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
         rejected: u64::from(rejected),
         failed_counted: u64::from(c.byte() % 4).min(u64::from(counted)),
     };
-    let failed = (0..c.byte() % 8)
+    let failed: Vec<FailedRun> = (0..c.byte() % 8)
         .map(|i| FailedRun {
             index: u64::from(i),
             reason: c.text(),
@@ -137,8 +137,21 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
     };
     context.system.kernel_release = c.some_text();
     context.system.boot_id = c.some_text();
+    let exit_code = c.byte();
+    // A stop on the first failed run, from bytes already read (the seeds keep their meaning).
+    let failure_stop = failed
+        .first()
+        .filter(|_| exit_code & 0x80 != 0)
+        .map(|f| FailureStop {
+            index: f.index,
+            warmup: exit_code & 0x40 != 0,
+            how: f.reason.clone(),
+            exit_code: Some(i32::from(exit_code)),
+            stderr_tail: f.stderr_tail.clone(),
+            output_shown: exit_code & 0x20 != 0,
+        });
     BatchOutcome {
-        exit_code: c.byte(),
+        exit_code,
         json: String::new(),
         document: String::new(),
         records: None,
@@ -166,6 +179,7 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
         notices: (0..c.byte() % 3).map(|_| c.text()).collect(),
         single_outcome: c.some_text(),
         start_failure: c.some_text(),
+        failure_stop,
     }
 }
 
@@ -248,6 +262,10 @@ pub fn draw(data: &[u8]) -> Reached {
     check_no_controls("table", &drawn);
     check_width("table", &drawn, width);
     check_no_controls("table markdown", &table::markdown(&outcome, &title));
+    if let Some(stopped) = table::failure_stop(&outcome, &command, " [label]", false, width) {
+        check_no_controls("stop", &stopped);
+        check_width("stop", &stopped, width);
+    }
     let rows = rows(&mut c, files);
     let drawn = report::render_table(&rows, width);
     check_no_controls("report", &drawn);

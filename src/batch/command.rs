@@ -56,6 +56,8 @@ pub struct CommandBatch<'p> {
     pub(super) failed: Vec<FailedRun>,
     pub(super) interrupted_by: Option<Signal>,
     pub(super) stopped_reason: Option<String>,
+    /// The failing first run (or first warm-up) that stopped the batch.
+    pub(super) failure_stop: Option<crate::batch::outcome::FailureStop>,
     pub(super) start_failure: Option<(ChildStage, Errno)>,
     pub(super) single: Option<SingleRun>,
     /// The current record's JSON line, reused: no allocation per run.
@@ -163,6 +165,7 @@ impl<'p> Checked<'p> {
             failed: Vec::new(),
             interrupted_by: None,
             stopped_reason: None,
+            failure_stop: None,
             start_failure: None,
             single: None,
             line: Vec::with_capacity(16 * 1024),

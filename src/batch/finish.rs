@@ -121,6 +121,7 @@ impl CommandBatch<'_> {
             notices: self.notices,
             single_outcome: self.single.map(|s| describe(&s.outcome)),
             single_run: self.single,
+            failure_stop: self.failure_stop,
             start_failure: self
                 .start_failure
                 .map(|(_, errno)| format!("{}: cannot start: {errno}", self.argv[0])),

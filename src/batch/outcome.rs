@@ -73,6 +73,26 @@ pub struct BatchOutcome {
     pub start_failure: Option<String>,
     /// A single run's own figures (what `coldtrace time` reports); `None` for a batch.
     pub single_run: Option<SingleRun>,
+    /// The batch stopped because its first counted run (or first warm-up) failed.
+    pub failure_stop: Option<FailureStop>,
+}
+
+/// The failing run that stopped a batch (its first counted run, or its first warm-up, that
+/// `-i` did not count), as hyperfine stops.
+#[derive(Clone, Debug)]
+pub struct FailureStop {
+    /// Its index in the batch.
+    pub index: u64,
+    /// It was a warm-up.
+    pub warmup: bool,
+    /// How it ended, in words (`exited with code 2`).
+    pub how: String,
+    /// Its exit code, when it exited (for the `-i=CODE` hint).
+    pub exit_code: Option<i32>,
+    /// The last lines of its stderr, when they were kept (not with `--output inherit`).
+    pub stderr_tail: Option<String>,
+    /// Its output went to the terminal (`--output inherit`): it was seen there.
+    pub output_shown: bool,
 }
 
 /// What the first run brought into the page cache, for the table.

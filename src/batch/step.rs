@@ -7,7 +7,7 @@ use crate::batch::around::Around;
 use crate::batch::capture::Kept;
 use crate::batch::command::CommandBatch;
 use crate::batch::error::{BatchError, NotRun};
-use crate::batch::outcome::{SingleRun, Step};
+use crate::batch::outcome::{describe, FailureStop, SingleRun, Step};
 use crate::batch::progress::{Observer, RunEnd, RunStart};
 use crate::batch::shared::Shared;
 use crate::batch::wiring::{spawn_options, RunIo};
@@ -17,7 +17,7 @@ use crate::measure::context::ProgramInfo;
 use crate::measure::runner::{self, Outcome, RunLimits, RunResult};
 use crate::measure::system::{SystemDelta, SystemSampler, SystemSnapshot};
 use crate::measure::waiting::WhileWaiting;
-use crate::plan::ColdWhen;
+use crate::plan::{ColdWhen, IgnoreFailure};
 use crate::record::anomaly::RunFacts;
 use crate::record::artifacts;
 use crate::record::batch::FailedRun;
@@ -442,24 +442,82 @@ impl CommandBatch<'_> {
         if counted {
             self.counts.counted += 1;
         }
+        let stops = interrupted_by.is_none() && self.stops_on(index, role, &outcome);
         if let Some(reason) = failure_reason {
             let stderr = kept.and_then(|(_, err)| err.file);
-            self.account_failure(index, role, &outcome, reason, counted, stderr);
+            self.account_failure(index, role, &outcome, reason, counted, stderr, stops);
+        }
+        if stops {
+            self.stop_on_failure(index, role, &outcome);
+            return Ok(Step::Stop);
         }
         Ok(self.next_step(single, interrupted_by))
     }
 
+    /// Whether a run that ended as `outcome` is accepted: it succeeded, or `-i` counts its
+    /// failure.
+    fn accepted(&self, outcome: &Outcome) -> bool {
+        let exit_code = match outcome {
+            Outcome::Finished(status) => status.code(),
+            _ => None,
+        };
+        outcome.succeeded() || self.plan.ignore_failure.counts(exit_code)
+    }
+
     /// Whether a run of `role` that ended as `result` goes into the statistics.
     fn is_counted(&self, role: Role, result: &RunResult) -> bool {
-        let plan = self.plan;
-        let succeeded = result.outcome.succeeded();
         // A single run is reported like `time` reports it, success or not; a batch rejects failures.
         let ran =
             result.rusage.is_some() && !matches!(result.outcome, Outcome::FailedToStart { .. });
-        role != Role::Warmup && (succeeded || plan.ignore_failure || (plan.is_single_run() && ran))
+        role != Role::Warmup
+            && (self.accepted(&result.outcome) || (self.plan.is_single_run() && ran))
     }
 
-    /// Lists a failed run (rejected, or counted with `--ignore-failure`) with its stderr tail.
+    /// Whether the batch stops after run `index` (as hyperfine does): the first counted run or
+    /// the first warm-up failed, without `-i` (with it the batch never stops on a failure: a
+    /// failure it does not count is rejected). A failed start stops the batch on its own
+    /// ([`CommandBatch::next_step`]); a single run is reported like `time` reports it.
+    fn stops_on(&self, index: u64, role: Role, outcome: &Outcome) -> bool {
+        let first = role == Role::First || (role == Role::Warmup && index == 0);
+        first
+            && self.plan.ignore_failure == IgnoreFailure::No
+            && !self.plan.is_single_run()
+            && !matches!(outcome, Outcome::FailedToStart { .. })
+            && !outcome.succeeded()
+    }
+
+    /// Stops the batch after the failing run `index`: why, and the run, for the view.
+    fn stop_on_failure(&mut self, index: u64, role: Role, outcome: &Outcome) {
+        let what = if role == Role::Warmup {
+            "the first warm-up"
+        } else {
+            "the first counted run"
+        };
+        let how = describe(outcome);
+        self.stopped_reason = Some(format!(
+            "{what} (#{index}) {how}: stopped after it (-i/--ignore-failure counts failing runs)"
+        ));
+        let stderr_tail = self
+            .failed
+            .last()
+            .filter(|f| f.index == index)
+            .and_then(|f| f.stderr_tail.clone());
+        self.failure_stop = Some(FailureStop {
+            index,
+            warmup: role == Role::Warmup,
+            how,
+            exit_code: match outcome {
+                Outcome::Finished(status) => status.code(),
+                _ => None,
+            },
+            stderr_tail,
+            output_shown: self.plan.output == crate::plan::OutputMode::Inherit,
+        });
+    }
+
+    /// Lists a failed run (rejected, or counted with `--ignore-failure`) with its stderr tail;
+    /// a failed warm-up only when it did not start or `stops` the batch.
+    #[allow(clippy::too_many_arguments)]
     fn account_failure(
         &mut self,
         index: u64,
@@ -468,9 +526,10 @@ impl CommandBatch<'_> {
         reason: String,
         counted: bool,
         stderr_file: Option<std::fs::File>,
+        stops: bool,
     ) {
         let failed_start = matches!(outcome, Outcome::FailedToStart { .. });
-        if self.plan.is_single_run() || (role == Role::Warmup && !failed_start) {
+        if self.plan.is_single_run() || (role == Role::Warmup && !failed_start && !stops) {
             return;
         }
         let tail = match (stderr_file, &mut self.stderr_sink) {

@@ -195,7 +195,7 @@ fn long_option(sub: Sub, word: &[u8]) -> Result<Found, UsageError> {
     };
     let spelled = String::from_utf8_lossy(name).into_owned();
     let spec = table::find_long(sub, &spelled).ok_or_else(|| unknown_option(sub, &spelled))?;
-    if spec.is_switch() && attached.is_some() {
+    if spec.is_switch() && spec.optional_value.is_none() && attached.is_some() {
         return Err(usage(format!(
             "{spelled} takes no value, got '{}'; {}",
             String::from_utf8_lossy(word),
@@ -237,15 +237,22 @@ fn short_options(sub: Sub, word: &[u8]) -> Result<Vec<Found>, UsageError> {
             });
             continue;
         }
+        let rest = &word[1 + at + c.len_utf8()..];
         if spec.is_switch() {
+            // `-i=1,2`: a value only after `=` (hyperfine's rule), which ends the bundle.
+            let value = rest
+                .strip_prefix(b"=")
+                .filter(|_| spec.optional_value.is_some());
             found.push(Found {
                 spec,
                 spelled,
-                attached: None,
+                attached: value.map(|v| OsStr::from_bytes(v).to_os_string()),
             });
+            if value.is_some() {
+                break;
+            }
             continue;
         }
-        let rest = &word[1 + at + c.len_utf8()..];
         let rest = rest.strip_prefix(b"=").unwrap_or(rest);
         found.push(Found {
             spec,
@@ -378,8 +385,9 @@ fn keep_last(options: &mut Vec<Occurrence>) {
 /// documentation); anything it leaves behind would be a bug of the walk.
 fn extract(read: &mut Read) -> Result<(), UsageError> {
     let mut canonical: Vec<OsString> = Vec::new();
+    // A switch has no value; one with an optional value (`-i=1,2`) is read as a valued option.
     for o in &read.options {
-        if o.spec.is_switch() {
+        if o.values.is_empty() {
             canonical.push(o.spec.long.into());
         }
         for value in &o.values {
@@ -390,7 +398,7 @@ fn extract(read: &mut Read) -> Result<(), UsageError> {
     let mut p = pico_args::Arguments::from_vec(canonical);
     let os = |s: &OsStr| -> Result<OsString, String> { Ok(s.to_os_string()) };
     for o in &mut read.options {
-        if o.spec.is_switch() {
+        if o.values.is_empty() {
             let present = p.contains(o.spec.long);
             debug_assert!(present, "{} lost on the way to pico-args", o.spec.long);
             continue;

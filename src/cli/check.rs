@@ -7,7 +7,9 @@ use crate::cli::args;
 use crate::cli::options::{count, seconds, RawRun};
 use crate::cli::usage::{usage, UsageError};
 use crate::measure::perf::{default_events, PerfEvent};
-use crate::plan::{ColdPlan, ColdWhen, Exports, OutputMode, Plan, RunBounds, StdinMode};
+use crate::plan::{
+    ColdPlan, ColdWhen, Exports, IgnoreFailure, OutputMode, Plan, RunBounds, StdinMode,
+};
 use crate::text::escape_controls;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -74,7 +76,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         prepare: raw.prepare,
         conclude: raw.conclude,
         cleanup: raw.cleanup,
-        ignore_failure: raw.ignore_failure,
+        ignore_failure: ignore_failure(raw.ignore_failure.as_ref())?,
         label: raw.label,
         quiet: raw.quiet,
         cold,
@@ -194,6 +196,27 @@ fn output_mode(value: Option<&str>, has_out: bool, single: bool) -> Result<Outpu
             "--output: expected inherit, null or file, got '{other}'{}",
             args::output_hint(other)
         ))),
+    }
+}
+
+/// `-i`, `-i=all-non-zero` or `-i=CODES` (hyperfine 2.0's comma-separated exit codes).
+fn ignore_failure(given: Option<&Option<String>>) -> Result<IgnoreFailure, UsageError> {
+    let Some(value) = given else {
+        return Ok(IgnoreFailure::No);
+    };
+    match value.as_deref().map(str::trim) {
+        None | Some("" | "all-non-zero") => Ok(IgnoreFailure::All),
+        Some(list) => list
+            .split(',')
+            .map(|code| code.trim().parse::<i32>().ok().filter(|c| (0..=255).contains(c)))
+            .collect::<Option<Vec<i32>>>()
+            .map(IgnoreFailure::Codes)
+            .ok_or_else(|| {
+                usage(format!(
+                    "-i/--ignore-failure: expected all-non-zero or exit codes 0-255 separated by commas (e.g. -i=1,2), got '{}'",
+                    escape_controls(list)
+                ))
+            }),
     }
 }
 

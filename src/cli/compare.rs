@@ -111,9 +111,20 @@ pub fn execute_compare(plan: &ComparePlan) -> Result<Output, crate::batch::Batch
         }
         e
     })?;
-    if !plan.quiet {
+    let width = terminal::width(Stream::Stderr);
+    let stopped = outcome
+        .batches
+        .iter()
+        .zip(&outcome.commands)
+        .find_map(|(b, c)| {
+            let shown = crate::text::escape_controls(c.name.as_deref().unwrap_or(&c.command));
+            crate::view::table::failure_stop(b, &shown, "", use_colour(), width)
+        });
+    if let Some(stopped) = stopped {
+        // An error: said even with -q, instead of a comparison that stopped at its start.
+        eprint!("{stopped}");
+    } else if !plan.quiet {
         // The notices were said as they came, through the progress line.
-        let width = terminal::width(Stream::Stderr);
         eprint!(
             "{}",
             crate::view::compare::compare_table(&outcome, use_colour(), width)

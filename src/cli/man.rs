@@ -129,6 +129,9 @@ fn entry(o: &OptSpec) -> String {
     for value in o.values {
         let _ = write!(line, " \\fI{}\\fR", escape(value));
     }
+    if let Some(value) = o.optional_value {
+        let _ = write!(line, "[=\\fI{}\\fR]", escape(value));
+    }
     let subs: Vec<&str> = o
         .subcommands
         .iter()

@@ -38,7 +38,8 @@ pub(crate) struct RawRun {
     /// `--shell` as given (`None` for none): the command's argv already runs through it.
     pub(crate) shell: Option<String>,
     pub(crate) shuffle: Option<String>,
-    pub(crate) ignore_failure: bool,
+    /// `-i` (`Some(None)`), `-i=CODES` (`Some(Some(CODES))`).
+    pub(crate) ignore_failure: Option<Option<String>>,
     pub(crate) label: Option<String>,
     pub(crate) quiet: bool,
     pub(crate) evict: Vec<OsString>,
@@ -104,7 +105,9 @@ pub(crate) fn raw_flags(read: &Read) -> RawRun {
         parameters: Vec::new(),
         shell: read.text("--shell").filter(|s| s != "none"),
         shuffle: read.text("--shuffle"),
-        ignore_failure: read.has("--ignore-failure"),
+        ignore_failure: read
+            .last("--ignore-failure")
+            .map(|o| o.values.first().map(|v| v.to_string_lossy().into_owned())),
         label: read.text("--label"),
         quiet: read.has("--quiet"),
         evict: all("--evict"),

@@ -85,12 +85,16 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
             format!(" [{}]", shorten(&escape_controls(l), max))
         })
     };
+    let width = terminal::width(Stream::Stderr);
+    let stopped = table::failure_stop(&outcome, &command, &label(40), use_colour(), width);
     if let (Some(message), 0) = (&outcome.start_failure, outcome.counts.counted) {
         // Nothing ran: one line, like a PATH lookup failure, not an empty table.
         eprintln!("coldtrace: error: {}", escape_controls(message));
+    } else if let Some(stopped) = stopped {
+        // An error, like a command that cannot start: said even with -q.
+        eprint!("{stopped}");
     } else if !plan.quiet {
         // The notices were said as they came, through the progress line.
-        let width = terminal::width(Stream::Stderr);
         let lead = format!("coldtrace: {what} of ");
         let title = table::heading(&lead, &command, &label(60), width);
         eprint!("{}", table::table(&outcome, &title, use_colour(), width));

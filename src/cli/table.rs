@@ -113,6 +113,9 @@ pub struct OptSpec {
     pub aliases: &'static [&'static str],
     /// The names of its values, in order; empty for a switch.
     pub values: &'static [&'static str],
+    /// A switch that may carry a value attached with `=` (`-i=1,2`, `--ignore-failure=1,2`,
+    /// hyperfine's `require_equals`): the value's name.
+    pub optional_value: Option<&'static str>,
     /// The words its value may be, when it is one of a few (shells complete them); empty
     /// when it is free (a number, a path).
     pub choices: &'static [&'static str],
@@ -152,6 +155,9 @@ impl OptSpec {
         for value in self.values {
             text.push(' ');
             text.push_str(value);
+        }
+        if let Some(value) = self.optional_value {
+            text.push_str(&format!("[={value}]"));
         }
         text
     }
@@ -213,7 +219,17 @@ const ALL_SUBS: &[Sub] = &[
 ];
 const TIME: &[Sub] = &[Sub::Time];
 
-/// Declares an option; `aliases` and `implied` may be left out. A brace-delimited macro call,
+/// `Some(name)` for a declared optional value, `None` without one.
+macro_rules! optional_value {
+    () => {
+        None
+    };
+    ($value:literal) => {
+        Some($value)
+    };
+}
+
+/// Declares an option; `aliases`, `implied`, `optional_value` and `choices` may be left out. A brace-delimited macro call,
 /// so that rustfmt leaves the table as written.
 macro_rules! opt {
     {
@@ -222,6 +238,7 @@ macro_rules! opt {
         short: [$($short:literal),*],
         $(implied: [$(($ic:literal, $iv:literal)),*],)?
         values: [$($value:literal),*],
+        $(optional_value: $optional:literal,)?
         $(choices: [$($choice:literal),*],)?
         repeat: $repeat:ident,
         subs: $subs:expr,
@@ -235,6 +252,7 @@ macro_rules! opt {
             implied: &[$($(($ic, $iv)),*)?],
             aliases: &[$($(concat!("--", $alias)),*)?],
             values: &[$($value),*],
+            optional_value: optional_value!($($optional)?),
             choices: &[$($($choice),*)?],
             repeat: Repeat::$repeat,
             subcommands: $subs,
@@ -289,12 +307,17 @@ static OPTIONS: &[OptSpec] = &[
             the same number of rounds, fitted to the slowest command's first run.",
     },
     opt! {
-        long: "ignore-failure", short: ['i'], values: [], repeat: LastWins,
-        subs: RUN_COMPARE, category: Runs,
-        help: "count failed runs too (they are marked failed)",
+        long: "ignore-failure", short: ['i'], values: [], optional_value: "CODES",
+        repeat: LastWins, subs: RUN_COMPARE, category: Runs,
+        help: "count failed runs too (=CODES: only these exit codes, e.g. -i=1,2)",
         description: "Count runs that exited non-zero or died of a signal; each keeps its \
-            failure_reason. Without it a failed run is rejected: recorded, listed with the last \
-            lines of its stderr, left out of the statistics, and the batch exits 1.",
+            failure_reason. With =CODES (hyperfine 2.0's list, e.g. --ignore-failure=1,2; \
+            =all-non-zero is the same as none) only an exit with one of those codes is \
+            counted, and any other failing run is rejected. Without -i, a failing first \
+            counted run (or first warm-up) stops the batch at once, as in hyperfine, with its \
+            exit status and the last lines of its stderr (exit 1); a later failing run is \
+            rejected: recorded, listed with the last lines of its stderr, left out of the \
+            statistics, and the batch exits 1.",
     },
     opt! {
         long: "command-name", short: [], values: ["NAME"], repeat: Many,

@@ -88,7 +88,7 @@ fn single_run(argv: Vec<OsString>) -> Plan {
         prepare: None,
         conclude: None,
         cleanup: None,
-        ignore_failure: false,
+        ignore_failure: crate::plan::IgnoreFailure::No,
         label: None,
         quiet: true,
         cold: ColdPlan::default(),

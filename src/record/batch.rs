@@ -31,6 +31,8 @@ pub struct ConfigRecord<'a> {
     pub conclude: Option<String>,
     pub cleanup: Option<String>,
     pub ignore_failure: bool,
+    /// `-i=CODES`: the exit codes counted (`null`: every failure with `-i`, or none).
+    pub ignore_exit_codes: Option<&'a [i32]>,
     pub evict: Vec<String>,
     pub drop_caches: bool,
     pub cold_when: Option<&'static str>,
@@ -38,8 +40,8 @@ pub struct ConfigRecord<'a> {
 }
 serialize_struct!(ConfigRecord<'_> {
     argv, name, parameters, shell, runs, run_bounds, warmup, output, stdin, timeout_ns,
-    kill_after_ns, setup, prepare, conclude, cleanup, ignore_failure, evict, drop_caches,
-    cold_when, watch,
+    kill_after_ns, setup, prepare, conclude, cleanup, ignore_failure, ignore_exit_codes, evict,
+    drop_caches, cold_when, watch,
 });
 
 /// A parameter of a scan (`-P`, `-L`) and the value this command was made with.
@@ -204,7 +206,8 @@ impl<'a> ConfigRecord<'a> {
             prepare: lossy(&plan.prepare),
             conclude: lossy(&plan.conclude),
             cleanup: lossy(&plan.cleanup),
-            ignore_failure: plan.ignore_failure,
+            ignore_failure: plan.ignore_failure != crate::plan::IgnoreFailure::No,
+            ignore_exit_codes: plan.ignore_failure.codes(),
             evict: paths(&plan.cold.evict),
             drop_caches: plan.cold.drop_caches,
             cold_when: plan.cold.when.map(|w| match w {

@@ -96,6 +96,51 @@ pub fn table(outcome: &BatchOutcome, title: &str, colour: bool, width: usize) ->
     out
 }
 
+/// What a batch that stopped on its failing first run (or first warm-up) shows instead of a
+/// table, as hyperfine stops (`label` after the command, as in the table's title): the run and
+/// how it ended, the last lines of its stderr, how to
+/// count such runs or see its output, and where the records are.
+pub fn failure_stop(
+    outcome: &BatchOutcome,
+    command: &str,
+    label: &str,
+    colour: bool,
+    width: usize,
+) -> Option<String> {
+    let stop = outcome.failure_stop.as_ref()?;
+    let style = Style { on: colour };
+    let which = if stop.warmup {
+        "the first warm-up"
+    } else {
+        "the first counted run"
+    };
+    let mut out = String::new();
+    let title = heading("coldtrace: ", command, &format!("{label}: stopped"), width);
+    let _ = writeln!(out, "{}", style.bold(&shorten(&title, width)));
+    let how = format!("{which} (#{}) {}", stop.index, escape_controls(&stop.how));
+    let mut notes = vec![match &stop.stderr_tail {
+        Some(lines) => Note {
+            // The command's own bytes: shown, never interpreted by the terminal.
+            quoted: lines.lines().map(escape_controls).collect(),
+            ..Note::plain(format!("{how}; the last lines of its stderr:"))
+        },
+        None => Note::plain(how),
+    }];
+    let only = stop
+        .exit_code
+        .map_or(String::new(), |c| format!(" (-i={c}: exit code {c} only)"));
+    let mut hint = format!("use -i/--ignore-failure to count failing runs{only}");
+    if !stop.output_shown {
+        hint.push_str(", --output inherit to see the command's output");
+    }
+    notes.push(Note::plain(hint));
+    notes.extend(outcome.out_dir.as_deref().map(records_note));
+    for note in notes {
+        note.write(&mut out, &style, width);
+    }
+    Some(out)
+}
+
 /// The batch's table as Markdown: the whole table, then its notes as a list.
 pub fn markdown(outcome: &BatchOutcome, title: &str) -> String {
     let style = Style { on: false };
@@ -365,15 +410,18 @@ fn context(outcome: &BatchOutcome) -> Vec<Note> {
     if let Some(reason) = &outcome.stopped_reason {
         notes.push(Note::warning("stopped", escape_controls(reason)));
     }
-    if let Some(dir) = &outcome.out_dir {
-        let at = |file: &str| escape_controls(&dir.join(file).display().to_string());
-        notes.push(Note::plain(format!(
-            "records: {}, summary: {}",
-            at("runs.jsonl"),
-            at("batch.json")
-        )));
-    }
+    notes.extend(outcome.out_dir.as_deref().map(records_note));
     notes
+}
+
+/// `records: DIR/runs.jsonl, summary: DIR/batch.json`.
+fn records_note(dir: &std::path::Path) -> Note {
+    let at = |file: &str| escape_controls(&dir.join(file).display().to_string());
+    Note::plain(format!(
+        "records: {}, summary: {}",
+        at("runs.jsonl"),
+        at("batch.json")
+    ))
 }
 
 #[cfg(test)]
