@@ -157,6 +157,24 @@ pub struct Exports {
 }
 
 impl Exports {
+    /// Every export asked for, with the flag that named it.
+    pub fn targets(&self) -> Vec<crate::record::export_file::Target<'_>> {
+        [
+            ("--export-json", &self.json),
+            ("--export-hyperfine-json", &self.hyperfine_json),
+            ("--export-csv", &self.csv),
+            ("--export-markdown", &self.markdown),
+        ]
+        .into_iter()
+        .filter_map(|(flag, path)| {
+            Some(crate::record::export_file::Target {
+                flag,
+                path: path.as_deref()?,
+            })
+        })
+        .collect()
+    }
+
     /// Whether any export needs every run's record kept until the end.
     pub fn needs_records(&self) -> bool {
         self.json.is_some() || self.hyperfine_json.is_some() || self.csv.is_some()

@@ -1,10 +1,13 @@
-//! Hostile conditions, round two (issue 17): coldtrace never panics, never hangs, never does
-//! nothing silently, and writes nothing where it was not asked. Every case runs under a
-//! deadline and checks the exit code, that a one-line error stays one escaped line, that no
-//! process of the command survives (running or as a zombie), and that the records are whole.
+//! Hostile conditions: coldtrace never panics, never hangs, never does nothing silently, and
+//! writes nothing where it was not asked. Every case runs under a deadline and checks the exit
+//! code, that a one-line error stays one escaped line, that no process of the command survives
+//! (running or as a zombie), and that the records are whole. The cases of this file come first;
+//! each class with its own file below `tests/hostile/` follows (files).
 #![forbid(unsafe_code)]
 
 mod common;
+#[path = "hostile/files.rs"]
+mod files;
 
 use common::{ct, read_batch, read_records, write_file, TempDir, BIN};
 use serde_json::Value;

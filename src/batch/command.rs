@@ -112,10 +112,10 @@ impl<'p> Checked<'p> {
         })
     }
 
-    /// Creates the batch directory `out_dir` (if any) and the batch's state.
+    /// The batch's state, writing in `dir` (if any).
     pub fn open(
         self,
-        out_dir: Option<&Path>,
+        dir: Option<BatchDir>,
         shared: &Shared<'_>,
     ) -> Result<CommandBatch<'p>, BatchError> {
         let Checked {
@@ -130,8 +130,7 @@ impl<'p> Checked<'p> {
         let cwd = std::env::current_dir()
             .ok()
             .map(|p| p.display().to_string());
-        let dir = out_dir.map(BatchDir::create).transpose()?;
-        let notices = first_notices(plan, out_dir, shared);
+        let notices = first_notices(plan, dir.is_some(), shared);
         let context = batch_context(&program, shared, file_set);
         let stderr_sink = if plan.output == OutputMode::Null {
             StderrSink::create()
@@ -189,14 +188,16 @@ impl<'p> Checked<'p> {
 }
 
 impl<'p> CommandBatch<'p> {
-    /// Checks everything that can be checked before a run (see [`Checked::check`]) and
-    /// creates the batch directory `out_dir`.
+    /// Checks everything that can be checked before a run (see [`Checked::check`]), then
+    /// claims the batch directory `out_dir` (see [`BatchDir::create`]).
     pub fn new(
         plan: &'p Plan,
         out_dir: Option<&Path>,
         shared: &Shared<'_>,
     ) -> Result<Self, BatchError> {
-        Checked::check(plan, shared.signals)?.open(out_dir, shared)
+        let checked = Checked::check(plan, shared.signals)?;
+        let dir = out_dir.map(BatchDir::create).transpose()?;
+        checked.open(dir, shared)
     }
 
     /// The command as a person reads it: its `--command-name`, or its words quoted as a
@@ -381,7 +382,7 @@ fn batch_context(
 }
 
 /// What to say once, before the runs.
-fn first_notices(plan: &Plan, out_dir: Option<&Path>, shared: &Shared<'_>) -> Vec<String> {
+fn first_notices(plan: &Plan, has_out: bool, shared: &Shared<'_>) -> Vec<String> {
     let mut notices = Vec::new();
     if let Some(reason) = shared.floor.unavailable_reason() {
         notices.push(format!(
@@ -390,7 +391,7 @@ fn first_notices(plan: &Plan, out_dir: Option<&Path>, shared: &Shared<'_>) -> Ve
     }
     // Said when the output was discarded by default; never to someone who gave --output null.
     let discarded = plan.output == OutputMode::Null && plan.output_by_default;
-    if discarded && !plan.is_single_run() && out_dir.is_none() {
+    if discarded && !plan.is_single_run() && !has_out {
         notices.push(
             "the command's stdout and stderr are discarded (use --out DIR to keep them)".into(),
         );

@@ -10,12 +10,13 @@ use crate::batch::progress::{BatchStart, Observer};
 use crate::batch::shared::Shared;
 use crate::batch::signals::Signals;
 use crate::plan::ComparePlan;
-use crate::record::artifacts;
+use crate::record::artifacts::BatchDir;
 use crate::record::columns::WarmSeries;
 use crate::record::compare::{
     compare_metrics, CommandEntry, CompareDocument, MetricComparison, ParameterEntry,
     COMPARE_SCHEMA,
 };
+use crate::record::dir::{claim_out_dir, DirHandle};
 use crate::record::metrics::Metric;
 use crate::record::run::Slot;
 use crate::record::stats::{SplitMix64, LEVEL, RESAMPLES};
@@ -61,13 +62,21 @@ pub fn run_compare(
         .iter()
         .map(|p| Checked::check(p, signals))
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(dir) = &plan.out_dir {
-        artifacts::create_empty_dir(dir)?;
-    }
+    // The comparison's directory and each command's under commands/, made relative to the
+    // directory's descriptor (see record/dir.rs).
+    let root = plan.out_dir.as_deref().map(claim_out_dir).transpose()?;
+    let commands = root
+        .as_ref()
+        .map(|r| r.subdir("commands", true))
+        .transpose()?;
     let mut shared = Shared::new(signals)?;
     let mut batches = Vec::with_capacity(plan.plans.len());
-    for (c, p) in checked.into_iter().zip(&plan.plans) {
-        batches.push(c.open(p.out_dir.as_deref(), &shared)?);
+    for (i, c) in checked.into_iter().enumerate() {
+        let dir = commands
+            .as_ref()
+            .map(|d| BatchDir::open(d.subdir(&format!("{i:02}"), true)?))
+            .transpose()?;
+        batches.push(c.open(dir, &shared)?);
     }
     let started_at = crate::measure::clock::rfc3339_utc_now();
     let set_up = setups(&mut batches, &mut shared);
@@ -90,7 +99,7 @@ pub fn run_compare(
         batch.say_notices(observer);
         outcomes.push(batch.finish()?);
     }
-    finish_comparison(plan, &started_at, outcomes, interrupted_by)
+    finish_comparison(plan, root.as_ref(), &started_at, outcomes, interrupted_by)
 }
 
 /// Every command's `--setup`, in command order, before the first round; `Stop` if one failed.
@@ -176,6 +185,7 @@ fn run_rounds(
 /// The comparison document (written atomically) and the outcome for rendering.
 fn finish_comparison(
     plan: &ComparePlan,
+    root: Option<&DirHandle>,
     started_at: &str,
     outcomes: Vec<BatchOutcome>,
     interrupted_by: Option<Signal>,
@@ -209,10 +219,8 @@ fn finish_comparison(
         comparison: &comparison,
     };
     let json = serde_json::to_string_pretty(&document).unwrap_or_default();
-    if let Some(dir) = &plan.out_dir {
-        let mut bytes = json.clone().into_bytes();
-        bytes.push(b'\n');
-        artifacts::write_atomic(dir, "batch.json", &bytes)?;
+    if let Some(dir) = root {
+        dir.write_atomic_with("batch.json", |w| writeln!(w, "{json}"))?;
     }
     let exit_code = if let Some(sig) = interrupted_by {
         128u8.saturating_add(sig.raw() as u8)

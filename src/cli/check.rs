@@ -49,6 +49,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         }
     }
     let counters = perf_events(raw.events.as_deref(), raw.counters)?;
+    let exports = check_exports(&raw.exports, out_dir.as_deref())?;
     let program_name = raw.command[0].clone();
     if program_name.is_empty() {
         return Err(usage(
@@ -83,39 +84,30 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         counters,
         minimal: raw.minimal,
         in_comparison: false,
-        exports: check_exports(&raw.exports)?,
+        exports,
     })
 }
 
-/// `--export-* FILE`, checked before anything runs: a file in a directory that exists (a
-/// batch must not end in a file that cannot be written).
-pub(crate) fn check_exports(exports: &Exports) -> Result<Exports, UsageError> {
-    let flags = [
-        ("--export-json", &exports.json),
-        ("--export-hyperfine-json", &exports.hyperfine_json),
-        ("--export-csv", &exports.csv),
-        ("--export-markdown", &exports.markdown),
-    ];
-    for (flag, path) in flags {
-        let Some(path) = path else { continue };
-        let shown = escape_controls(&path.display().to_string());
-        if path.as_os_str().is_empty() || path.file_name().is_none() {
+/// `--export-* FILE`, checked before anything runs (see [`crate::record::export_file`]):
+/// each one writable as it will be written, no two naming one file, none inside the batch
+/// directory `out_dir` (a batch must not end in a file that cannot be written, nor write an
+/// export over its own records).
+pub(crate) fn check_exports(
+    exports: &Exports,
+    out_dir: Option<&std::path::Path>,
+) -> Result<Exports, UsageError> {
+    let targets = exports.targets();
+    for target in &targets {
+        if target.path.as_os_str().is_empty() || target.path.file_name().is_none() {
+            let shown = escape_controls(&target.path.display().to_string());
+            let flag = target.flag;
             return Err(usage(format!(
                 "{flag}: expected a file name, got '{shown}'; e.g. {flag} results.out"
             )));
         }
-        if path.is_dir() {
-            return Err(usage(format!(
-                "{flag} {shown}: is a directory; give a file name inside it"
-            )));
-        }
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-        if parent.is_some_and(|p| !p.is_dir()) {
-            return Err(usage(format!(
-                "{flag} {shown}: its directory does not exist; create it first"
-            )));
-        }
     }
+    let batch_dirs: Vec<&std::path::Path> = out_dir.into_iter().collect();
+    crate::record::export_file::check_all(&targets, &batch_dirs).map_err(usage)?;
     Ok(exports.clone())
 }
 

@@ -72,6 +72,7 @@ pub(crate) fn comparison(raw: RawRun, specs: Vec<CommandSpec>) -> Result<Compare
         plan.output_by_default = output_by_default;
         plans.push(plan);
     }
+    let exports = check_exports(&raw.exports, out_dir.as_deref())?;
     Ok(ComparePlan {
         notices: raw.notices,
         plans,
@@ -79,7 +80,7 @@ pub(crate) fn comparison(raw: RawRun, specs: Vec<CommandSpec>) -> Result<Compare
         shuffle_seed,
         json,
         quiet,
-        exports: check_exports(&raw.exports)?,
+        exports,
     })
 }
 

@@ -97,6 +97,7 @@ fn batch_dirs(operands: &[PathBuf]) -> Result<Vec<PathBuf>, BatchError> {
 /// Reads the batches and renders them.
 pub fn execute_report(args: &ReportArgs) -> Result<Output, BatchError> {
     let dirs = batch_dirs(&args.dirs)?;
+    check_pictures(args, &dirs)?;
     let args = &ReportArgs {
         dirs,
         ..args.clone()
@@ -170,19 +171,35 @@ fn draw(args: &ReportArgs) -> Result<(), BatchError> {
     let pictures =
         crate::record::reader::read_pictures(&args.dirs).map_err(|e| BatchError::own(e.0))?;
     if let Some(path) = &args.svg {
-        write_file(path, &crate::view::picture::render_svg(&pictures))?;
+        write_file("--svg", path, &crate::view::picture::render_svg(&pictures))?;
     }
     if let Some(path) = &args.html {
         let dirs: Vec<String> = args.dirs.iter().map(|d| d.display().to_string()).collect();
-        write_file(
-            path,
-            &crate::view::picture::html::render_html(&pictures, &dirs),
-        )?;
+        let html = crate::view::picture::html::render_html(&pictures, &dirs);
+        write_file("--html", path, &html)?;
     }
     Ok(())
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), BatchError> {
-    crate::record::artifacts::replace_file(path, |w| w.write_all(text.as_bytes()))
+fn write_file(flag: &str, path: &Path, text: &str) -> Result<(), BatchError> {
+    let target = crate::record::export_file::Target { flag, path };
+    crate::record::export_file::write(target, |w| w.write_all(text.as_bytes()))
         .map_err(|e| BatchError::own(e.message))
+}
+
+/// `--svg` and `--html`, checked before any batch is read: writable, not one file, and not
+/// inside a batch directory being read.
+fn check_pictures(args: &ReportArgs, dirs: &[PathBuf]) -> Result<(), BatchError> {
+    let named = [("--svg", &args.svg), ("--html", &args.html)];
+    let targets: Vec<crate::record::export_file::Target<'_>> = named
+        .into_iter()
+        .filter_map(|(flag, path)| {
+            Some(crate::record::export_file::Target {
+                flag,
+                path: path.as_deref()?,
+            })
+        })
+        .collect();
+    let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+    crate::record::export_file::check_all(&targets, &dirs).map_err(BatchError::own)
 }

@@ -374,7 +374,8 @@ static OPTIONS: &[OptSpec] = &[
         long: "out", short: ['o'], values: ["DIR"], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
         help: "batch directory: records, outputs, batch.json",
-        description: "The batch directory (it must not exist or be empty): runs.jsonl (one \
+        description: "The batch directory: a new one, or an empty directory of your own (a \
+            non-empty one is refused with the next free name, e.g. DIR-2). runs.jsonl (one \
             record per run), runs/NNN/{stdout,stderr}, batch.json. A comparison keeps each \
             command's batch under DIR/commands/NN/. This is not GNU time's -o FILE: that one is \
             `coldtrace time -o FILE`.",

@@ -1,15 +1,18 @@
-//! The batch directory on disk: refusing to overwrite, creating files without following
-//! symlinks, streaming `runs.jsonl`, writing `batch.json` atomically. Files only; no statistics.
+//! The batch directory on disk: streaming `runs.jsonl` with whole lines only, the files of a
+//! run under `runs/NNN/`, `batch.json` written atomically. Files only; no statistics.
 //!
-//! Every file is created with `O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC`, mode 0644 under the
-//! umask: a file or symlink planted at an artifact path is an error, never written through.
+//! The directory is claimed and opened once ([`crate::record::dir`]); every file is created
+//! relative to its descriptor with `O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC`, mode 0644
+//! under the umask: a file or symlink planted at an artifact path is an error, never written
+//! through.
 #![forbid(unsafe_code)]
 
+use crate::record::dir::{claim_out_dir, DirHandle};
+use std::cell::RefCell;
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::fs::File;
+use std::io::{self, Seek, Write};
+use std::path::Path;
 
 /// An I/O error with the path it concerns and what to do about it.
 #[derive(Debug)]
@@ -29,6 +32,11 @@ impl fmt::Display for ArtifactError {
 pub fn explain(e: &io::Error) -> String {
     match e.raw_os_error() {
         Some(28) => "no space left on device (ENOSPC); free space or choose another --out".into(),
+        Some(27) => {
+            "file too large (EFBIG): the file size limit (ulimit -f) or the file system's; raise \
+             it or choose another --out"
+                .into()
+        }
         Some(122) => "disk quota exceeded (EDQUOT)".into(),
         Some(40) => "too many levels of symbolic links: a symlink loop? (ELOOP)".into(),
         Some(17) => "it already exists (EEXIST)".into(),
@@ -39,7 +47,7 @@ pub fn explain(e: &io::Error) -> String {
     }
 }
 
-/// As [`explain`], for a file that coldtrace creates with `O_NOFOLLOW` (see [`create_new`]),
+/// As [`explain`], for a file that coldtrace creates with `O_NOFOLLOW`,
 /// where `ELOOP` means that a symlink sits at the path.
 pub fn explain_created(e: &io::Error) -> String {
     match e.raw_os_error() {
@@ -54,173 +62,70 @@ fn error(what: &str, path: &Path, e: &io::Error) -> ArtifactError {
     }
 }
 
-fn created_error(path: &Path, e: &io::Error) -> ArtifactError {
-    ArtifactError {
-        message: format!("cannot create {}: {}", path.display(), explain_created(e)),
-    }
-}
-
-/// Creates a new file for writing (and reading back, e.g. a failed run's stderr tail): never
-/// follows a symlink, never reuses an existing file.
-pub fn create_new(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
-}
-
-/// Makes sure `root` is a new or empty directory (creating it and its parents).
-///
-/// An existing non-empty directory is refused: a previous batch is never overwritten.
-pub fn create_empty_dir(root: &Path) -> Result<(), ArtifactError> {
-    if root.as_os_str().is_empty() {
-        // "" joined with a file name is that name in the current directory.
-        return Err(ArtifactError {
-            message: "--out: the path is empty; give a new or empty directory".into(),
-        });
-    }
-    match fs::symlink_metadata(root) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            return Err(ArtifactError {
-                message: format!(
-                    "--out {}: is a symlink; give the real directory path",
-                    root.display()
-                ),
-            })
-        }
-        Ok(meta) if !meta.is_dir() => {
-            return Err(ArtifactError {
-                message: format!(
-                    "--out {}: exists and is not a directory; choose a new path",
-                    root.display()
-                ),
-            })
-        }
-        Ok(_) => {
-            let mut entries = fs::read_dir(root).map_err(|e| error("--out", root, &e))?;
-            if entries.next().is_some() {
-                return Err(ArtifactError {
-                        message: format!(
-                            "--out {}: exists and is not empty; coldtrace never overwrites a batch, choose a new directory",
-                            root.display()
-                        ),
-                    });
-            }
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o755)
-                .create(root)
-                .map_err(|e| error("cannot create --out", root, &e))?;
-        }
-        Err(e) => return Err(error("--out", root, &e)),
-    }
-    Ok(())
-}
-
-/// Writes `dir/name` atomically: a new temporary file, fsync, rename over `name`, fsync of the
-/// directory. A reader sees the old file or the whole new one, never a part.
-pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), ArtifactError> {
-    write_atomic_with(dir, name, |w| w.write_all(bytes))
-}
-
-/// [`write_atomic`] with the contents streamed by `write` (through a buffer), not held whole.
-pub fn write_atomic_with(
-    dir: &Path,
-    name: &str,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> Result<(), ArtifactError> {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let dest = dir.join(name);
-    let result = (|| -> io::Result<()> {
-        let mut out = io::BufWriter::new(create_new(&tmp)?);
-        write(&mut out)?;
-        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
-        file.sync_all()?;
-        fs::rename(&tmp, &dest)?;
-        // The directory is the user's path: opened without blocking, and it must still be one.
-        let opened = crate::untrusted::open(dir, crate::untrusted::Want::Directory)
-            .map_err(crate::untrusted::OpenError::into_io)?;
-        File::from(opened.fd).sync_all()
-    })();
-    result.map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        ArtifactError {
-            message: format!("cannot write {}: {}", dest.display(), explain_created(&e)),
-        }
-    })
-}
-
-/// A file the user named (`--svg FILE`, `--export-csv FILE`) replaced atomically with what
-/// `write` streams: see [`write_atomic`].
-pub fn replace_file(
-    path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> Result<(), ArtifactError> {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(ArtifactError {
-            message: format!("{}: not a file name", path.display()),
-        });
-    };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    write_atomic_with(dir, &name.to_string_lossy(), write)
-}
-
 /// An open batch directory.
 pub struct BatchDir {
-    root: PathBuf,
+    dir: DirHandle,
     runs_jsonl: File,
+    /// The length of `runs.jsonl` after its last whole line.
+    records_len: u64,
+    /// `runs/`, once made.
+    runs: RefCell<Option<DirHandle>>,
 }
 
 impl BatchDir {
-    /// Creates (or takes over an empty) batch directory and its `runs.jsonl`.
-    ///
-    /// An existing non-empty directory is refused: a previous batch is never overwritten.
+    /// Claims `root` (see [`claim_out_dir`]: a new directory, or an empty one of the user's
+    /// own) and creates its `runs.jsonl`.
     pub fn create(root: &Path) -> Result<BatchDir, ArtifactError> {
-        create_empty_dir(root)?;
-        let path = root.join("runs.jsonl");
-        let runs_jsonl = create_new(&path).map_err(|e| created_error(&path, &e))?;
+        BatchDir::open(claim_out_dir(root)?)
+    }
+
+    /// Makes `dir` a batch directory: creates its `runs.jsonl` (`O_EXCL`: a batch running in
+    /// it already is an error).
+    pub fn open(dir: DirHandle) -> Result<BatchDir, ArtifactError> {
+        let runs_jsonl = dir.create_file("runs.jsonl").map_err(|e| ArtifactError {
+            message: if e.message.contains("EEXIST") {
+                format!(
+                    "--out {}: another batch has started in it; choose a new directory",
+                    dir.path().display()
+                )
+            } else {
+                e.message
+            },
+        })?;
         Ok(BatchDir {
-            root: root.to_path_buf(),
+            dir,
             runs_jsonl,
+            records_len: 0,
+            runs: RefCell::new(None),
         })
     }
 
     /// The directory.
     pub fn root(&self) -> &Path {
-        &self.root
+        self.dir.path()
     }
 
-    /// Creates `runs/` and `runs/NNN/` when they do not exist yet, and returns `runs/NNN`
-    /// (relative to the batch directory). Made only for a run that has an artifact.
-    fn run_dir(&self, index: u64) -> Result<PathBuf, ArtifactError> {
-        let rel = PathBuf::from("runs").join(format!("{index:03}"));
-        for dir in [self.root.join("runs"), self.root.join(&rel)] {
-            match fs::DirBuilder::new().mode(0o755).create(&dir) {
-                Err(e) if !(e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir()) => {
-                    return Err(error("cannot create", &dir, &e))
-                }
-                _ => {}
-            }
-        }
-        Ok(rel)
+    /// `runs/NNN`, made when it does not exist yet (only for a run that has an artifact), and
+    /// its path relative to the batch directory.
+    fn run_dir(&self, index: u64) -> Result<(DirHandle, String), ArtifactError> {
+        let mut slot = self.runs.borrow_mut();
+        let runs = match slot.take() {
+            Some(runs) => runs,
+            None => self.dir.subdir("runs", false)?,
+        };
+        let name = format!("{index:03}");
+        let dir = runs.subdir(&name, false);
+        *slot = Some(runs);
+        let dir = dir?;
+        Ok((dir, format!("runs/{name}")))
     }
 
     /// Creates `runs/NNN/NAME` (and its directory) for writing; returns the file and its path
     /// relative to the batch directory.
     pub fn create_run_file(&self, index: u64, name: &str) -> Result<(File, String), ArtifactError> {
-        let rel = self.run_dir(index)?.join(name);
-        let path = self.root.join(&rel);
-        let file = create_new(&path).map_err(|e| created_error(&path, &e))?;
-        Ok((file, rel.display().to_string()))
+        let (dir, rel) = self.run_dir(index)?;
+        let file = dir.create_file(name)?;
+        Ok((file, format!("{rel}/{name}")))
     }
 
     /// Writes `runs/NNN/NAME` (creating `runs/NNN/` when the run has no other artifact) and
@@ -233,30 +138,42 @@ impl BatchDir {
     ) -> Result<String, ArtifactError> {
         let (mut file, rel) = self.create_run_file(index, name)?;
         file.write_all(bytes)
-            .map_err(|e| error("cannot write", &self.root.join(&rel), &e))?;
+            .map_err(|e| error("cannot write", &self.root().join(&rel), &e))?;
         Ok(rel)
     }
 
     /// Appends one record line to `runs.jsonl` with a single `write(2)` of the whole line, so a
-    /// crash of coldtrace leaves only complete lines (or, at worst, one cut last line).
+    /// crash of coldtrace leaves only complete lines (or, at worst, one cut last line). A
+    /// write that fails part-way (a full disk, the file size limit) is cut back off: the file
+    /// ends with the last whole line.
     pub fn append_record(&mut self, line: &[u8]) -> Result<(), ArtifactError> {
-        let path = self.root.join("runs.jsonl");
-        self.runs_jsonl
-            .write_all(line)
-            .map_err(|e| error("cannot append to", &path, &e))
+        match self.runs_jsonl.write_all(line) {
+            Ok(()) => {
+                self.records_len += line.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.runs_jsonl.set_len(self.records_len);
+                let _ = self.runs_jsonl.seek(io::SeekFrom::Start(self.records_len));
+                Err(error(
+                    "cannot append to",
+                    &self.root().join("runs.jsonl"),
+                    &e,
+                ))
+            }
+        }
     }
 
     /// Flushes `runs.jsonl` to stable storage (`fdatasync`).
     pub fn sync_records(&self) -> Result<(), ArtifactError> {
-        let path = self.root.join("runs.jsonl");
         self.runs_jsonl
             .sync_data()
-            .map_err(|e| error("cannot sync", &path, &e))
+            .map_err(|e| error("cannot sync", &self.root().join("runs.jsonl"), &e))
     }
 
-    /// Writes `name` in the batch directory atomically (see [`write_atomic`]).
+    /// Writes `name` in the batch directory atomically (see [`DirHandle::write_atomic_with`]).
     pub fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<(), ArtifactError> {
-        write_atomic(&self.root, name, bytes)
+        self.dir.write_atomic_with(name, |w| w.write_all(bytes))
     }
 }
 

@@ -13,6 +13,8 @@ pub mod columns;
 pub mod compare;
 pub mod context;
 pub mod cycles;
+pub mod dir;
+pub mod export_file;
 pub mod find;
 pub mod head;
 pub mod kept;

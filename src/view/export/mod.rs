@@ -1,5 +1,6 @@
 //! The exports written after the runs, one file per format (`--export-json`,
-//! `--export-hyperfine-json`, `--export-csv`, `--export-markdown`), each replaced atomically.
+//! `--export-hyperfine-json`, `--export-csv`, `--export-markdown`), each written by
+//! [`export_file::write`] (a file replaced atomically, a device or FIFO written through).
 //! They render what the batch recorded; running and recording are the batch's job.
 #![forbid(unsafe_code)]
 
@@ -13,7 +14,9 @@ pub use part::Part;
 
 use crate::batch::{BatchOutcome, CompareOutcome};
 use crate::plan::Exports;
-use crate::record::artifacts::{replace_file, ArtifactError};
+use crate::record::artifacts::ArtifactError;
+use crate::record::export_file::{self, Target};
+use std::path::Path;
 
 /// Writes every export `exports` asks for, of a one-command batch titled `title`.
 pub fn write_batch(
@@ -28,10 +31,10 @@ pub fn write_batch(
         outcome,
     }];
     if let Some(path) = &exports.json {
-        replace_file(path, |w| json::batch(w, &parts[0]))?;
+        write_file("--export-json", path, |w| json::batch(w, &parts[0]))?;
     }
     if let Some(path) = &exports.markdown {
-        replace_file(path, |w| {
+        write_file("--export-markdown", path, |w| {
             w.write_all(markdown::batch(outcome, title).as_bytes())
         })?;
     }
@@ -55,10 +58,12 @@ pub fn write_compare(exports: &Exports, outcome: &CompareOutcome) -> Result<(), 
         })
         .collect();
     if let Some(path) = &exports.json {
-        replace_file(path, |w| json::comparison(w, &outcome.json, &parts))?;
+        write_file("--export-json", path, |w| {
+            json::comparison(w, &outcome.json, &parts)
+        })?;
     }
     if let Some(path) = &exports.markdown {
-        replace_file(path, |w| {
+        write_file("--export-markdown", path, |w| {
             w.write_all(markdown::comparison(outcome).as_bytes())
         })?;
     }
@@ -68,10 +73,21 @@ pub fn write_compare(exports: &Exports, outcome: &CompareOutcome) -> Result<(), 
 /// The exports made of every run: hyperfine's JSON and the CSV.
 fn write_runs(exports: &Exports, parts: &[Part<'_>]) -> Result<(), ArtifactError> {
     if let Some(path) = &exports.hyperfine_json {
-        replace_file(path, |w| hyperfine::results(w, parts))?;
+        write_file("--export-hyperfine-json", path, |w| {
+            hyperfine::results(w, parts)
+        })?;
     }
     if let Some(path) = &exports.csv {
-        replace_file(path, |w| csv::runs(w, parts))?;
+        write_file("--export-csv", path, |w| csv::runs(w, parts))?;
     }
     Ok(())
+}
+
+/// One export, written safely (see [`export_file::write`]).
+fn write_file(
+    flag: &str,
+    path: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), ArtifactError> {
+    export_file::write(Target { flag, path }, write)
 }
