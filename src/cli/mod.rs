@@ -22,6 +22,7 @@ mod scan;
 pub mod table;
 pub mod time;
 mod usage;
+mod version;
 
 pub use options::{MAX_RUNS, MAX_TIMEOUT_S};
 pub use output::Output;
@@ -78,7 +79,7 @@ pub fn execute(command: Command) -> Result<Output, BatchError> {
             exit_code: 0,
         }),
         Command::Version => Ok(Output {
-            stdout: format!("coldtrace {}\n", env!("CARGO_PKG_VERSION")),
+            stdout: version::line(),
             exit_code: 0,
         }),
         Command::Run(plan) => {

@@ -671,8 +671,10 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "version", short: ['V'], values: [], repeat: LastWins,
         subs: ALL_SUBS, category: General,
-        help: "print coldtrace's version",
-        description: "Print coldtrace's version and exit.",
+        help: "print the version, commit, target and build",
+        description: "Print one line and exit: coldtrace's version, the git commit it was \
+            built from (unknown when built outside a git checkout), the target it was built \
+            for, and whether it is the full or the runner-only build.",
     },
 ];
 
