@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Checks what .ci/release produced, as a user would get it: the checksums, each tarball's and
+# each .deb's contents (owners, modes, the binary's ELF machine, statically linked), and, on an
+# amd64 Debian machine as root, the amd64 .deb installed with dpkg -i: coldtrace --version and
+# run on a real command, man coldtrace, the completions found where bash-completion, zsh and fish
+# look, then the package removed. The aarch64 binary is checked as a file only (no emulator here).
+# Needs dpkg, readelf (binutils), man-db, groff, bash-completion, zsh and fish (.ci/run installs
+# them). Usage: .ci/release_check.sh DIST_DIR
+set -euo pipefail
+DIST=$(realpath "$1")
+cd "$(dirname "$0")/.."
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+
+VERSION=$(cargo pkgid -p coldtrace | sed 's/.*[#@]//')
+COMMIT=$([ -e .git ] && git rev-parse --short HEAD || echo unknown)
+
+# Every artefact has its checksum beside it, and SHA256SUMS lists them all.
+(cd "$DIST" && sha256sum --quiet -c -- *.sha256 SHA256SUMS) ||
+  fail "a checksum does not match"
+echo "checksums: $(ls "$DIST"/*.sha256 | wc -l) files match, and SHA256SUMS"
+
+# ELF machine of a binary: the arch as readelf names it; statically linked (no loader asked for).
+check_elf() {
+  local bin=$1 machine=$2 header segments
+  header=$(readelf -h "$bin")
+  grep -q "Machine: *$machine\$" <<<"$header" || fail "$bin: $(grep Machine <<<"$header"), expected $machine"
+  segments=$(readelf -lW "$bin")
+  ! grep -q INTERP <<<"$segments" || fail "$bin asks for a dynamic loader"
+}
+
+for arch in x86_64:amd64:'Advanced Micro Devices X86-64' aarch64:arm64:AArch64; do
+  IFS=: read -r cpu debarch machine <<<"$arch"
+  name=coldtrace-$VERSION-$cpu-unknown-linux-musl
+  tarball=$DIST/$name.tar.gz
+  listing=$(tar -tvzf "$tarball")
+  want=$(printf '%s\n' "$name/" "$name/LICENSE-APACHE" "$name/LICENSE-MIT" "$name/README.md" \
+    "$name/coldtrace" "$name/coldtrace.1" "$name/complete/" "$name/complete/_coldtrace" \
+    "$name/complete/coldtrace.bash" "$name/complete/coldtrace.fish")
+  [ "$(tar -tzf "$tarball")" = "$want" ] || fail "$tarball holds: $(tar -tzf "$tarball" | tr '\n' ' ')"
+  ! awk '$2 != "0/0"' <<<"$listing" | grep -q . || fail "$tarball: a member is not owned by 0/0"
+  grep -q "^-rwxr-xr-x 0/0 .* $name/coldtrace\$" <<<"$listing" || fail "$tarball: coldtrace is not 0755"
+  mkdir -p "$WORK/$cpu"
+  tar -xzf "$tarball" -C "$WORK/$cpu"
+  check_elf "$WORK/$cpu/$name/coldtrace" "$machine"
+
+  deb=$DIST/coldtrace_${VERSION}_$debarch.deb
+  for field in Package:coldtrace Version:"$VERSION" Architecture:"$debarch"; do
+    [ "$(dpkg-deb -f "$deb" "${field%%:*}")" = "${field#*:}" ] || fail "$deb: ${field%%:*} is not ${field#*:}"
+  done
+  files=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { print $6 }')
+  [ "$files" = "$(printf '%s\n' ./usr/bin/coldtrace ./usr/share/bash-completion/completions/coldtrace \
+    ./usr/share/doc/coldtrace/copyright ./usr/share/fish/vendor_completions.d/coldtrace.fish \
+    ./usr/share/man/man1/coldtrace.1.gz ./usr/share/zsh/vendor-completions/_coldtrace)" ] ||
+    fail "$deb holds: $(tr '\n' ' ' <<<"$files")"
+  ! dpkg-deb -c "$deb" | awk '$2 != "root/root"' | grep -q . || fail "$deb: a file is not root's"
+  dpkg-deb -x "$deb" "$WORK/deb-$debarch"
+  check_elf "$WORK/deb-$debarch/usr/bin/coldtrace" "$machine"
+  cmp -s "$WORK/deb-$debarch/usr/bin/coldtrace" "$WORK/$cpu/$name/coldtrace" ||
+    fail "the $debarch .deb and the $cpu tarball hold different binaries"
+  echo "$cpu: tarball and $debarch .deb hold the same static $machine binary ($(stat -c %s "$WORK/$cpu/$name/coldtrace") bytes), man page, completions, licences"
+done
+echo "aarch64: built and inspected, not run (no aarch64 CPU or emulator here)"
+
+# Installed as a user installs it.
+[ "$(id -u)" = 0 ] || fail "installing the .deb needs root"
+[ "$(dpkg --print-architecture)" = amd64 ] || fail "installing needs an amd64 machine; this one is $(dpkg --print-architecture)"
+deb=$DIST/coldtrace_${VERSION}_amd64.deb
+dpkg -i "$deb" >/dev/null
+trap 'dpkg -r coldtrace >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
+[ "$(command -v coldtrace)" = /usr/bin/coldtrace ] || fail "coldtrace on PATH is '$(command -v coldtrace)', not /usr/bin/coldtrace"
+for path in $(dpkg -L coldtrace); do
+  [ -e "$path" ] || fail "$path is listed by dpkg but not installed (a dpkg path-exclude in /etc/dpkg/dpkg.cfg.d?)"
+done
+got=$(coldtrace --version)
+[ "$got" = "coldtrace $VERSION (commit $COMMIT, x86_64-unknown-linux-musl, full build)" ] ||
+  fail "installed coldtrace --version: $got"
+
+# A real command, three runs: every record exited 0, and every run's stdout as the command wrote it.
+rc=0
+(cd "$WORK" && coldtrace run -n 3 -o batch -- gzip -c /usr/share/doc/coldtrace/copyright 2>run.err) || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/run.err" >&2; fail "coldtrace run exited $rc"; }
+[ "$(wc -l < "$WORK/batch/runs.jsonl")" = 3 ] || fail "runs.jsonl does not hold 3 records"
+[ "$(grep -c '"outcome":{"kind":"exited","code":0}' "$WORK/batch/runs.jsonl")" = 3 ] || fail "a run did not exit 0"
+for run in 000 001 002; do
+  gzip -dc "$WORK/batch/runs/$run/stdout" | cmp -s - /usr/share/doc/coldtrace/copyright ||
+    fail "run $run's stdout is not the gzipped copyright file"
+done
+grep -q '^coldtrace: 3 runs of gzip -c /usr/share/doc/coldtrace/copyright$' "$WORK/run.err" ||
+  fail "no table on stderr: $(head -3 "$WORK/run.err")"
+echo "installed: coldtrace --version is '$got'; coldtrace run: 3 runs of gzip recorded, outputs intact"
+
+# man coldtrace finds the installed page.
+[ "$(man -w coldtrace)" = /usr/share/man/man1/coldtrace.1.gz ] || fail "man -w coldtrace: $(man -w coldtrace 2>&1)"
+page=$(MANWIDTH=80 man coldtrace 2>&1 | col -b)
+grep -q 'coldtrace - run a command and record exactly how it ran' <<<"$page" || fail "man coldtrace: $(head -5 <<<"$page")"
+grep -q -- '--cold-first-only' <<<"$page" || fail "man coldtrace has no --cold-first-only"
+echo "man coldtrace: $(wc -l <<<"$page") lines from /usr/share/man/man1/coldtrace.1.gz"
+
+# Each shell finds the completions where it looks by itself.
+complete=$(bash -c 'source /usr/share/bash-completion/bash_completion && _completion_loader coldtrace; complete -p coldtrace') ||
+  fail "bash-completion does not load coldtrace's completions"
+got=$(zsh -f -c "autoload -U compinit && compinit -u -d '$WORK/zcompdump'; print -r -- \$_comps[coldtrace]")
+[ "$got" = _coldtrace ] || fail "zsh: coldtrace's completer is '$got', not _coldtrace"
+got=$(cd "$WORK" && HOME=$WORK fish -c 'complete -C "coldtrace ru"' | cut -f1)
+[ "$got" = run ] || fail "fish: 'coldtrace ru' completes to '$got'"
+echo "completions: bash-completion loads '$complete'; zsh's compinit and fish find theirs"
+
+dpkg -r coldtrace >/dev/null
+! [ -e /usr/bin/coldtrace ] || fail "dpkg -r left /usr/bin/coldtrace"
+! dpkg -s coldtrace 2>/dev/null | grep -q '^Status: install ok installed' || fail "coldtrace is still installed"
+echo "removed: dpkg -r coldtrace leaves no /usr/bin/coldtrace"
