@@ -22,7 +22,15 @@
 //! (the same whatever file system DIR is on), and output written after the run ended (by a
 //! daemonised descendant still holding the descriptor) is not kept.
 //!
+//! What is kept is what the command wrote, holes included: only the parts of the memfd that
+//! hold data are copied ([lseek(2)] `SEEK_DATA`/`SEEK_HOLE`), each to the same offset of the
+//! artifact, so `truncate -s 1T /dev/stdout` makes a 1 TiB file with no block on disk, not
+//! a terabyte of zeros. A stream is kept up to [`KEPT_LIMIT`] (its length, holes included): what
+//! a run writes beyond it is counted in the record and dropped from the memfd, and the record
+//! says where the file was cut.
+//!
 //! [memfd_create(2)]: https://man7.org/linux/man-pages/man2/memfd_create.2.html
+//! [lseek(2)]: https://man7.org/linux/man-pages/man2/lseek.2.html
 //! [sendfile(2)]: https://man7.org/linux/man-pages/man2/sendfile.2.html
 //! [fallocate(2)]: https://man7.org/linux/man-pages/man2/fallocate.2.html
 #![forbid(unsafe_code)]
@@ -30,11 +38,15 @@
 use crate::record::artifacts::{ArtifactError, BatchDir};
 use std::cell::{Cell, RefCell};
 use std::fs::File;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 /// Moved to the artifact file while the command runs, once this much is waiting, and in
 /// chunks of this size.
 pub const SPILL_AT: u64 = 1024 * 1024;
+
+/// The longest a kept stream of one run gets (4 GiB, holes included): beyond it, output is
+/// counted, not kept, so that no command fills the disk under the batch's own records.
+pub const KEPT_LIMIT: u64 = 4 << 30;
 
 /// The two streams of one run.
 pub struct RunCapture {
@@ -55,14 +67,18 @@ pub struct Stream {
     dest: RefCell<Option<(File, String)>>,
     /// The first error while moving bytes during the run (said after it).
     failed: RefCell<Option<ArtifactError>>,
+    /// The memfd opened a second time, to find its holes without moving the child's offset.
+    prober: RefCell<Option<File>>,
 }
 
 /// Where a run's stream ended up.
 pub struct Kept {
     /// `runs/NNN/NAME`, relative to the batch directory; `None` when the run wrote nothing.
     pub path: Option<String>,
-    /// How many bytes the run wrote to it.
+    /// How many bytes the run wrote to it (the length of what it wrote, holes included).
     pub bytes: u64,
+    /// Where the artifact was cut ([`KEPT_LIMIT`]), when the run wrote more.
+    pub cut_at: Option<u64>,
     /// The artifact file, for reading a failed run's tail.
     pub file: Option<File>,
 }
@@ -141,6 +157,7 @@ impl Stream {
             moved: Cell::new(0),
             dest: RefCell::new(None),
             failed: RefCell::new(None),
+            prober: RefCell::new(None),
         }
     }
 
@@ -155,17 +172,46 @@ impl Stream {
     }
 
     /// Moves at most `chunk` bytes written beyond `moved` to the artifact, once at least
-    /// `chunk` bytes wait; whether it moved any.
+    /// `chunk` bytes wait (a hole is passed whole); whether it moved any.
     fn spill(&self, dir: &BatchDir, index: u64, chunk: u64) -> bool {
         if self.failed.borrow().is_some() {
             return false;
         }
         let from = self.moved.get();
-        let waiting = self.written().saturating_sub(from);
-        if waiting < chunk {
+        let written = self.written();
+        if written.saturating_sub(from) < chunk {
             return false;
         }
-        self.move_and_punch(dir, index, from, from + chunk)
+        let end = match self.segment(from) {
+            Some((data, _)) if data > from + chunk => data.min(written),
+            Some(_) => from + chunk,
+            None => written,
+        };
+        self.move_and_punch(dir, index, from, end)
+    }
+
+    /// The first run of data at or after `offset`, `[start, end)` (`SEEK_DATA`, `SEEK_HOLE`);
+    /// `None` when only holes follow. Asked of a second open file description of the memfd
+    /// (`/proc/self/fd/N`): the memfd's own offset is the child's, and must not move while it
+    /// writes. Without `/proc`, everything is data.
+    fn segment(&self, offset: u64) -> Option<(u64, u64)> {
+        use rustix::fs::SeekFrom;
+        let mut prober = self.prober.borrow_mut();
+        if prober.is_none() {
+            let path = format!("/proc/self/fd/{}", self.memfd.as_raw_fd());
+            *prober = std::fs::File::open(path).ok();
+        }
+        let Some(prober) = prober.as_ref() else {
+            return Some((offset, u64::MAX));
+        };
+        match rustix::fs::seek(prober, SeekFrom::Data(offset)) {
+            Err(rustix::io::Errno::NXIO) => None,
+            Err(_) => Some((offset, u64::MAX)),
+            Ok(data) => {
+                let hole = rustix::fs::seek(prober, SeekFrom::Hole(data)).unwrap_or(u64::MAX);
+                Some((data, hole))
+            }
+        }
     }
 
     /// Moves `[from, end)` to the artifact and frees it from the memfd (the size, the child's
@@ -186,7 +232,9 @@ impl Stream {
         }
     }
 
-    /// Copies `[from, end)` of the memfd to the end of the artifact, creating it first.
+    /// Copies the data of `[from, end)` below [`KEPT_LIMIT`] to the same offsets of the
+    /// artifact (creating it first): a range of a chunk or more is copied run of data by run
+    /// of data, its holes left holes; a smaller one whole.
     fn move_range(
         &self,
         dir: &BatchDir,
@@ -194,32 +242,39 @@ impl Stream {
         from: u64,
         end: u64,
     ) -> Result<(), ArtifactError> {
-        let mut dest = self.dest.borrow_mut();
-        if dest.is_none() {
-            *dest = Some(dir.create_run_file(index, self.name)?);
-        }
-        let Some((file, rel)) = dest.as_ref() else {
-            return Ok(());
-        };
+        let stop = end.min(KEPT_LIMIT);
         let mut offset = from;
-        while offset < end {
-            let count = usize::try_from(end - offset).unwrap_or(usize::MAX);
-            match rustix::fs::sendfile(file, &self.memfd, Some(&mut offset), count) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => {
-                    return Err(ArtifactError {
-                        message: format!(
-                            "cannot write {}: {}",
-                            dir.root().join(rel).display(),
-                            crate::record::artifacts::explain(&e.into())
-                        ),
-                    })
+        // Each turn moves `offset` forward: to the end of a run of data, or to `stop`.
+        while offset < stop {
+            let (data, hole) = if stop - offset < SPILL_AT {
+                (offset, stop)
+            } else {
+                match self.segment(offset) {
+                    Some((data, hole)) if data < stop => (data, hole.min(stop)),
+                    _ => break,
                 }
-            }
+            };
+            self.copy(dir, index, data, hole)?;
+            offset = hole.max(offset + 1);
         }
         Ok(())
+    }
+
+    /// Copies `[from, end)` of the memfd to the same offsets of the artifact.
+    fn copy(&self, dir: &BatchDir, index: u64, from: u64, end: u64) -> Result<(), ArtifactError> {
+        self.with_dest(dir, index, |file| {
+            rustix::fs::seek(file, rustix::fs::SeekFrom::Start(from))?;
+            let mut offset = from;
+            while offset < end {
+                let count = usize::try_from(end - offset).unwrap_or(usize::MAX);
+                match rustix::fs::sendfile(file, &self.memfd, Some(&mut offset), count) {
+                    Ok(0) => break,
+                    Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Ok(())
+        })
     }
 
     /// Moves the rest; the memfd comes back when the run wrote nothing to it (its offset is
@@ -233,27 +288,61 @@ impl Stream {
         if end > from && self.failed.borrow().is_none() {
             self.move_and_punch(dir, index, from, end);
         }
+        if self.failed.borrow().is_none() && end > 0 {
+            self.keep_length(dir, index, end.min(KEPT_LIMIT));
+        }
         if let Some(e) = self.failed.into_inner() {
             return Err(e);
         }
         let bytes = self.moved.get();
+        let cut_at = (bytes > KEPT_LIMIT).then_some(KEPT_LIMIT);
         let empty = (sought == Some(0)).then_some(self.memfd);
-        Ok(match self.dest.into_inner() {
-            Some((file, rel)) => (
-                Kept {
-                    path: Some(rel),
-                    bytes,
-                    file: Some(file),
-                },
-                None,
-            ),
-            None => (
-                Kept {
-                    path: None,
-                    bytes,
-                    file: None,
-                },
-                empty,
+        let (path, file, spare) = match self.dest.into_inner() {
+            Some((file, rel)) => (Some(rel), Some(file), None),
+            None => (None, None, empty),
+        };
+        let kept = Kept {
+            path,
+            bytes,
+            cut_at,
+            file,
+        };
+        Ok((kept, spare))
+    }
+
+    /// The artifact made `length` long (a run that wrote only holes, or ended in one, or was
+    /// cut): the rest is a hole, as it was in the memfd.
+    fn keep_length(&self, dir: &BatchDir, index: u64, length: u64) {
+        let result = self.with_dest(dir, index, |file| {
+            if file.metadata()?.len() < length {
+                file.set_len(length)?;
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            *self.failed.borrow_mut() = Some(e);
+        }
+    }
+
+    /// Calls `f` with the artifact, created first if need be; its error names the file.
+    fn with_dest(
+        &self,
+        dir: &BatchDir,
+        index: u64,
+        f: impl FnOnce(&File) -> std::io::Result<()>,
+    ) -> Result<(), ArtifactError> {
+        let mut dest = self.dest.borrow_mut();
+        if dest.is_none() {
+            *dest = Some(dir.create_run_file(index, self.name)?);
+        }
+        let Some((file, rel)) = dest.as_ref() else {
+            return Ok(());
+        };
+        f(file).map_err(|e| ArtifactError {
+            message: format!(
+                "cannot write {}: {}",
+                dir.root().join(rel).display(),
+                crate::record::artifacts::explain(&e)
             ),
         })
     }

@@ -77,6 +77,8 @@ pub struct CommandBatch<'p> {
     pub(super) online: OnlineCheck,
     /// Whether the eviction's shortfall (files not evicted, nothing to evict) was said.
     pub(super) evict_said: bool,
+    /// Whether a run's kept output was cut, and that was said.
+    pub(super) cut_said: bool,
     /// What stayed cached after the first eviction.
     pub(super) first_stayed: Option<Stayed>,
     /// Which of `failed` still hold their stderr tail, oldest first.
@@ -181,6 +183,7 @@ impl<'p> Checked<'p> {
             first_paged_in: None,
             online: OnlineCheck::default(),
             evict_said: false,
+            cut_said: false,
             first_stayed: None,
             tails_kept: std::collections::VecDeque::new(),
         })

@@ -37,7 +37,7 @@ pub use outcome::{BatchOutcome, FailureStop, FirstPagedIn, SingleRun, Step};
 pub use program::exit_code_for_start_failure;
 pub use progress::{BatchStart, Observer, RunEnd, RunStart, Unobserved};
 pub use shared::Shared;
-pub use signals::Signals;
+pub use signals::{hold_file_size_signal, Signals};
 pub use watch::PAGED_IN_TOP;
 
 use crate::plan::Plan;

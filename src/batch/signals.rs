@@ -3,8 +3,41 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::error::BatchError;
-use coldtrace_syscalls::signal::Disposition;
+use coldtrace_syscalls::signal::{Disposition, MaskHow};
 use coldtrace_syscalls::{SigSet, Signal, SignalFd, Subreaper};
+use std::sync::OnceLock;
+
+/// SIGXFSZ: what the kernel sends a process that writes past its file size limit
+/// (`ulimit -f`, RLIMIT_FSIZE); by default it kills the process.
+const FILE_SIZE: Signal = Signal::from_raw(25);
+
+/// The signal mask coldtrace started with (before SIGXFSZ was held).
+static STARTUP_MASK: OnceLock<SigSet> = OnceLock::new();
+
+/// Holds SIGXFSZ blocked in coldtrace, before anything is written: a write past the file size
+/// limit then fails with `EFBIG`, which is reported like a full disk (one line, exit 125, the
+/// records written before it whole), instead of killing coldtrace mid-line. Blocked rather than
+/// ignored: a disposition is inherited across exec, a mask is set for each child
+/// ([`Signals::install`] gives children the mask coldtrace started with), so the command's own
+/// SIGXFSZ behaves as it would without coldtrace. Call it once, first, single-threaded.
+///
+/// [setrlimit(2)](https://man7.org/linux/man-pages/man2/setrlimit.2.html)
+pub fn hold_file_size_signal() {
+    let held = SigSet::EMPTY.with(FILE_SIZE);
+    if let Ok(before) = coldtrace_syscalls::signal::sigprocmask(MaskHow::Block, Some(held)) {
+        let _ = STARTUP_MASK.set(before);
+    }
+}
+
+/// `mask` without SIGXFSZ, unless coldtrace started with it blocked.
+fn as_started(mask: SigSet) -> SigSet {
+    match STARTUP_MASK.get() {
+        Some(start) if !start.contains(FILE_SIZE) => {
+            SigSet::from_bits(mask.bits() & !SigSet::EMPTY.with(FILE_SIZE).bits())
+        }
+        _ => mask,
+    }
+}
 
 /// The signals coldtrace takes over while it runs, and the mask children start with.
 pub struct Signals {
@@ -44,7 +77,7 @@ impl Signals {
             .map_err(|e| BatchError::own(format!("cannot set up signal handling: {e}")))?;
         Ok(Signals {
             fd,
-            child_mask,
+            child_mask: as_started(child_mask),
             handled,
             subreaper,
         })

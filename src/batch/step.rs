@@ -107,6 +107,8 @@ impl<'a> RecordBase<'a> {
                 stderr: err.path.clone(),
                 stdout_bytes: out.bytes,
                 stderr_bytes: err.bytes,
+                stdout_cut_at: out.cut_at,
+                stderr_cut_at: err.cut_at,
             }),
             slot: self.slot,
             cycle: self.cycle,
@@ -197,6 +199,7 @@ impl CommandBatch<'_> {
             (Some(capture), Some(dir)) => match capture.finish(dir, none_left_alive) {
                 Ok((out, err, spare)) => {
                     self.spare_memfds = spare;
+                    self.note_cut_output(index, &out, &err);
                     (Some((out, err)), None)
                 }
                 Err(e) => (None, Some(e)),

@@ -3,7 +3,7 @@
 //! nothing.
 #![forbid(unsafe_code)]
 
-use crate::batch::capture::RunCapture;
+use crate::batch::capture::{Kept, RunCapture};
 use crate::batch::command::CommandBatch;
 use crate::batch::error::{stdin_error, NotRun};
 use crate::batch::shared::Shared;
@@ -25,6 +25,21 @@ pub(super) struct RunIo {
 }
 
 impl CommandBatch<'_> {
+    /// Says once in a batch that a run's kept output was cut (see [`crate::batch::capture::KEPT_LIMIT`]).
+    pub(super) fn note_cut_output(&mut self, index: u64, out: &Kept, err: &Kept) {
+        for (name, kept) in [("stdout", out), ("stderr", err)] {
+            if let (Some(cut), false) = (kept.cut_at, self.cut_said) {
+                self.cut_said = true;
+                self.notices.push(format!(
+                    "run #{index} wrote {} bytes to its {name}: the kept file was cut at {} GiB, \
+                     the most coldtrace keeps of one stream of a run",
+                    kept.bytes,
+                    cut >> 30
+                ));
+            }
+        }
+    }
+
     /// Opens what run `index` reads from and writes to, and empties the stderr sink. A signal
     /// that asks to stop while a FIFO given as `--stdin` waits for its writer ends the run
     /// before anything of it was created.

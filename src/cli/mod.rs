@@ -73,6 +73,7 @@ fn help_for(rest: &[OsString]) -> Result<Command, UsageError> {
 
 /// Runs a parsed command.
 pub fn execute(command: Command) -> Result<Output, BatchError> {
+    crate::batch::hold_file_size_signal();
     match command {
         Command::Help(text) => Ok(Output {
             stdout: text.to_string(),

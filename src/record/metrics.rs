@@ -306,6 +306,8 @@ pub const RECORD_NUMBERS: &[(&str, &str)] = &[
     ("orphans_reaped", "count"),
     ("artifacts.stdout_bytes", "bytes"),
     ("artifacts.stderr_bytes", "bytes"),
+    ("artifacts.stdout_cut_at", "bytes"),
+    ("artifacts.stderr_cut_at", "bytes"),
     ("slot.command", "index"),
     ("slot.round", "index"),
     ("slot.position", "index"),

@@ -249,12 +249,18 @@ pub struct ArtifactPaths {
     pub stdout_bytes: u64,
     /// Bytes the run wrote to its stderr.
     pub stderr_bytes: u64,
+    /// Where the stdout file was cut (the most kept of one stream), `None` when all was kept.
+    pub stdout_cut_at: Option<u64>,
+    /// Where the stderr file was cut, `None` when all was kept.
+    pub stderr_cut_at: Option<u64>,
 }
 serialize_struct!(ArtifactPaths {
     stdout,
     stderr,
     stdout_bytes,
-    stderr_bytes
+    stderr_bytes,
+    stdout_cut_at,
+    stderr_cut_at
 });
 
 /// Where a run sits in an interleaved comparison (absent for a one-command batch).

@@ -4,7 +4,7 @@
 
 use super::common::{ct, read_batch, Output, TempDir};
 use super::{
-    assert_no_survivor, assert_one_escaped_line, assert_records_whole, mkfifo, script,
+    a_batch, assert_no_survivor, assert_one_escaped_line, assert_records_whole, mkfifo, script,
     unprivileged, DEADLINE,
 };
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -63,15 +63,6 @@ fn char_device(dir: &TempDir, name: &str) -> String {
 
 fn is_root() -> bool {
     rustix::process::geteuid().is_root()
-}
-
-/// `coldtrace run -q -n 2 -o NAME -- true` in `dir`: a small finished batch.
-fn small_batch(dir: &TempDir, name: &str) {
-    let out = ct(
-        dir.path(),
-        ["run", "-q", "-n", "2", "-o", name, "--", "true"],
-    );
-    out.run_within(DEADLINE).expect_code(0);
 }
 
 /// `coldtrace LINE` (its words split at spaces) in `dir`, refused before anything runs: exit
@@ -250,7 +241,7 @@ fn an_export_over_the_batch_s_own_files_is_refused_before_any_run() {
 #[test]
 fn report_never_draws_over_a_batch_it_reads() {
     let dir = TempDir::new("xreport");
-    small_batch(&dir, "b");
+    a_batch(&dir, "b");
     let records = std::fs::read(dir.join("b/runs.jsonl")).unwrap();
     let document = std::fs::read(dir.join("b/batch.json")).unwrap();
     for line in [
@@ -280,7 +271,7 @@ fn two_exports_to_one_file_are_refused_whatever_the_spelling() {
         let line = format!("run -n 2 --export-csv {a} --export-markdown {b} -- {m}");
         refused(&dir, &line, "both name");
     }
-    small_batch(&dir, "b");
+    a_batch(&dir, "b");
     refused(&dir, "report --svg p --html ./p b", "both name");
     assert_no_survivor(&marker);
 }
@@ -398,7 +389,7 @@ fn swapping_the_batch_directory_for_a_symlink_mid_batch_moves_nothing() {
 #[test]
 fn report_pictures_and_exports_are_written_by_the_same_rules() {
     let dir = TempDir::new("xpicture");
-    small_batch(&dir, "b");
+    a_batch(&dir, "b");
     let picture = dir.join("pic.svg");
     std::fs::write(&picture, b"old").unwrap();
     std::fs::set_permissions(&picture, std::fs::Permissions::from_mode(0o640)).unwrap();

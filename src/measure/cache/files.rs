@@ -4,10 +4,17 @@
 
 use super::error::{CacheError, Stop};
 use coldtrace_syscalls::Signal;
-use std::collections::HashSet;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::BuildHasherDefault;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+/// Device and inode numbers already seen. Hashed with fixed keys: std's `RandomState` asks
+/// the kernel for random bytes (getrandom(2)) and panics when it cannot have them (a seccomp
+/// filter that fails the call), and this runs before the first run. Inode numbers are not
+/// chosen by whoever made the files, so fixed keys cost nothing.
+type Seen = std::collections::HashSet<(u64, u64), BuildHasherDefault<DefaultHasher>>;
 
 /// One regular file of a [`FileSet`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,9 +88,9 @@ impl FileSet {
     /// As [`FileSet::collect`]; [`CacheError::Interrupted`] when `stop` said so.
     pub fn collect_until(roots: &[PathBuf], stop: Stop<'_>) -> Result<FileSet, CacheError> {
         let mut set = FileSet::default();
-        let mut seen: HashSet<(u64, u64)> = HashSet::new();
+        let mut seen = Seen::default();
         // Directories too, so that overlapping roots are walked once.
-        let mut seen_dirs: HashSet<(u64, u64)> = HashSet::new();
+        let mut seen_dirs = Seen::default();
         let mut dirs: Vec<PathBuf> = Vec::new();
         for root in roots {
             let meta = std::fs::metadata(root).map_err(|error| {
@@ -128,8 +135,8 @@ impl FileSet {
     fn walk_dir(
         &mut self,
         dir: &Path,
-        seen: &mut HashSet<(u64, u64)>,
-        seen_dirs: &mut HashSet<(u64, u64)>,
+        seen: &mut Seen,
+        seen_dirs: &mut Seen,
         dirs: &mut Vec<PathBuf>,
         stop: Stop<'_>,
     ) -> Result<(), Signal> {
@@ -184,7 +191,7 @@ impl FileSet {
         Ok(())
     }
 
-    fn add(&mut self, seen: &mut HashSet<(u64, u64)>, path: PathBuf, meta: &std::fs::Metadata) {
+    fn add(&mut self, seen: &mut Seen, path: PathBuf, meta: &std::fs::Metadata) {
         if seen.insert((meta.dev(), meta.ino())) {
             self.files.push(WatchedFile {
                 path,

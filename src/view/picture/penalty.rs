@@ -120,7 +120,7 @@ fn unsplit_note(p: &Penalty) -> Option<String> {
 fn bar_scale(rows: &[(&str, &str, f64)]) -> Scale {
     let lo = rows.iter().map(|r| r.2).fold(0.0, f64::min);
     let hi = rows.iter().map(|r| r.2).fold(0.0, f64::max);
-    let step = scale::nice_step(((hi - lo) / 6.0).max(1.0));
+    let step = scale::nice_step((hi / 6.0 - lo / 6.0).max(1.0));
     let (lo, hi) = ((lo / step).floor() * step, (hi / step).ceil() * step);
     let hi = if hi == lo { lo + step } else { hi };
     // A negative bar's value is written left of its end: leave it room off the row labels.
@@ -135,15 +135,14 @@ fn bar_scale(rows: &[(&str, &str, f64)]) -> Scale {
 }
 
 fn grid(svg: &mut Svg, x: &Scale, top: f64, bottom: f64) {
-    let step = scale::nice_step((x.hi - x.lo) / 5.0);
-    let mut t = (x.lo / step).ceil() * step;
+    let ticks = scale::linear_ticks(x.lo, x.hi);
+    let step = ticks.windows(2).map(|w| w[1] - w[0]).next().unwrap_or(1.0);
     let (unit, per) = scale::time_unit(x.hi.abs().max(x.lo.abs()));
-    while t <= x.hi + step * 1e-9 {
+    for t in ticks {
         let px = x.at(t);
         svg.line(px, top, px, bottom, "grid");
         let label = scale::plain(t / per, step / per);
         svg.text(px, bottom + 14.0, Anchor::Middle, "small", &label);
-        t += step;
     }
     svg.text(
         (x.px_lo + x.px_hi) / 2.0,

@@ -67,8 +67,7 @@ impl Scale {
         if self.log {
             log_ticks(self.lo, self.hi)
         } else {
-            let step = nice_step((self.hi - self.lo) / 5.0);
-            steps_within(self.lo, self.hi, step)
+            linear_ticks(self.lo, self.hi)
         }
     }
 }
@@ -107,34 +106,40 @@ fn linear_bounds(min: f64, max: f64) -> (f64, f64) {
     } else {
         min
     };
-    let step = nice_step((max - lo) / 5.0);
+    let step = nice_step(max / 5.0 - lo / 5.0);
     ((lo / step).floor() * step, (max / step).ceil() * step)
 }
 
+/// The multiples of `step` from `lo` to `hi`, at most 21 of them (none for a step or a range
+/// that is not finite). Stepped by a whole-number index: a float stepped by adding may stop
+/// moving (1e308 + 1 is 1e308).
 fn steps_within(lo: f64, hi: f64, step: f64) -> Vec<f64> {
-    let first = (lo / step).ceil() as i64;
-    let last = (hi / step).floor() as i64;
-    (first..=last.min(first + 20))
-        .map(|k| k as f64 * step)
-        .collect()
+    let (first, last) = ((lo / step).ceil(), (hi / step).floor());
+    if !(first.is_finite() && last.is_finite() && step > 0.0) || last < first {
+        return Vec::new();
+    }
+    let count = (last - first).min(20.0) as u32;
+    (0..=count).map(|k| (first + f64::from(k)) * step).collect()
+}
+
+/// The round ticks of a linear range: about five, from `lo` up (see [`steps_within`]).
+pub fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    steps_within(lo, hi, nice_step(hi / 5.0 - lo / 5.0))
 }
 
 /// Round ticks of a log axis: powers of ten, with 2× and 5× (or every digit) when that gives
-/// too few; on less than a decade, round linear steps.
+/// too few; on less than a decade, round linear steps. Decades are counted by their exponent,
+/// within what an `f64` holds (10^-323 to 10^308), so the extremes cannot underflow to a power
+/// that never grows.
 fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let exponent = |v: f64, round: fn(f64) -> f64| round(v.log10()).clamp(-323.0, 308.0) as i32;
+    let (from, to) = (exponent(lo, f64::floor), exponent(hi, f64::ceil));
     let within = |digits: &[f64]| -> Vec<f64> {
-        let mut ticks = Vec::new();
-        let mut power = 10f64.powf(lo.log10().floor());
-        while power <= hi && ticks.len() < 64 {
-            for d in digits {
-                let v = d * power;
-                if v >= lo && v <= hi {
-                    ticks.push(v);
-                }
-            }
-            power *= 10.0;
-        }
-        ticks
+        (from..=to)
+            .flat_map(|e| digits.iter().map(move |d| d * 10f64.powi(e)))
+            .filter(|v| *v >= lo && *v <= hi)
+            .take(64)
+            .collect()
     };
     for digits in [
         &[1.0][..],
@@ -150,7 +155,7 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
             };
         }
     }
-    steps_within(lo, hi, nice_step((hi - lo) / 4.0))
+    steps_within(lo, hi, nice_step(hi / 4.0 - lo / 4.0))
 }
 
 /// The largest time unit of which `ns` holds at least `at_least`: (name, ns per unit).
@@ -265,6 +270,32 @@ mod tests {
         let ticks = log_ticks(0.8, 1.3);
         assert!(ticks.len() >= 3, "{ticks:?}");
         assert!(ticks.iter().all(|t| (0.8..=1.3).contains(t)));
+    }
+
+    #[test]
+    fn the_extremes_of_an_f64_give_a_few_ticks_and_end() {
+        for (lo, hi) in [
+            (-1e308, 1e308),
+            (-f64::MAX, f64::MAX),
+            (5e-324, 1.0),
+            (5e-324, 5e-324),
+            (0.0, f64::INFINITY),
+            (f64::NAN, 1.0),
+        ] {
+            for log in [false, true] {
+                let s = Scale {
+                    lo,
+                    hi,
+                    log,
+                    px_lo: 0.0,
+                    px_hi: 100.0,
+                };
+                assert!(s.ticks().len() <= 64, "{lo} {hi} {log}");
+            }
+            let fitted = Scale::fitting([lo, hi].into_iter(), 0.0, 100.0);
+            assert!(fitted.is_none_or(|s| s.ticks().len() <= 64), "{lo} {hi}");
+        }
+        assert!(log_ticks(5e-324, 1e-300).len() >= 3);
     }
 
     #[test]
