@@ -50,7 +50,7 @@ fn a_rejected_first_run_is_shown_as_the_first_run_and_no_warm_run_is_promoted() 
     assert_eq!(runs[0]["role"], "first");
     assert_eq!(runs[0]["counted"], false);
     let batch = read_batch(&tmp.join("f3"));
-    assert_eq!(batch["schema"], "coldtrace.batch/2");
+    assert_eq!(batch["schema"], "coldtrace.batch/3");
     assert_eq!(batch["first_rejected"]["index"], 0, "{batch:#}");
     assert_eq!(batch["first_rejected"]["reason"], "exited with code 1");
     let wall = &batch["summary"]["wall_ns"];
@@ -137,7 +137,7 @@ fn report_reads_a_version_1_batch_and_says_its_first_may_be_promoted() {
     .expect_code(0);
     let report = ct(tmp.path(), ["report", "--json", "ok"]).run();
     let row = &report.json()["batches"][0];
-    assert_eq!(row["batch_schema"], "coldtrace.batch/2");
+    assert_eq!(row["batch_schema"], "coldtrace.batch/3");
     assert_eq!(row["notes"], Value::Array(vec![]), "{row}");
 }
 
@@ -230,6 +230,9 @@ fn a_first_run_that_sleeps_is_penalised_in_blocked_time() {
     );
     let (p, stderr) = penalty_of(tmp.path(), &[script.to_str().unwrap()]);
     assert_eq!(p["basis"], "schedstat", "{p}");
+    assert_eq!(p["significant"], true, "300 ms over runs of a few ms: {p}");
+    assert!(p["rule"].as_str().unwrap().contains("slowest warm"), "{p}");
+    assert!(ns(&p, "first_wall_ns") as f64 > p["threshold_wall_ns"].as_f64().unwrap());
     assert_eq!(p["first_index"], 0);
     let (wall, cpu, rq, blocked) = (
         ns(&p, "wall_ns"),
@@ -256,6 +259,48 @@ fn a_first_run_that_sleeps_is_penalised_in_blocked_time() {
     assert!(
         prose(&stderr).contains("over the warm median") && prose(&stderr).contains(&said),
         "{said} in {stderr}"
+    );
+}
+
+#[test]
+fn a_first_run_inside_the_warm_range_claims_no_penalty() {
+    let tmp = TempDir::new("penalty-inside");
+    // Each run sleeps the next duration of a list: the first 30 ms, the warm runs 10 to 80 ms,
+    // so the first run lies strictly inside the warm runs' range.
+    let script = tmp.join("in-range.sh");
+    write_file(
+        &script,
+        b"#!/bin/sh\nc=\"${0%/*}/.count\"\nn=0\n[ -e \"$c\" ] && read n < \"$c\"\n\
+          echo $((n + 1)) > \"$c\"\nset -- 0.03 0.01 0.08 0.02 0.05 0.04\n\
+          shift $((n % 6))\nexec sleep \"$1\"\n",
+        0o755,
+    );
+    let out = ct(
+        tmp.path(),
+        ["run", "-n", "20", "-o", "b", "--", script.to_str().unwrap()],
+    )
+    .run_within(std::time::Duration::from_secs(120));
+    out.expect_code(0);
+    let p = read_batch(&tmp.join("b"))["first_penalty"].clone();
+    let first = p["first_wall_ns"].as_f64().unwrap();
+    let (lo, hi) = (
+        p["warm_min_wall_ns"].as_f64().unwrap(),
+        p["warm_max_wall_ns"].as_f64().unwrap(),
+    );
+    assert!(lo < first && first < hi, "strictly inside: {p}");
+    assert_eq!(p["significant"], false, "{p}");
+    assert_eq!(p["warm_runs"], 19, "{p}");
+    let said = prose(&out.stderr);
+    assert!(
+        said.contains("within the warm runs' range")
+            && said.contains("no first-run penalty to explain; use --cold-cycles to measure one"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !said.contains("blocked"),
+        "no parts as an explanation: {}",
+        out.stderr
     );
 }
 

@@ -167,13 +167,22 @@ fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
     let recorded = read_batch(&dir)["first_penalty"].clone();
     let ms = |field: &str| human_ns(recorded[field].as_f64().unwrap());
     let words = texts(&parse(&report_svg(&tmp, &[&dir])), "text");
-    let drawn = format!(
-        "first-run penalty: first run #{} {} − warm run #{} (the median) {} = ",
-        recorded["first_index"],
-        ms("first_wall_ns"),
-        recorded["reference_index"],
-        ms("reference_wall_ns")
-    );
+    // Bars only for a first run that stands out of the warm runs (the rule of the table).
+    let drawn = if recorded["significant"] == true {
+        format!(
+            "first-run penalty: first run #{} {} − warm run #{} (the median) {} = ",
+            recorded["first_index"],
+            ms("first_wall_ns"),
+            recorded["reference_index"],
+            ms("reference_wall_ns")
+        )
+    } else {
+        format!(
+            "first-run penalty: none stands out — first run #{} {}",
+            recorded["first_index"],
+            ms("first_wall_ns"),
+        )
+    };
     assert!(
         words.iter().any(|t| t.starts_with(&drawn)),
         "the batch's own first_penalty {recorded}: {words:#?}"
@@ -217,6 +226,17 @@ fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
     for part in ["cpu", "runqueue", "blocked", "total"] {
         assert_eq!(class_count(&doc, part), 1, "one {part} bar");
     }
+    // The same penalty recorded as not standing out: a line, no bars.
+    let mut noise = penalty.clone();
+    noise["significant"] = Value::from(false);
+    with_penalty(&dir, noise, Value::Null);
+    let doc_text = report_svg(&tmp, &[&dir]);
+    let doc = parse(&doc_text);
+    assert_eq!(class_count(&doc, "total"), 0, "no bars for noise");
+    assert!(texts(&doc, "text")
+        .iter()
+        .any(|t| t
+            .starts_with("first-run penalty: none stands out — first run #2 60 ms (warm runs ")));
 
     let unsplit = serde_json::json!({
         "first_index": 2, "reference_index": 5, "first_wall_ns": 60_000_000,

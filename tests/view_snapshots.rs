@@ -180,6 +180,8 @@ fn cold_batch() -> BatchOutcome {
             voluntary_switches: Some(400),
             psi_io_some_us: Some(70_000),
         },
+        // The reference run (100 ms) among warm runs of 95–105 ms: 253 ms stands out.
+        stands_out: coldtrace::record::penalty::stands_out(253e6, &[95e6, 100e6, 105e6]),
     });
     o
 }

@@ -5,7 +5,7 @@
 use crate::record::batch::Counts;
 use crate::record::columns::WarmSeries;
 use crate::record::metrics::Metric;
-use crate::record::stats::{bootstrap_ratio_ci, Summary, LEVEL, RESAMPLES};
+use crate::record::stats::{bootstrap_ratio_ci, NoInterval, Summary, LEVEL, RESAMPLES};
 use crate::serialize_struct;
 
 pub use crate::record::COMPARE_SCHEMA;
@@ -122,11 +122,12 @@ fn ratio_of(base: &[f64], values: &[f64], c: usize, seed: u64) -> Ratio {
         (None, Some(reason))
     } else {
         match bootstrap_ratio_ci(base, values, RESAMPLES, LEVEL, seed) {
-            Some(ci) => (Some(ci), None),
-            None => (
+            Ok(ci) => (Some(ci), None),
+            Err(NoInterval::ZeroMedian) => (
                 None,
                 Some("the first command's warm runs have a median of 0 (no ratio)".to_string()),
             ),
+            Err(NoInterval::TooFew) => (None, Some("too few warm runs".to_string())),
         }
     };
     Ratio {
@@ -249,19 +250,31 @@ fn words(metric: &str) -> &str {
         .map_or(metric, |(_, words)| words)
 }
 
+/// An interval as words and tables show it: `0.87–1.12`, or `0.87–∞` when unbounded above.
+pub fn interval_text(lo: f64, hi: f64) -> String {
+    let end = |x: f64| {
+        if x.is_infinite() {
+            if x > 0.0 { "∞" } else { "−∞" }.to_string()
+        } else {
+            format!("{x:.2}")
+        }
+    };
+    format!("{}–{}", end(lo), end(hi))
+}
+
 fn verdict(metric: &str, ratio: f64, lo: f64, hi: f64, name: &str, base: &str) -> Option<String> {
     let what = words(metric);
-    if lo > 1.0 {
-        Some(format!(
-            "{name}: {what} {ratio:.2}× that of {base} (95% CI {lo:.2}–{hi:.2}): higher"
-        ))
+    let direction = if lo > 1.0 {
+        "higher"
     } else if hi < 1.0 {
-        Some(format!(
-            "{name}: {what} {ratio:.2}× that of {base} (95% CI {lo:.2}–{hi:.2}): lower"
-        ))
+        "lower"
     } else {
-        None
-    }
+        return None;
+    };
+    Some(format!(
+        "{name}: {what} {ratio:.2}× that of {base} (95% CI {}): {direction}",
+        interval_text(lo, hi)
+    ))
 }
 
 /// Compares the commands' warm runs metric by metric.
@@ -386,12 +399,14 @@ pub fn read_document(doc: &serde_json::Value) -> ReadComparison {
                     (command > 0 && ci_low.is_none() && r.get("no_interval").is_none())
                         .then(|| "none in batch.json (written by an older coldtrace)".to_string())
                 });
+                // A lower end without an upper one: unbounded above (written as null).
+                let ci_high = num(r, "ci_high").or(ci_low.map(|_| f64::INFINITY));
                 Ratio {
                     command,
                     warm_median: num(r, "warm_median"),
                     ratio_to_first: num(r, "ratio_to_first"),
                     ci_low,
-                    ci_high: num(r, "ci_high"),
+                    ci_high,
                     verdict: text(r, "verdict"),
                     warm_runs: count(r, "warm_runs"),
                     no_interval,
@@ -526,5 +541,48 @@ mod tests {
                 "no interval for system CPU time: the first command's warm runs have a median of 0 (no ratio)"
             ]
         );
+    }
+
+    #[test]
+    fn tick_quantised_system_times_get_an_interval_not_a_median_of_0() {
+        // System time in whole 4 ms ticks, 0 in 8 of the first command's 20 runs: its median
+        // is 4 ms, so "a median of 0" would be false, whatever some resamples' medians are.
+        let sys = METRICS.iter().position(|m| m.name == "sys_us").unwrap();
+        let mut w = warm(20, |_, i| 100.0 + (i * 7 % 11) as f64);
+        for (c, rows) in w.iter_mut().enumerate() {
+            for (i, row) in rows.iter_mut().enumerate() {
+                let mut values: Vec<f64> =
+                    (0..METRICS.len()).map(|m| row.get(m).unwrap()).collect();
+                values[sys] = [0.0, 4000.0, 8000.0, 4000.0, 0.0][(i * 3 + c) % 5];
+                *row = Row::from_values(values);
+            }
+        }
+        let cmp = compare(&w);
+        let sys_ratio = &cmp[sys].commands[1];
+        assert_eq!(cmp[sys].commands[0].warm_median, Some(4000.0));
+        let (lo, hi) = (sys_ratio.ci_low.unwrap(), sys_ratio.ci_high.unwrap());
+        assert!(lo <= 1.0 && 1.0 <= hi, "{lo}–{hi}");
+        let lines = conclusion(&cmp);
+        assert!(
+            lines.iter().all(|l| !l.contains("median of 0")),
+            "{lines:?}"
+        );
+        assert_eq!(
+            lines,
+            ["no difference in wall, CPU or max RSS: every 95% interval includes 1"]
+        );
+        // An upper end that the resamples leave unbounded is written as null and read back.
+        let unbounded = Ratio {
+            ci_low: Some(0.5),
+            ci_high: Some(f64::INFINITY),
+            ..sys_ratio.clone()
+        };
+        let json = serde_json::to_value(&unbounded).unwrap();
+        assert!(json["ci_high"].is_null() && json["no_interval"].is_null());
+        let doc = serde_json::json!({"comparison": [{"metric": "sys_us", "commands": [
+            {"command": 0, "warm_median": 4000.0}, json]}]});
+        let read = read_document(&doc);
+        assert_eq!(read.comparison[0].commands[1].ci_high, Some(f64::INFINITY));
+        assert_eq!(interval_text(0.5, f64::INFINITY), "0.50–∞");
     }
 }

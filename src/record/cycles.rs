@@ -10,7 +10,7 @@
 
 use crate::record::columns::{FirstRun, WarmSeries, POSITION};
 use crate::record::metrics::metric_index;
-use crate::record::stats::{bootstrap_ratio_ci, ratio, Summary, LEVEL, RESAMPLES};
+use crate::record::stats::{bootstrap_ratio_ci, ratio, NoInterval, Summary, LEVEL, RESAMPLES};
 use crate::serialize_struct;
 
 /// Fewer cycles than this give a ratio, but no interval.
@@ -185,8 +185,10 @@ fn penalty(
             if m == 1 { "" } else { "s" }
         ))
     } else {
-        bootstrap_ratio_ci(warm, cold, RESAMPLES, LEVEL, 0xC01D)
-            .ok_or_else(|| "too few counted runs, or a warm median of 0".to_string())
+        bootstrap_ratio_ci(warm, cold, RESAMPLES, LEVEL, 0xC01D).map_err(|e| match e {
+            NoInterval::TooFew => "too few counted runs".to_string(),
+            NoInterval::ZeroMedian => "the warm positions' median is 0 (no ratio)".to_string(),
+        })
     };
     Ok(CyclePenalty {
         warm_positions,

@@ -29,11 +29,14 @@ pub mod summary;
 
 /// Schema name and version of a run record (`runs.jsonl`).
 pub const RUN_SCHEMA: &str = "coldtrace.run/1";
-/// Schema name and version of a batch document (`batch.json`). Version 2: `summary.first` is
-/// the run with role `first` or null when it was rejected (`first_rejected`); version 1 put the
-/// next counted run there instead.
-pub const BATCH_SCHEMA: &str = "coldtrace.batch/2";
-/// The previous batch document version, which `report` still reads.
+/// Schema name and version of a batch document (`batch.json`). Version 3: `first_penalty` says
+/// whether the first run stands out of the warm runs (`significant`, `rule` and the figures the
+/// rule used). Version 2: `summary.first` is the run with role `first` or null when it was
+/// rejected (`first_rejected`); version 1 put the next counted run there instead.
+pub const BATCH_SCHEMA: &str = "coldtrace.batch/3";
+/// Version 2 of the batch document (no `first_penalty.significant`), which `report` still reads.
+pub const BATCH_SCHEMA_V2: &str = "coldtrace.batch/2";
+/// Version 1 of the batch document, which `report` still reads.
 pub const BATCH_SCHEMA_V1: &str = "coldtrace.batch/1";
 /// Schema name and version of a comparison document (`batch.json` of `compare`).
 pub const COMPARE_SCHEMA: &str = "coldtrace.compare/1";

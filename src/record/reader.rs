@@ -86,7 +86,7 @@ pub struct BatchRow {
     /// Disturbed warm runs' anomalies (batch.json's, else the records'); `None` for batches of
     /// versions that did not look.
     pub anomalies: Option<u64>,
-    /// The `batch.json` schema, when there is one (`coldtrace.batch/1` or `/2`).
+    /// The `batch.json` schema, when there is one (`coldtrace.batch/1`, `/2` or `/3`).
     pub batch_schema: Option<String>,
     /// Whether the batch finished (`batch.json` present and complete).
     pub complete: bool,
@@ -332,7 +332,7 @@ impl BufRead for ChunkReader {
 /// `name` is how errors name the file (`read_batch` passes its path).
 ///
 /// # Errors
-/// Not valid JSON, or not a `coldtrace.batch/1` or `/2` document: one line naming `name` and a
+/// Not valid JSON, or not a `coldtrace.batch/1`, `/2` or `/3` document: one line naming `name` and a
 /// line.
 pub fn parse_batch_document(
     bytes: &[u8],
@@ -342,12 +342,15 @@ pub fn parse_batch_document(
     let doc = BatchFields::pick(bytes)
         .map_err(|e| ReportError(format!("{name}: line {}: not valid JSON ({e})", e.line())))?;
     let schema = doc.str(BatchFields::SCHEMA);
-    let known = [crate::record::BATCH_SCHEMA, crate::record::BATCH_SCHEMA_V1];
+    let known = [
+        crate::record::BATCH_SCHEMA,
+        crate::record::BATCH_SCHEMA_V2,
+        crate::record::BATCH_SCHEMA_V1,
+    ];
     if !schema.is_some_and(|s| known.contains(&s)) {
         return Err(ReportError(format!(
-            "{name}: line 1: not a coldtrace batch document (schema is not {} or {})",
-            crate::record::BATCH_SCHEMA,
-            crate::record::BATCH_SCHEMA_V1
+            "{name}: line 1: not a coldtrace batch document (schema is not {})",
+            known.join(", ")
         )));
     }
     row.batch_schema = schema.map(str::to_owned);
@@ -1160,6 +1163,7 @@ fn penalty(v: &Value) -> Option<Penalty> {
         runqueue_ns: f64_at(v, &["runqueue_ns"]),
         blocked_ns: f64_at(v, &["blocked_ns"]),
         basis: str_at(v, &["basis"]).map_or_else(|| "unknown".into(), |b| one_line(&b)),
+        significant: v.get("significant").and_then(Value::as_bool),
     })
 }
 

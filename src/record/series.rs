@@ -152,6 +152,9 @@ pub struct Penalty {
     pub blocked_ns: Option<f64>,
     /// How it was split: `schedstat`, `parallel` or `unavailable`.
     pub basis: String,
+    /// Whether the first run stands out of the warm runs (`first_penalty.significant`; `None`
+    /// in a document written before the rule, which the picture then applies itself).
+    pub significant: Option<bool>,
 }
 
 /// One batch, ready to draw.

@@ -186,19 +186,53 @@ pub const RESAMPLES: usize = 2000;
 /// Confidence level of the intervals.
 pub const LEVEL: f64 = 0.95;
 
+/// Why a bootstrap interval of a ratio of medians was not computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoInterval {
+    /// A side has fewer than two values (or no resample was asked for).
+    TooFew,
+    /// The observed median of the base side is 0: there is no ratio to bound.
+    ZeroMedian,
+}
+
+/// The ratio of one resample's medians. Equal medians are 1 — both 0 included: the two
+/// resamples do not differ — and a non-zero median over a zero one is +∞ (−∞ below zero): that
+/// resample leaves the ratio unbounded, which the interval then says rather than being dropped.
+fn resampled_ratio(numerator: f64, denominator: f64) -> f64 {
+    if numerator == denominator {
+        1.0
+    } else if denominator == 0.0 {
+        f64::INFINITY.copysign(numerator)
+    } else {
+        numerator / denominator
+    }
+}
+
 /// A percentile-bootstrap confidence interval for `median(other) / median(base)`: each of the
 /// `resamples` rounds draws both samples with replacement (independently), and the interval is
-/// the (1−level)/2 and (1+level)/2 quantiles of the resampled ratios. `None` when either side has
-/// fewer than two values or a resampled base median is 0.
+/// the (1−level)/2 and (1+level)/2 quantiles of the resampled ratios.
+///
+/// Only the observed statistic can make the interval meaningless: a base whose own median is 0
+/// has no ratio ([`NoInterval::ZeroMedian`]). A resample whose base median is 0 — common with
+/// tick-sampled CPU times, where single runs are often 0 — is kept as an unbounded ratio (or 1
+/// when both of its medians are 0), so the upper end is +∞ when more than (1−level)/2 of the
+/// resamples are unbounded: the data then bound the ratio from below only.
+///
+/// # Errors
+/// [`NoInterval::TooFew`] with fewer than two values on a side, [`NoInterval::ZeroMedian`] when
+/// the base's median is 0.
 pub fn bootstrap_ratio_ci(
     base: &[f64],
     other: &[f64],
     resamples: usize,
     level: f64,
     seed: u64,
-) -> Option<(f64, f64)> {
+) -> Result<(f64, f64), NoInterval> {
     if base.len() < 2 || other.len() < 2 || resamples == 0 {
-        return None;
+        return Err(NoInterval::TooFew);
+    }
+    if median_of(&mut base.to_vec()) == 0.0 {
+        return Err(NoInterval::ZeroMedian);
     }
     let mut rng = SplitMix64::new(seed);
     let mut a = vec![0.0; base.len()];
@@ -211,16 +245,12 @@ pub fn bootstrap_ratio_ci(
         for slot in b.iter_mut() {
             *slot = other[rng.below(other.len())];
         }
-        let denominator = median_of(&mut a);
-        if denominator == 0.0 {
-            return None;
-        }
-        ratios.push(median_of(&mut b) / denominator);
+        ratios.push(resampled_ratio(median_of(&mut b), median_of(&mut a)));
     }
     ratios.sort_by(f64::total_cmp);
     let quantile =
         |q: f64| ratios[((q * (resamples - 1) as f64).round() as usize).min(resamples - 1)];
-    Some((quantile((1.0 - level) / 2.0), quantile((1.0 + level) / 2.0)))
+    Ok((quantile((1.0 - level) / 2.0), quantile((1.0 + level) / 2.0)))
 }
 
 #[cfg(test)]
@@ -243,8 +273,76 @@ mod bootstrap_tests {
     }
 
     #[test]
-    fn too_few_values_give_no_interval() {
-        assert_eq!(bootstrap_ratio_ci(&[1.0], &[1.0, 2.0], 100, 0.95, 1), None);
+    fn too_few_values_or_a_zero_median_give_no_interval() {
+        assert_eq!(
+            bootstrap_ratio_ci(&[1.0], &[1.0, 2.0], 100, 0.95, 1),
+            Err(NoInterval::TooFew)
+        );
+        let mostly_zero = [0.0, 0.0, 0.0, 4000.0, 8000.0];
+        assert_eq!(
+            bootstrap_ratio_ci(&mostly_zero, &[4000.0, 4000.0], 100, 0.95, 1),
+            Err(NoInterval::ZeroMedian)
+        );
+    }
+
+    /// System times as rusage gives them for short runs: whole ticks of 4 ms, often 0.
+    fn ticks(seed: u64, n: usize, p_zero: f64) -> Vec<f64> {
+        let mut rng = SplitMix64::new(seed);
+        (0..n)
+            .map(|_| {
+                let u = rng.next_u64() as f64 / u64::MAX as f64;
+                if u < p_zero {
+                    0.0
+                } else {
+                    4000.0 * (1 + rng.below(2)) as f64
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tick_quantised_samples_with_zero_runs_still_have_an_interval() {
+        // 40 % of the runs saw no tick in the kernel: the median is 4 ms, but a resample's
+        // median is 0 about one time in eight — which once abandoned the whole interval.
+        let mut checked = 0;
+        for seed in 0..50 {
+            let base = ticks(seed, 20, 0.4);
+            let other = ticks(seed + 1000, 20, 0.4);
+            if median_of(&mut base.clone()) == 0.0 {
+                continue;
+            }
+            let (lo, hi) = bootstrap_ratio_ci(&base, &other, 2000, 0.95, seed)
+                .unwrap_or_else(|e| panic!("seed {seed}: {e:?} for {base:?}"));
+            assert!(lo <= 1.0 && 1.0 <= hi, "seed {seed}: {lo}..{hi}");
+            assert!(lo >= 0.0 && !lo.is_nan() && !hi.is_nan(), "{lo}..{hi}");
+            checked += 1;
+        }
+        assert!(
+            checked >= 40,
+            "only {checked} samples had a non-zero median"
+        );
+        // Never zero: a bounded interval around the true ratio of 2.
+        let base: Vec<f64> = (0..20).map(|i| 4000.0 * (2 + i % 2) as f64).collect();
+        let other: Vec<f64> = base.iter().map(|v| v * 2.0).collect();
+        let (lo, hi) = bootstrap_ratio_ci(&base, &other, 2000, 0.95, 3).unwrap();
+        assert!(lo > 1.0 && hi.is_finite(), "{lo}..{hi}");
+    }
+
+    #[test]
+    fn a_resample_over_a_zero_median_is_unbounded_and_equal_medians_are_one() {
+        assert_eq!(resampled_ratio(4.0, 0.0), f64::INFINITY);
+        assert_eq!(resampled_ratio(0.0, 0.0), 1.0);
+        assert_eq!(resampled_ratio(4.0, 4.0), 1.0);
+        assert_eq!(resampled_ratio(2.0, 4.0), 0.5);
+        // Half the base runs are 0 (median 2 ms): many resamples have a zero base median, so
+        // the upper end is unbounded while the lower end still bounds the ratio.
+        let base = [
+            0.0, 0.0, 0.0, 0.0, 0.0, 4000.0, 4000.0, 4000.0, 4000.0, 4000.0,
+        ];
+        let other = [8000.0; 10];
+        let (lo, hi) = bootstrap_ratio_ci(&base, &other, 2000, 0.95, 9).unwrap();
+        assert_eq!(hi, f64::INFINITY);
+        assert!(lo >= 2.0, "{lo}");
     }
 
     #[test]

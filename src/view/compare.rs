@@ -252,7 +252,7 @@ fn grid(view: &CompareView<'_>, others: &[usize]) -> Grid {
                     .map_or("—".into(), |x| format!("{x:.2}×")),
             );
             row.push(match r.map(|r| (r.ci_low, r.ci_high)) {
-                Some((Some(lo), Some(hi))) => format!("{lo:.2}–{hi:.2}"),
+                Some((Some(lo), Some(hi))) => crate::record::compare::interval_text(lo, hi),
                 _ => String::new(),
             });
         }

@@ -8,7 +8,7 @@ use crate::plan::ColdWhen;
 use crate::record::anomaly::{RunAnomaly, RULE_OUTLIER};
 use crate::record::cycles::CyclesSummary;
 use crate::record::metrics::Unit;
-use crate::record::penalty::{Basis, FirstPenalty};
+use crate::record::penalty::{Basis, FirstPenalty, MIN_WARM_RUNS};
 use crate::text::unbreakable;
 use crate::view::lines::Note;
 use crate::view::units;
@@ -126,7 +126,12 @@ fn cycle_notes(notes: &mut Vec<Note>, c: &CyclesSummary) {
         (Some(p), _) => {
             let ratio = p.ratio.map_or("—".into(), |r| format!("{r:.2}×"));
             let interval = match (p.ci_low, p.ci_high, &p.no_interval) {
-                (Some(lo), Some(hi), _) => format!(" [95% CI {lo:.2}–{hi:.2}]"),
+                (Some(lo), Some(hi), _) => {
+                    format!(
+                        " [95% CI {}]",
+                        crate::record::compare::interval_text(lo, hi)
+                    )
+                }
                 (_, _, Some(why)) => format!(" (no interval: {why})"),
                 _ => String::new(),
             };
@@ -287,6 +292,9 @@ fn short_name(file: &PagedFile, shown: &[&PagedFile]) -> String {
 /// storage, 87 major faults, 70 ms I/O stall system-wide), +40 ms CPU (+17 ms sys), +2 ms
 /// waiting for a CPU`.
 pub fn penalty_sentence(p: &FirstPenalty) -> String {
+    if !p.stands_out.significant {
+        return no_penalty_sentence(p);
+    }
     let reference = if p.reference == "median" {
         format!("the warm median (run #{})", p.reference_index)
     } else {
@@ -343,6 +351,50 @@ pub fn penalty_sentence(p: &FirstPenalty) -> String {
     }
 }
 
+/// The sentence for a first run that does not stand out of the warm runs ([`RULE`]): where it
+/// lies, and that there is no penalty to explain — `first run 365.6 ms, within the warm runs'
+/// range (278.5–393.4 ms): no first-run penalty to explain; use --cold-cycles to measure one`.
+pub fn no_penalty_sentence(p: &FirstPenalty) -> String {
+    let o = &p.stands_out;
+    let first = p.first_wall_ns as f64;
+    let head = format!("first run {}", human_ns(first));
+    let (Some(lo), Some(hi), Some(threshold)) =
+        (o.warm_min_wall_ns, o.warm_max_wall_ns, o.threshold_wall_ns)
+    else {
+        let n = o.warm_runs;
+        return format!(
+            "{head}; {n} warm run{}: too few to tell a first-run penalty from noise (the rule \
+             needs {MIN_WARM_RUNS}); use -n {} or more, or --cold-cycles",
+            if n == 1 { "" } else { "s" },
+            MIN_WARM_RUNS + 1
+        );
+    };
+    let range = range_text(lo, hi);
+    let place = if first < lo {
+        format!("faster than every warm run ({range})")
+    } else if first <= hi {
+        format!("within the warm runs' range ({range})")
+    } else {
+        format!(
+            "above the warm runs ({range}) but not beyond their spread (a penalty needs more \
+             than {})",
+            human_ns(threshold)
+        )
+    };
+    format!("{head}, {place}: no first-run penalty to explain; use --cold-cycles to measure one")
+}
+
+/// `278.5–393.4 ms`: two wall times in one unit, never broken.
+fn range_text(lo: f64, hi: f64) -> String {
+    let scale = units::Scale::for_values(Unit::Ns, [lo, hi]);
+    unbreakable(&format!(
+        "{}–{} {}",
+        scale.cell(lo),
+        scale.cell(hi),
+        scale.unit
+    ))
+}
+
 /// What the first run did more, in words: storage reads, major faults, I/O stall.
 fn evidence_words(p: &FirstPenalty) -> Vec<String> {
     let e = &p.evidence;
@@ -366,7 +418,7 @@ fn evidence_words(p: &FirstPenalty) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::penalty::Evidence;
+    use crate::record::penalty::{Evidence, StandsOut, RULE};
 
     /// The sentence as printed (no-break spaces are printed as spaces).
     fn plain(text: String) -> String {
@@ -394,7 +446,47 @@ mod tests {
                 voluntary_switches: Some(400),
                 psi_io_some_us: Some(70_000),
             },
+            stands_out: StandsOut {
+                significant: true,
+                warm_runs: 5,
+                warm_min_wall_ns: Some(90e6),
+                warm_median_wall_ns: Some(100e6),
+                warm_max_wall_ns: Some(110e6),
+                threshold_wall_ns: Some(130e6),
+            },
         }
+    }
+
+    #[test]
+    fn a_first_run_that_does_not_stand_out_is_not_explained() {
+        let mut p = penalty(Basis::Schedstat);
+        p.first_wall_ns = 365_600_000;
+        p.stands_out =
+            crate::record::penalty::stands_out(365.6e6, &[278.5e6, 300e6, 310e6, 320e6, 393.4e6]);
+        assert_eq!(
+            plain(penalty_sentence(&p)),
+            "first run 365.6 ms, within the warm runs' range (278.5–393.4 ms): no first-run \
+             penalty to explain; use --cold-cycles to measure one"
+        );
+        p.first_wall_ns = 400_000_000;
+        p.stands_out =
+            crate::record::penalty::stands_out(400e6, &[278.5e6, 300e6, 310e6, 320e6, 393.4e6]);
+        let text = plain(penalty_sentence(&p));
+        assert!(
+            text.starts_with(
+                "first run 400 ms, above the warm runs (278.5–393.4 ms) but not \
+                 beyond their spread (a penalty needs more than 560.2 ms)"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("blocked") && !text.contains("CPU"), "{text}");
+        p.stands_out = crate::record::penalty::stands_out(400e6, &[100e6]);
+        assert_eq!(
+            plain(penalty_sentence(&p)),
+            "first run 400 ms; 1 warm run: too few to tell a first-run penalty from noise (the \
+             rule needs 2); use -n 3 or more, or --cold-cycles"
+        );
+        assert!(RULE.contains("slowest warm"));
     }
 
     #[test]

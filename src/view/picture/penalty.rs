@@ -1,6 +1,8 @@
 //! The first-run penalty drawn as bars: how much longer the first run took than the warm run
 //! with the median wall time, split into on-CPU, run-queue and blocked time, each a bar from
-//! zero (a part can be negative). Draws what `batch.json`'s `first_penalty` says, or nothing.
+//! zero (a part can be negative). Draws what `batch.json`'s `first_penalty` says, or nothing —
+//! and only a penalty that stands out of the warm runs by the rule the explanation uses
+//! ([`crate::record::penalty::RULE`]); one that does not is a line saying so.
 #![forbid(unsafe_code)]
 
 use super::panel::{fit, PLOT_LEFT, PLOT_RIGHT};
@@ -28,20 +30,13 @@ fn signed(ns: f64) -> String {
 pub fn penalty(svg: &mut Svg, s: &Series, top: f64) -> f64 {
     let Some(p) = &s.penalty else {
         return match &s.penalty_unavailable {
-            Some(why) => {
-                let line = format!("first-run penalty: none ({why})");
-                svg.text(
-                    PLOT_LEFT,
-                    top + 14.0,
-                    Anchor::Start,
-                    "small",
-                    &fit(&line, PLOT_RIGHT - PLOT_LEFT, 11.0),
-                );
-                22.0
-            }
+            Some(why) => one_line(svg, top, &format!("first-run penalty: none ({why})")),
             None => 0.0,
         };
     };
+    if let Some(line) = not_standing_out(p, s) {
+        return one_line(svg, top, &line);
+    }
     let y0 = top + 18.0;
     let title = format!(
         "first-run penalty: first run #{} {} − warm run #{} (the median) {} = {}",
@@ -88,6 +83,39 @@ pub fn penalty(svg: &mut Svg, s: &Series, top: f64) -> f64 {
         used += 18.0;
     }
     used
+}
+
+/// `line` in place of the bars; returns the height used.
+fn one_line(svg: &mut Svg, top: f64, line: &str) -> f64 {
+    svg.text(
+        PLOT_LEFT,
+        top + 14.0,
+        Anchor::Start,
+        "small",
+        &fit(line, PLOT_RIGHT - PLOT_LEFT, 11.0),
+    );
+    22.0
+}
+
+/// The line that replaces the bars when the first run does not stand out of the warm runs:
+/// `batch.json`'s `significant`, or (a document written before the rule) the rule applied to the
+/// warm wall times read from `runs.jsonl`.
+fn not_standing_out(p: &Penalty, s: &Series) -> Option<String> {
+    let rule = crate::record::penalty::stands_out(p.first_wall_ns, &s.warm_wall_ns);
+    if p.significant.unwrap_or(rule.significant) {
+        return None;
+    }
+    let range = match (rule.warm_min_wall_ns, rule.warm_max_wall_ns) {
+        (Some(lo), Some(hi)) => format!(" (warm runs {}–{})", human_ns(lo), human_ns(hi)),
+        _ => String::new(),
+    };
+    Some(format!(
+        "first-run penalty: none stands out — first run #{} {}{range}, {} over the median \
+         warm run: no penalty to explain",
+        p.first_index,
+        human_ns(p.first_wall_ns),
+        signed(p.wall_ns)
+    ))
 }
 
 /// The rows: each part when the penalty was split, then the whole.
