@@ -122,7 +122,7 @@ fn s(p: &Path) -> &str {
 fn coldtrace_once(argv: &[&str]) -> (Value, i32) {
     let out = Command::new(coldtrace())
         .args([
-            "run", "--json", "-q", "--output", "null", "--stdin", "null", "--",
+            "run", "-n", "1", "--json", "-q", "--output", "null", "--stdin", "null", "--",
         ])
         .args(argv)
         .stdin(Stdio::null())

@@ -40,7 +40,11 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
 #[test]
 fn single_run_json_record_has_the_documented_fields() {
     let dir = TempDir::new("single");
-    let out = ct(dir.path(), ["run", "--json", "--", "sh", "-c", "exit 0"]).run();
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "1", "--json", "--", "sh", "-c", "exit 0"],
+    )
+    .run();
     out.expect_code(0);
     let r = out.json();
     let ctx = out.describe();
@@ -85,7 +89,7 @@ fn single_run_json_record_has_the_documented_fields() {
 #[test]
 fn json_single_run_prints_exactly_one_json_object() {
     let dir = TempDir::new("json1");
-    let out = ct(dir.path(), ["run", "--json", "--", "true"]).run();
+    let out = ct(dir.path(), ["run", "-n", "1", "--json", "--", "true"]).run();
     out.expect_code(0);
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.len(), 1, "one line on stdout{}", out.describe());
@@ -99,7 +103,11 @@ fn single_run_exit_codes_follow_the_command() {
     let dir = TempDir::new("codes");
     for code in [0, 3, 255] {
         let script = format!("exit {code}");
-        let out = ct(dir.path(), ["run", "--json", "--", "sh", "-c", &script]).run();
+        let out = ct(
+            dir.path(),
+            ["run", "-n", "1", "--json", "--", "sh", "-c", &script],
+        )
+        .run();
         out.expect_code(code);
         let r = out.json();
         assert_eq!(r["outcome"]["kind"], "exited", "{}", out.describe());
@@ -112,7 +120,16 @@ fn single_run_killed_by_a_signal_exits_128_plus_n() {
     let dir = TempDir::new("sig");
     let out = ct(
         dir.path(),
-        ["run", "--json", "--", "sh", "-c", "kill -TERM $$"],
+        [
+            "run",
+            "-n",
+            "1",
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            "kill -TERM $$",
+        ],
     )
     .run();
     out.expect_code(143);
@@ -134,7 +151,7 @@ fn not_executable_is_126_and_not_found_is_127() {
         ("./does-not-exist", 127),
         ("no-such-command-coldtrace-test", 127),
     ] {
-        let out = ct(dir.path(), ["run", "--", program]).run();
+        let out = ct(dir.path(), ["run", "-n", "1", "--", program]).run();
         out.expect_code(code);
         let name = program.trim_start_matches("./");
         assert!(
@@ -409,7 +426,17 @@ fn timeout_stops_a_sleeping_command() {
     let started = Instant::now();
     let out = ct(
         dir.path(),
-        ["run", "--json", "--timeout", "0.3", "--", "sleep", "60"],
+        [
+            "run",
+            "-n",
+            "1",
+            "--json",
+            "--timeout",
+            "0.3",
+            "--",
+            "sleep",
+            "60",
+        ],
     )
     .run_within(Duration::from_secs(20));
     let ctx = out.describe();
@@ -532,7 +559,7 @@ fn sigterm_to_coldtrace_alone_is_forwarded_to_the_child() {
 fn quiet_successful_run_prints_nothing_on_stderr() {
     let dir = TempDir::new("quiet");
     for args in [
-        &["run", "-q", "--", "true"][..],
+        &["run", "-n", "1", "-q", "--", "true"][..],
         &["run", "--quiet", "-n", "3", "--", "true"][..],
         &["run", "-q", "-n", "2", "-o", "out", "--", "true"][..],
     ] {

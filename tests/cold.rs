@@ -143,7 +143,7 @@ fn drop_caches_without_permission_is_one_line_and_runs_nothing() {
     let as_nobody = std::process::Command::new("setpriv")
         .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
         .arg(common::BIN)
-        .args(["run", "--drop-caches", "--", "sh", "-c", &script])
+        .args(["run", "-n", "1", "--drop-caches", "--", "sh", "-c", &script])
         .current_dir(tmp.path())
         .output();
     match as_nobody {

@@ -78,7 +78,7 @@ fn runs_are_interleaved_round_robin_and_each_command_has_its_own_batch() {
         assert_eq!(records[1]["artifacts"]["stdout_bytes"], 0);
     }
     // A one-command batch has no slot field at all.
-    let single = ct(tmp.path(), ["run", "--json", "-q", "--", "true"]).run();
+    let single = ct(tmp.path(), ["run", "-n", "1", "--json", "-q", "--", "true"]).run();
     assert!(single.json().get("slot").is_none(), "{}", single.stdout);
 }
 

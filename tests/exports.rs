@@ -346,7 +346,7 @@ fn an_export_that_cannot_be_written_is_refused_before_any_run() {
 #[test]
 fn run_json_never_mixes_the_commands_stdout_into_the_json() {
     let tmp = TempDir::new("json-stdout");
-    let out = ct(tmp.path(), ["run", "--json", "--", "echo", "hi"]).run();
+    let out = ct(tmp.path(), ["run", "-n", "1", "--json", "--", "echo", "hi"]).run();
     out.expect_code(0);
     let record = out.json();
     assert_eq!(record["schema"], "coldtrace.run/1");

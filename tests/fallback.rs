@@ -72,7 +72,17 @@ fn timeout_is_kept_without_pidfds_and_the_fallback_is_said_once() {
     let out = run(
         dir.path(),
         &NO_PIDFDS,
-        &["run", "-q", "--timeout", "1", "--", "sleep", "30"],
+        &[
+            "run",
+            "-n",
+            "1",
+            "-q",
+            "--timeout",
+            "1",
+            "--",
+            "sleep",
+            "30",
+        ],
     );
     let ctx = out.describe();
     out.expect_code(143);
@@ -117,7 +127,17 @@ fn timeout_is_kept_when_pidfd_send_signal_is_refused() {
     let dir = TempDir::new("fallback-send-signal");
     for errno in [ENOSYS, EPERM] {
         let filter = ["--pidfd-send-signal", errno];
-        let args = ["run", "-q", "--timeout", "1", "--", "sleep", "30"];
+        let args = [
+            "run",
+            "-n",
+            "1",
+            "-q",
+            "--timeout",
+            "1",
+            "--",
+            "sleep",
+            "30",
+        ];
         let out = run(dir.path(), &filter, &args);
         let ctx = out.describe();
         out.expect_code(143);
@@ -135,7 +155,17 @@ fn pidfd_open_refused_alone_changes_nothing() {
     let out = run(
         dir.path(),
         &filter,
-        &["run", "-q", "--timeout", "1", "--", "sleep", "30"],
+        &[
+            "run",
+            "-n",
+            "1",
+            "-q",
+            "--timeout",
+            "1",
+            "--",
+            "sleep",
+            "30",
+        ],
     );
     let ctx = out.describe();
     out.expect_code(143);
@@ -192,14 +222,22 @@ fn child_fds_are_exactly_0_1_2_without_close_range() {
     assert!(listed.lines().any(|l| l == "5000"), "{listed}");
     for errno in [ENOSYS, EPERM] {
         let filter = [&setup[..], &["--close-range", errno]].concat();
-        let out = run(dir.path(), &filter, &["run", "-q", "--", fdlist, "fdlist"]);
+        let out = run(
+            dir.path(),
+            &filter,
+            &["run", "-n", "1", "-q", "--", fdlist, "fdlist"],
+        );
         let ctx = out.describe();
         out.expect_code(0);
         assert_eq!(out.stdout, "0\n1\n2\n", "{ctx}");
         assert_eq!(notes(&out, "close_range is refused"), 1, "{ctx}");
     }
     // And with close_range allowed, the same setup.
-    let out = run(dir.path(), &setup, &["run", "-q", "--", fdlist, "fdlist"]);
+    let out = run(
+        dir.path(),
+        &setup,
+        &["run", "-n", "1", "-q", "--", fdlist, "fdlist"],
+    );
     out.expect_code(0);
     assert_eq!(out.stdout, "0\n1\n2\n", "{}", out.describe());
 }
@@ -215,6 +253,8 @@ fn emfile_at_the_clone_is_a_per_run_failure_never_a_lost_timeout() {
         let filter = ["--close-from", "3", "--nofile", n.as_str()];
         let args = [
             "run",
+            "-n",
+            "1",
             "-q",
             "--output",
             "null",
@@ -254,7 +294,18 @@ fn emfile_at_the_clone_is_a_per_run_failure_never_a_lost_timeout() {
 fn a_wait_that_fails_kills_the_command_and_says_why() {
     // ppoll refused: coldtrace cannot wait with a deadline, so it must not wait at all.
     let dir = TempDir::new("fallback-wait-failed");
-    let args = ["run", "-o", "out", "--timeout", "20", "--", "sleep", "30"];
+    let args = [
+        "run",
+        "-n",
+        "1",
+        "-o",
+        "out",
+        "--timeout",
+        "20",
+        "--",
+        "sleep",
+        "30",
+    ];
     let out = run(dir.path(), &["--ppoll", EPERM], &args);
     let ctx = out.describe();
     out.expect_code(125);

@@ -62,7 +62,8 @@ fn a_repeated_option_uses_the_last_value_and_says_so_once() {
     let out = ct(
         dir.path(),
         [
-            "run", "--label", "a", "--label", "b", "--json", "--output", "null", "--", "true",
+            "run", "-n", "1", "--label", "a", "--label", "b", "--json", "--output", "null", "--",
+            "true",
         ],
     )
     .run();
@@ -79,29 +80,64 @@ fn a_repeated_option_uses_the_last_value_and_says_so_once() {
 }
 
 #[test]
-fn a_quoted_command_that_is_not_found_says_how_to_run_it() {
+fn one_quoted_command_is_split_as_compare_splits_it_and_said_once() {
     let dir = TempDir::new("quoted");
-    let out = ct(dir.path(), ["run", "--", "sleep 0.1"]).run();
-    out.expect_code(127);
-    let ctx = out.describe();
-    assert!(out.stderr.contains("sleep 0.1: command not found"), "{ctx}");
-    assert!(out.stderr.contains("coldtrace run -- sleep 0.1"), "{ctx}");
-    assert!(out.stderr.contains("sh -c 'sleep 0.1'"), "{ctx}");
-    assert_eq!(out.stderr.lines().count(), 1, "{ctx}");
-    // A one-word command that is not found gets no such hint.
-    let out = ct(dir.path(), ["run", "--", "no-such-program-xyz"]).run();
-    out.expect_code(127);
-    assert!(!out.stderr.contains("sh -c"), "{}", out.describe());
-    // Nor does a parameter scan of such a command lose the hint (it runs as a comparison).
+    let said = |out: &common::Output| {
+        let text = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        text.matches("'sleep 0.01' is one argument: run as the words sleep 0.01, split as `compare` splits a command (no shell")
+            .count()
+    };
+    // hyperfine's `hyperfine 'sleep 0.1'`: with `--` or without it.
+    for (args, out_dir) in [
+        (&["run", "-n", "2", "-o", "a", "--", "sleep 0.01"][..], "a"),
+        (&["run", "-n", "2", "-o", "b", "sleep 0.01"][..], "b"),
+    ] {
+        let out = ct(dir.path(), args).run();
+        out.expect_code(0);
+        assert_eq!(said(&out), 1, "{}", out.describe());
+        let records = read_records(&dir.join(out_dir));
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[0]["argv"], serde_json::json!(["sleep", "0.01"]));
+    }
+    // A parameter scan of one such string: every value split alike.
     let out = ct(
         dir.path(),
-        ["run", "-P", "n", "1", "2", "--", "sleep 0.0{n}"],
+        [
+            "run",
+            "-n",
+            "1",
+            "-q",
+            "-P",
+            "n",
+            "1",
+            "2",
+            "-o",
+            "s",
+            "--",
+            "sleep 0.0{n}",
+        ],
     )
     .run();
-    out.expect_code(127);
-    let ctx = out.describe();
-    assert!(out.stderr.contains("give the words separately"), "{ctx}");
-    assert_eq!(out.stderr.lines().count(), 1, "{ctx}");
+    out.expect_code(0);
+    let scanned = read_records(&dir.join("s/commands/01"));
+    assert_eq!(scanned[0]["argv"], serde_json::json!(["sleep", "0.02"]));
+    // A file whose name has a blank is that file, not words; more than one word before `--`
+    // is still `time`'s habit, refused.
+    common::write_file(&dir.join("my prog"), b"#!/bin/sh\nexit 0\n", 0o755);
+    let out = ct(dir.path(), ["run", "-n", "1", "-o", "f", "--", "./my prog"]).run();
+    out.expect_code(0);
+    assert_eq!(said(&out), 0, "{}", out.describe());
+    assert_eq!(
+        read_records(&dir.join("f"))[0]["argv"],
+        serde_json::json!(["./my prog"])
+    );
+    let out = ct(dir.path(), ["run", "sleep", "0.01"]).run();
+    out.expect_code(125);
+    assert!(
+        out.stderr.contains("put the command after `--`"),
+        "{}",
+        out.describe()
+    );
 }
 
 #[test]
@@ -131,9 +167,17 @@ fn dash_n_with_a_name_explains_hyperfines_dash_n() {
     let dir = TempDir::new("dash-n");
     let out = ct(dir.path(), ["compare", "-n", "fast", "true", "true"]).run();
     out.expect_code(125);
+    assert_eq!(
+        out.stderr,
+        "coldtrace: error: -n fast: coldtrace's -n is the number of runs (--runs, e.g. -n 10); \
+         to name a command as hyperfine's -n NAME does, use --command-name fast\n",
+        "{}",
+        out.describe()
+    );
+    let out = ct(dir.path(), ["run", "-n", "my cmd", "--", "true"]).run();
+    out.expect_code(125);
     assert!(
-        out.stderr
-            .contains("hyperfine's -n is --command-name; coldtrace's -n is --runs"),
+        out.stderr.contains("use --command-name 'my cmd'"),
         "{}",
         out.describe()
     );
@@ -142,7 +186,11 @@ fn dash_n_with_a_name_explains_hyperfines_dash_n() {
 #[test]
 fn dash_o_null_creates_nothing_and_says_what_dash_o_is() {
     let dir = TempDir::new("o-null");
-    let out = ct(dir.path(), ["run", "-o", "null", "--", "echo", "hi"]).run();
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "1", "-o", "null", "--", "echo", "hi"],
+    )
+    .run();
     out.expect_code(125);
     let ctx = out.describe();
     assert!(

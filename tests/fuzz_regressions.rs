@@ -41,7 +41,7 @@ fn argv_newline_in_echoed_option_stays_one_line() {
         &[b"report", b"-\n"],
         &[b"context", b"\n"],
         &[b"run\n"],
-        &[b"run", b"x\ny"],
+        &[b"run", b"x\ny", b"z"],
     ] {
         let message = usage_error(list);
         assert!(!message.contains(char::is_control), "{list:?}: {message:?}");

@@ -174,7 +174,10 @@ fn in_deleted_cwd(dir: &TempDir, args: &[&str]) -> common::Output {
 #[test]
 fn a_deleted_working_directory_is_recorded_as_null() {
     let dir = TempDir::new("gonecwd");
-    let out = in_deleted_cwd(&dir, &["run", "--json", "--output", "null", "--", "true"]);
+    let out = in_deleted_cwd(
+        &dir,
+        &["run", "-n", "1", "--json", "--output", "null", "--", "true"],
+    );
     out.expect_code(0);
     assert_eq!(out.json()["cwd"], Value::Null, "{}", out.describe());
     let out = in_deleted_cwd(&dir, &["run", "-n", "2", "--json", "-q", "--", "true"]);
@@ -425,7 +428,7 @@ fn a_fifo_as_stdin_waits_for_its_writer_and_signals_still_stop_coldtrace() {
         std::fs::write(fifo, b"late words\n").unwrap();
     });
     let _ = std::fs::remove_dir_all(dir.join("d"));
-    let out = ct(dir.path(), ["run", "-od", "--stdin=f", "--", r]).run_within(DEADLINE);
+    let out = ct(dir.path(), ["run", "-n", "1", "-od", "--stdin=f", "--", r]).run_within(DEADLINE);
     writer.join().unwrap();
     out.expect_code(0);
     assert_eq!(
@@ -440,7 +443,15 @@ fn stdin_must_be_a_file_a_fifo_or_a_device_never_a_directory() {
     let dir = TempDir::new("stdindir");
     let marker = script(&dir, "sd", "touch MARKER");
     for args in [
-        vec!["run", "--stdin", "/tmp", "--", marker.to_str().unwrap()],
+        vec![
+            "run",
+            "-n",
+            "1",
+            "--stdin",
+            "/tmp",
+            "--",
+            marker.to_str().unwrap(),
+        ],
         vec![
             "run",
             "-n",
@@ -467,6 +478,8 @@ fn stdin_must_be_a_file_a_fifo_or_a_device_never_a_directory() {
         dir.path(),
         [
             "run",
+            "-n",
+            "1",
             "--json",
             "--stdin",
             "/dev/zero",
@@ -868,6 +881,8 @@ fn a_command_that_leaves_its_process_group_is_still_timed_out() {
             dir.path(),
             [
                 "run",
+                "-n",
+                "1",
                 "--json",
                 "-o",
                 "d",
@@ -893,7 +908,17 @@ fn a_command_that_leaves_its_process_group_is_still_timed_out() {
     // A command that stays in its group is killed through the group, as before.
     let out = ct(
         dir.path(),
-        ["run", "--json", "--timeout", "0.3", "--", "sleep", "20"],
+        [
+            "run",
+            "-n",
+            "1",
+            "--json",
+            "--timeout",
+            "0.3",
+            "--",
+            "sleep",
+            "20",
+        ],
     )
     .run_within(DEADLINE);
     out.expect_code(143);
@@ -996,7 +1021,9 @@ fn a_captured_output_is_moved_to_its_artifact_while_the_command_writes() {
 
 /// coldtrace's own peak RSS (KiB) over `coldtrace run -q ARGS`, measured by coldtrace.
 fn peak_rss_kib(dir: &TempDir, args: &[&str]) -> u64 {
-    let mut all = vec!["run", "--json", "--output", "null", "--", BIN, "run", "-q"];
+    let mut all = vec![
+        "run", "-n", "1", "--json", "--output", "null", "--", BIN, "run", "-q",
+    ];
     all.extend_from_slice(args);
     let out = ct(dir.path(), &all).run_within(Duration::from_secs(120));
     let r = out.json();
@@ -1380,6 +1407,8 @@ fn a_timeout_kills_every_process_of_a_group_that_ignores_sigterm() {
         dir.path(),
         [
             "run",
+            "-n",
+            "1",
             "-q",
             "--timeout",
             "0.5",
@@ -1411,7 +1440,7 @@ fn a_not_executable_path_with_a_newline_is_one_escaped_line() {
     let dir = TempDir::new("nlpath");
     let path = dir.join("two\nlines");
     write_file(&path, b"#!/bin/sh\ntrue\n", 0o644);
-    let out = ct(dir.path(), ["run", "--", path.to_str().unwrap()]).run_within(DEADLINE);
+    let out = ct(dir.path(), ["run", "-n", "1", "--", path.to_str().unwrap()]).run_within(DEADLINE);
     out.expect_code(126);
     assert_one_escaped_line(&out);
     assert!(out.stderr.contains("two\\nlines"), "{}", out.describe());

@@ -366,7 +366,7 @@ fn names_and_the_shell_are_shown_and_recorded() {
         &serde_json::json!(["sh", "-c", "sleep 0.01; true"]),
         "{ctx}"
     );
-    let out = ct(dir.path(), ["run", "-N", "-q", "--", "true"]).run();
+    let out = ct(dir.path(), ["run", "-n", "1", "-N", "-q", "--", "true"]).run();
     out.expect_code(0);
 }
 
@@ -559,4 +559,44 @@ fn ignore_failure_takes_hyperfines_exit_code_list_and_never_stops() {
     // A switch that takes no value still says so.
     let done = ct(dir.path(), ["run", "-q=1", "--", "true"]).run();
     done.expect_code(125);
+}
+
+#[test]
+fn run_chooses_its_count_by_time_unless_n_is_given_and_n_1_is_times_one_run() {
+    let dir = TempDir::new("defaults");
+    // hyperfine's defaults: at least 10 runs, as many as fit in 3 s.
+    let out = ct(dir.path(), ["run", "-q", "-o", "a", "--", "true"]).run();
+    out.expect_code(0);
+    let bounds = &read_batch(&dir.join("a"))["config"]["run_bounds"];
+    assert_eq!(
+        (bounds["min_runs"].as_u64(), bounds["max_time_ns"].as_u64()),
+        (Some(10), Some(3_000_000_000)),
+        "{bounds}"
+    );
+    assert!(counted(&dir.join("a")) >= 10, "{}", out.describe());
+    // A slow command gets the minimum; warm-ups never make "1 runs".
+    let out = ct(
+        dir.path(),
+        ["run", "--max-time", "0.1", "-o", "b", "--", "sleep", "0.02"],
+    )
+    .run();
+    out.expect_code(0);
+    assert_eq!(counted(&dir.join("b")), 10, "{}", out.describe());
+    assert!(out.stderr.contains("coldtrace: 10 runs of sleep 0.02"));
+    let out = ct(dir.path(), ["run", "-n", "1", "-w", "2", "--", "true"]).run();
+    out.expect_code(0);
+    assert!(
+        out.stderr.contains("coldtrace: 1 counted run of true\n"),
+        "{}",
+        out.describe()
+    );
+    // -n 1 is `time`'s single run: the command's exit code, stdin and stdout inherited.
+    let out = ct(dir.path(), ["run", "-n", "1", "--", "sh", "-c", "exit 7"]).run();
+    out.expect_code(7);
+    std::fs::write(dir.join("in"), "from stdin\n").unwrap();
+    let out = ct(dir.path(), ["run", "-q", "-n", "1", "--", "cat"])
+        .stdin_from(&dir.join("in"))
+        .run();
+    out.expect_code(0);
+    assert_eq!(out.stdout, "from stdin\n", "{}", out.describe());
 }

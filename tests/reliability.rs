@@ -51,7 +51,7 @@ fn directory_as_command_is_126() {
     std::fs::create_dir(dir.join("sub")).unwrap();
     let sub = dir.join("sub");
     for program in [sub.to_str().unwrap(), "./sub"] {
-        let out = ct(dir.path(), ["run", "--", program]).run();
+        let out = ct(dir.path(), ["run", "-n", "1", "--", program]).run();
         out.expect_code(126);
         assert_one_line(&out);
     }
@@ -75,7 +75,7 @@ fn bad_interpreter_is_127_with_enoent() {
         b"#!/nonexistent/interp\necho hi\n",
         0o755,
     );
-    let out = ct(dir.path(), ["run", "--json", "--", "./script"]).run();
+    let out = ct(dir.path(), ["run", "-n", "1", "--json", "--", "./script"]).run();
     out.expect_code(127);
     let r = out.json();
     assert_eq!(
@@ -94,7 +94,7 @@ fn executable_garbage_is_126_with_enoexec() {
     let dir = TempDir::new("garbage");
     let garbage: Vec<u8> = (0..512u32).map(|i| (i * 7 + 3) as u8 | 0x80).collect();
     write_file(&dir.join("garbage"), &garbage, 0o755);
-    let out = ct(dir.path(), ["run", "--json", "--", "./garbage"]).run();
+    let out = ct(dir.path(), ["run", "-n", "1", "--json", "--", "./garbage"]).run();
     out.expect_code(126);
     let r = out.json();
     assert_eq!(
@@ -156,7 +156,7 @@ fn argument_list_too_long_is_a_clean_126() {
             .arg("ulimit -s 1024 && exec \"$@\"")
             .arg("sh")
             .arg(BIN)
-            .arg("run");
+            .args(["run", "-n", "1"]);
         if json {
             cmd.arg("--json");
         }
@@ -170,7 +170,7 @@ fn argument_list_too_long_is_a_clean_126() {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let shown = format!(
-            "PATH=<{} bytes> sh -c 'ulimit -s 1024 && exec \"$@\"' sh coldtrace run{} -- s <{n} args of 1000 bytes>",
+            "PATH=<{} bytes> sh -c 'ulimit -s 1024 && exec \"$@\"' sh coldtrace run -n 1{} -- s <{n} args of 1000 bytes>",
             path_var.len(),
             if json { " --json" } else { "" }
         );
@@ -418,10 +418,14 @@ fn gigabyte_of_stdout_goes_to_the_artifact_without_growing_coldtrace() {
         dir.path(),
         [
             "run",
+            "-n",
+            "1",
             "--json",
             "--",
             BIN,
             "run",
+            "-n",
+            "1",
             "-q",
             "-o",
             "out",
@@ -510,7 +514,11 @@ fn child_that_closes_its_stdout() {
     }
     assert_eq!(records.len(), 2);
     // Inherited output too.
-    let out = ct(dir.path(), ["run", "--json", "--", "sh", "-c", script]).run();
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "1", "--json", "--", "sh", "-c", script],
+    )
+    .run();
     out.expect_code(0);
     assert!(out.stderr.contains("x\n"), "{}", out.describe());
     assert_eq!(out.json()["outcome"]["code"], 0, "{}", out.describe());
@@ -521,7 +529,17 @@ fn daemonised_grandchild_holding_fds_does_not_hang_coldtrace() {
     let dir = TempDir::new("daemon");
     let out = ct(
         dir.path(),
-        ["run", "-o", "out", "--", "sh", "-c", "(sleep 5 &) ; exit 0"],
+        [
+            "run",
+            "-n",
+            "1",
+            "-o",
+            "out",
+            "--",
+            "sh",
+            "-c",
+            "(sleep 5 &) ; exit 0",
+        ],
     )
     .run_within(Duration::from_secs(20));
     assert!(
@@ -576,6 +594,8 @@ fn child_ignoring_sigterm_is_killed_after_the_grace_period() {
         dir.path(),
         [
             "run",
+            "-n",
+            "1",
             "--json",
             "--timeout",
             "0.3",
@@ -625,7 +645,11 @@ fn child_killing_itself_with_sigsegv_reports_core_dumped_as_the_kernel_does() {
             .unwrap();
         assert_eq!(direct.signal(), Some(11));
         let kernel_says = direct.core_dumped();
-        let out = ct(dir.path(), ["run", "--json", "--", "sh", "-c", &script]).run();
+        let out = ct(
+            dir.path(),
+            ["run", "-n", "1", "--json", "--", "sh", "-c", &script],
+        )
+        .run();
         let ctx = out.describe();
         out.expect_code(139);
         let r = out.json();
@@ -649,6 +673,8 @@ fn child_that_stops_itself_is_noticed_and_timed_out() {
         dir.path(),
         [
             "run",
+            "-n",
+            "1",
             "--json",
             "--timeout",
             "1",
@@ -833,7 +859,11 @@ fn orphans_are_reaped_as_subreaper_and_as_pid_1() {
     let dir = TempDir::new("orphans");
     let script = "(sleep 0.2 &); sleep 0.5";
     // As a child subreaper (always available).
-    let out = ct(dir.path(), ["run", "--json", "--", "sh", "-c", script]).run();
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "1", "--json", "--", "sh", "-c", script],
+    )
+    .run();
     out.expect_code(0);
     let r = out.json();
     assert!(
@@ -849,6 +879,8 @@ fn orphans_are_reaped_as_subreaper_and_as_pid_1() {
         "--mount-proc",
         BIN,
         "run",
+        "-n",
+        "1",
         "--json",
         "--",
     ])
@@ -905,7 +937,7 @@ fn with_full_stderr(dir: &TempDir, args: &[&str]) -> common::Output {
 fn a_full_stderr_changes_nothing_but_what_is_shown() {
     let dir = TempDir::new("fullerr");
     // A single run: the command's own exit code, not SIGABRT's 134.
-    let out = with_full_stderr(&dir, &["run", "--", "sh", "-c", "exit 3"]);
+    let out = with_full_stderr(&dir, &["run", "-n", "1", "--", "sh", "-c", "exit 3"]);
     assert_eq!(out.status.signal(), None, "{}", out.describe());
     out.expect_code(3);
     // A batch that prints a notice mid-batch (the command stopped itself) and a table: every

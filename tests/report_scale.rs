@@ -59,7 +59,15 @@ fn fleet(root: &Path, template: &Path, hosts: usize, count: usize) {
 fn measured_report(cwd: &Path, args: &[&str], stdin: Option<&Path>) -> (u64, String) {
     let out_dir = cwd.join(format!("measure-{}", args.join("-").replace('/', "_")));
     let _ = std::fs::remove_dir_all(&out_dir);
-    let mut all = vec!["run", "--json", "-q", "-o", out_dir.to_str().unwrap()];
+    let mut all = vec![
+        "run",
+        "-n",
+        "1",
+        "--json",
+        "-q",
+        "-o",
+        out_dir.to_str().unwrap(),
+    ];
     if let Some(list) = stdin {
         all.extend(["--stdin", list.to_str().unwrap()]);
     }

@@ -154,7 +154,7 @@ fn every_document_keeps_its_golden_shape() {
     .expect_code(0);
     let single = ct(
         dir.path(),
-        ["run", "--json", "--output", "null", "--", "true"],
+        ["run", "-n", "1", "--json", "--output", "null", "--", "true"],
     )
     .run();
     single.expect_code(0);

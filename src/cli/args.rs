@@ -14,7 +14,8 @@
 //! - an unknown option, with the nearest name ("did you mean --warmup?"), the subcommand that
 //!   does take it, or what replaces a hyperfine or GNU time flag;
 //! - a missing value ("needs a value"), a value given to a switch;
-//! - a word before `--` in `run` (where `time` habits put the command).
+//! - a word before `--` in `run` (where `time` habits put the command), but for one last
+//!   word with no `--` at all: hyperfine's `run 'sleep 0.1'`, one command string.
 //!
 //! A single-valued option given twice is not an error: the last value wins and coldtrace says
 //! so once. The hints about values (`-n abc`, `-o null`, a quoted command that is not found)
@@ -162,6 +163,11 @@ fn walk(sub: Sub, args: &[OsString]) -> Result<Read, UsageError> {
             }
         } else {
             match layout {
+                // `run 'sleep 0.1'`, hyperfine's habit: one command string, the last word,
+                // with no `--` anywhere (split later as `compare` splits its strings).
+                Layout::Separator if i == args.len() && read.operands.is_empty() => {
+                    read.operands.push(args[i - 1].clone());
+                }
                 Layout::Separator => return Err(stray_word(sub, args, i - 1)),
                 Layout::Free => read.operands.push(args[i - 1].clone()),
                 Layout::CommandAfterOptions => {
@@ -560,13 +566,16 @@ pub(crate) fn option_before_subcommand(word: &str) -> UsageError {
     })
 }
 
-/// What `-n VALUE` may have meant when VALUE is not a count: hyperfine's `-n` names a command.
-pub(crate) fn runs_hint(spelled: &str) -> &'static str {
-    if spelled == "-n" {
-        " (hyperfine's -n is --command-name; coldtrace's -n is --runs)"
-    } else {
-        ""
-    }
+/// `-n NAME`, hyperfine's habit (its `-n` names a command), when the value is no number: the
+/// pointed error that says which flag names a command here.
+pub(crate) fn runs_habit(spelled: &str, value: &str) -> Option<UsageError> {
+    let a_name = value.chars().any(char::is_alphabetic);
+    (spelled == "-n" && a_name).then(|| {
+        usage(crate::text::escape_controls(&format!(
+            "-n {value}: coldtrace's -n is the number of runs (--runs, e.g. -n 10); to name a command as hyperfine's -n NAME does, use --command-name {}",
+            crate::text::quote(&[value.to_string()])
+        )))
+    })
 }
 
 /// An `--events` name that is no perf event: the nearest name (case aside, or within a small
@@ -633,23 +642,6 @@ pub(crate) fn output_hint(value: &str) -> &'static str {
         " (a file: GNU time's --output=FILE is `coldtrace time -o FILE`; to keep the \
          command's own output use -o DIR)"
     }
-}
-
-/// The hint for a command that was not found and is one word with a blank in it
-/// (`run -- 'sleep 0.1'`): the words separately, or through a shell.
-pub(crate) fn not_found_hint(argv: &[OsString]) -> Option<String> {
-    let [only] = argv else { return None };
-    let text = only.to_string_lossy();
-    if !text.trim().contains(char::is_whitespace) {
-        return None;
-    }
-    let words = crate::text::split(&text).ok()?;
-    Some(format!(
-        "'{text}' is one argument; give the words separately (coldtrace run -- {}) or run it \
-         through a shell (coldtrace run -- sh -c {})",
-        crate::text::quote(&words),
-        crate::text::quote(&[text.to_string()])
-    ))
 }
 
 #[cfg(test)]
@@ -832,7 +824,9 @@ mod tests {
 
     #[test]
     fn words_before_the_separator_of_run() {
-        assert!(error(Sub::Run, &["true"]).contains("put the command after `--`"));
+        assert!(error(Sub::Run, &["ls", "-l"]).contains("put the command after `--`"));
+        let r = read(Sub::Run, os(&["-n", "2", "sleep 0.1"])).unwrap();
+        assert_eq!((r.operands, r.separator), (os(&["sleep 0.1"]), false));
         assert!(error(Sub::Run, &["-n", "2", "true", "--", "x"])
             .starts_with("unexpected argument 'true' before `--`"));
         let r = read(Sub::Run, os(&["--", "x", "--json", "--"])).unwrap();
@@ -900,8 +894,13 @@ mod tests {
 
     #[test]
     fn value_hints() {
-        assert!(runs_hint("-n").contains("--command-name"));
-        assert_eq!(runs_hint("--runs"), "");
+        let e = runs_habit("-n", "fast").unwrap().0;
+        assert!(e.contains("use --command-name fast"), "{e}");
+        assert!(runs_habit("--runs", "fast").is_none());
+        assert!(
+            runs_habit("-n", "0").is_none(),
+            "a number: the range error says it"
+        );
         let e = check_out_dir("-o", OsStr::new("null")).unwrap_err().0;
         assert!(
             e.contains("not GNU time's -o FILE") && e.contains("--output null"),
@@ -909,9 +908,5 @@ mod tests {
         );
         assert!(check_out_dir("-o", OsStr::new("results")).is_ok());
         assert!(check_out_dir("-o", OsStr::new("./null")).is_ok());
-        let hint = not_found_hint(&os(&["sleep 0.1"])).unwrap();
-        assert!(hint.contains("coldtrace run -- sleep 0.1") && hint.contains("sh -c 'sleep 0.1'"));
-        assert!(not_found_hint(&os(&["nosuch"])).is_none());
-        assert!(not_found_hint(&os(&["a b", "c"])).is_none());
     }
 }

@@ -128,8 +128,8 @@ pub(crate) fn out_dir(
     Ok(Some(PathBuf::from(dir)))
 }
 
-/// `-n N` exactly, or a count chosen by time (`-m`, `-M`, `--max-time`, or by default in a
-/// comparison) within [`RunBounds`], with hyperfine's defaults and its rule for `-M` alone.
+/// `-n N` exactly, or else a count chosen by time within [`RunBounds`] (`-m`, `-M`,
+/// `--max-time`), with hyperfine's defaults and its rule for `-M` alone.
 fn run_count(raw: &RawRun) -> Result<(u32, Option<RunBounds>), UsageError> {
     let min = count("-m/--min-runs", raw.min_runs.as_deref(), 0, 1)?;
     let max = count("-M/--max-runs", raw.max_runs.as_deref(), 0, 1)?;
@@ -140,17 +140,16 @@ fn run_count(raw: &RawRun) -> Result<(u32, Option<RunBounds>), UsageError> {
         .transpose()?;
     let by_time_given = raw.min_runs.is_some() || raw.max_runs.is_some() || budget_ns.is_some();
     if let Some((spelled, text)) = &raw.runs {
+        if let Some(habit) = args::runs_habit(spelled, text) {
+            return Err(habit);
+        }
         if by_time_given {
             return Err(usage(format!(
                 "{spelled} {text} fixes the number of runs; -m/--min-runs, -M/--max-runs and --max-time choose it by time: give one or the other"
             )));
         }
-        let runs = count("-n/--runs", Some(text), 1, 1)
-            .map_err(|e| usage(format!("{}{}", e.0, args::runs_hint(spelled))))?;
+        let runs = count("-n/--runs", Some(text), 1, 1)?;
         return Ok((runs, None));
-    }
-    if !by_time_given && !raw.by_time {
-        return Ok((1, None));
     }
     let max = raw.max_runs.is_some().then_some(max);
     let min = match (raw.min_runs.is_some(), max) {

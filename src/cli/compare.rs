@@ -33,12 +33,7 @@ pub fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
             "compare needs at least two commands, each one argument (or a parameter scan), e.g. coldtrace compare -n 10 'python3.11 -c \"import json\"' 'python3.12 -c \"import json\"'",
         ));
     }
-    // A comparison needs warm runs: without -n the count is chosen by time, as hyperfine does.
-    let raw = RawRun {
-        by_time: true,
-        ..raw_flags(&read)
-    };
-    comparison(raw, specs).map(|plan| Command::Compare(Box::new(plan)))
+    comparison(raw_flags(&read), specs).map(|plan| Command::Compare(Box::new(plan)))
 }
 
 /// One plan per command, interleaved: `compare`'s commands, or the values of `run`'s scan.
@@ -101,17 +96,7 @@ pub fn execute_compare(plan: &ComparePlan) -> Result<Output, crate::batch::Batch
     let signals = Signals::install()?;
     let on_terminal = plan.plans.iter().any(|p| p.output == OutputMode::Inherit);
     let mut progress = ProgressLine::new(plan.quiet, on_terminal);
-    let outcome = run_compare(plan, &signals, &mut progress).map_err(|mut e| {
-        // A scanned `run -P … -- 'sleep 0.0{n}'` makes one-word commands, as `run` does.
-        let hint = plan
-            .plans
-            .iter()
-            .find_map(|p| args::not_found_hint(&p.argv));
-        if let (127, Some(hint)) = (e.exit_code, hint) {
-            e.message = format!("{}; {hint}", e.message);
-        }
-        e
-    })?;
+    let outcome = run_compare(plan, &signals, &mut progress)?;
     let width = terminal::width(Stream::Stderr);
     let stopped = outcome
         .batches

@@ -134,7 +134,18 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_single_run_and_batch_rules() {
-        let single = plan(&["run", "--", "true"]);
+        // Without -n the count is chosen by time (hyperfine's rule); -n 1 is `time`'s run.
+        let by_time = plan(&["run", "--", "true"]);
+        assert_eq!(
+            (
+                by_time.bounds.map(|b| b.min),
+                by_time.output,
+                by_time.stdin.clone()
+            ),
+            (Some(10), OutputMode::Null, StdinMode::Null)
+        );
+        let single = plan(&["run", "-n", "1", "--", "true"]);
+        assert!(single.is_single_run());
         assert_eq!(
             (single.runs, single.output, single.stdin.clone()),
             (1, OutputMode::Inherit, StdinMode::Inherit)
@@ -174,14 +185,14 @@ mod tests {
         assert!(
             error(&["run", "-n", "0", "--", "x"]).starts_with("-n/--runs: expected a whole number")
         );
-        assert!(error(&["run", "-n", "abc", "--", "x"]).contains("got 'abc'"));
+        assert!(error(&["run", "--runs", "abc", "--", "x"]).contains("got 'abc'"));
         assert!(error(&["run", "-n", "-1", "--", "x"]).contains("got '-1'"));
         assert!(error(&["run", "-n", "99999999999999999999", "--", "x"]).contains("-n/--runs"));
         assert!(error(&["run", "--timeout", "-1", "--", "x"]).starts_with("--timeout:"));
         assert!(error(&["run", "--timeout", "nan", "--", "x"]).starts_with("--timeout:"));
         assert!(error(&["run", "--bogus", "--", "x"]).contains("unknown option '--bogus'"));
         assert!(error(&["run", "--"]).starts_with("no command after `--`"));
-        assert!(error(&["run", "true"]).contains("put the command after `--`"));
+        assert!(error(&["run", "true", "x"]).contains("put the command after `--`"));
         assert!(error(&["run", "--output", "file", "--", "x"]).contains("needs --out"));
         assert!(error(&["run", "--label"]).contains("needs a value"));
         assert!(error(&["run", "--", ""]).contains("empty string"));
@@ -195,8 +206,8 @@ mod tests {
             "-n/--runs: expected a whole number from 1 to 10000000, got '1\\n2'"
         );
         assert_eq!(
-            error(&["run", "-n", "abc", "--", "x"]),
-            "-n/--runs: expected a whole number from 1 to 10000000, got 'abc' (hyperfine's -n is --command-name; coldtrace's -n is --runs)"
+            error(&["run", "-n", "a\nb", "--", "x"]),
+            "-n a\\nb: coldtrace's -n is the number of runs (--runs, e.g. -n 10); to name a command as hyperfine's -n NAME does, use --command-name 'a\\nb'"
         );
         assert!(error(&["frob\t\u{1b}[2J"]).contains("'frob\\t\\u{1b}[2J'"));
     }

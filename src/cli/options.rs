@@ -21,8 +21,6 @@ pub(crate) struct RawRun {
     pub(crate) min_runs: Option<String>,
     pub(crate) max_runs: Option<String>,
     pub(crate) max_time: Option<String>,
-    /// The count is chosen by time unless `-n` fixes it (a comparison, a parameter scan).
-    pub(crate) by_time: bool,
     pub(crate) out: Option<(String, OsString)>,
     pub(crate) json: bool,
     pub(crate) output: Option<String>,
@@ -87,7 +85,6 @@ pub(crate) fn raw_flags(read: &Read) -> RawRun {
         min_runs: read.text("--min-runs"),
         max_runs: read.text("--max-runs"),
         max_time: read.text("--max-time"),
-        by_time: false,
         out: read
             .last("--out")
             .map(|o| (o.spelled.clone(), o.values[0].clone())),

@@ -39,11 +39,26 @@ pub fn parse_run(args: Vec<OsString>) -> Result<Command, UsageError> {
             "no command; e.g. coldtrace run -n 5 -- python3 -c 'import json'"
         }));
     }
-    let mut specs = commands(&read, Given::Words(&read.operands))?;
+    let one_string = one_command_string(&read);
+    let given = match one_string {
+        Some(_) => Given::Strings(&read.operands),
+        None => Given::Words(&read.operands),
+    };
+    let mut specs = commands(&read, given)?;
     let mut raw = raw_flags(&read);
+    if let Some(text) = one_string {
+        let words: Vec<String> = specs[0]
+            .argv
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        raw.notices.push(escape_controls(&format!(
+            "'{text}' is one argument: run as the words {}, split as `compare` splits a command (no shell: -S runs it through sh)",
+            crate::text::quote(&words)
+        )));
+    }
     if specs.len() > 1 {
-        // Each value of the scan is a command of a comparison, which needs warm runs.
-        raw.by_time = true;
+        // Each value of the scan is a command of a comparison.
         return compare::comparison(raw, specs).map(|plan| Command::Compare(Box::new(plan)));
     }
     if raw.shuffle.is_some() {
@@ -55,30 +70,36 @@ pub fn parse_run(args: Vec<OsString>) -> Result<Command, UsageError> {
     check_run(raw.for_command(spec)).map(|plan| Command::Run(Box::new(plan)))
 }
 
+/// The one command string of `run 'sleep 0.1'` (or `run -- 'sleep 0.1'`), hyperfine's habit:
+/// a single operand with a space in it that names no file, without `--shell` (which takes it
+/// whole). `compare` splits such a string into words, and so does `run`.
+fn one_command_string(read: &args::Read) -> Option<String> {
+    let [only] = read.operands.as_slice() else {
+        return None;
+    };
+    let text = only.to_string_lossy();
+    // A space, as typed in `'sleep 0.1'`; a name with a newline or a tab is a name.
+    let blank = text.trim().contains(' ');
+    let shell = read.text("--shell").is_some_and(|s| s != "none");
+    (blank && !shell && !std::path::Path::new(only).exists()).then(|| text.into_owned())
+}
+
 /// Runs the plan and shows its table (unless quiet); `--json` goes to stdout.
 pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
     let signals = Signals::install()?;
     let mut progress = ProgressLine::new(plan.quiet, plan.output == OutputMode::Inherit);
-    let outcome = batch::run(plan, &signals, &mut progress).map_err(|mut e| {
-        if e.exit_code == 127 {
-            if let Some(hint) = args::not_found_hint(&plan.argv) {
-                e.message = format!("{}; {hint}", e.message);
-            }
-        }
-        e
-    })?;
+    let outcome = batch::run(plan, &signals, &mut progress)?;
     let argv: Vec<String> = plan
         .argv
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let command = escape_controls(&crate::text::quote(&argv));
-    let what = if plan.is_single_run() {
-        "1 run".to_string()
-    } else if outcome.counts.counted == 0 {
-        "no counted run".to_string()
-    } else {
-        format!("{} runs", outcome.counts.counted)
+    let what = match outcome.counts.counted {
+        _ if plan.is_single_run() => "1 run".to_string(),
+        0 => "no counted run".to_string(),
+        1 => "1 counted run".to_string(),
+        n => format!("{n} runs"),
     };
     let label = |max: usize| {
         plan.label.as_deref().map_or(String::new(), |l| {

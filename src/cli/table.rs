@@ -33,7 +33,8 @@ pub enum Sub {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layout {
     /// Options, then `--`, then the command and its arguments (`run`): a word before `--` is
-    /// an error, because it is where `time`-style habits put the command.
+    /// an error, because it is where `time`-style habits put the command; one last word with
+    /// no `--` at all is hyperfine's one command string (`run 'sleep 0.1'`).
     Separator,
     /// Options and operands in any order; `--` ends the options (`compare`, `report`).
     Free,
@@ -268,11 +269,11 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "runs", short: ['n', 'r'], values: ["N"], repeat: LastWins,
         subs: RUN_COMPARE, category: Runs,
-        help: "exactly N counted runs (default: 1; compare: by time)",
-        description: "Exactly N counted runs of each command. Without it, `run` makes one run \
-            (like `time`: it inherits the terminal's stdin and stdout), and `compare` (or a \
-            parameter scan) chooses the count as hyperfine does: see --max-time. hyperfine's \
-            -r; coldtrace's -n too (hyperfine's -n is --command-name).",
+        help: "exactly N counted runs (default: chosen by time, at least 10)",
+        description: "Exactly N counted runs of each command. Without it the count is chosen \
+            as hyperfine chooses it: see --max-time. -n 1 is one run like `time`: it \
+            inherits the terminal's stdin and output and exits with the command's code. \
+            hyperfine's -r; coldtrace's -n too (hyperfine's -n NAME is --command-name NAME).",
     },
     opt! {
         long: "warmup", short: ['w'], values: ["N"], repeat: LastWins,
@@ -286,8 +287,8 @@ static OPTIONS: &[OptSpec] = &[
         long: "min-runs", short: ['m'], values: ["N"], repeat: LastWins,
         subs: RUN_COMPARE, category: Runs,
         help: "at least N counted runs; the count is chosen by time (default 10)",
-        description: "At least N counted runs (default 10 when the count is chosen by time). \
-            Giving -m, -M or --max-time makes `run` choose its count by time too.",
+        description: "At least N counted runs when the count is chosen by time (the \
+            default without -n): 10 unless given.",
     },
     opt! {
         long: "max-runs", short: ['M'], values: ["N"], repeat: LastWins,
@@ -819,14 +820,19 @@ static SUBCOMMANDS: &[SubSpec] = &[
         sub: Sub::Run,
         name: "run",
         usage: "run [OPTIONS] -- COMMAND [ARG...]",
-        summary: "measure COMMAND, once or as a batch",
+        summary: "measure COMMAND: runs chosen by time, or exactly -n N",
         about: "No shell is involved: COMMAND is looked up in PATH and executed directly \
                 (\"not found\", 127, and \"not executable\", 126, are told apart before \
-                anything runs). Every run is measured through the kernel's own accounting \
-                (wait4's rusage for that run alone), timed on CLOCK_MONOTONIC from just before \
-                the spawn to the moment its exit is seen.",
-        epilogue: "Exit codes: a single run exits with the command's code (128+N if it died of \
-                   signal N); a batch exits 0 when every counted run succeeded, 1 when a run \
+                anything runs). Without -n the number of runs is chosen by time, as hyperfine \
+                does (at least 10, about 3 s: see --max-time); -n 1 is one run like `time` \
+                (the command's exit code, the terminal's stdin and output). One command \
+                string with blanks (`run 'sleep 0.1'`, with or without --) is split into words \
+                as `compare` splits it, without a shell, and coldtrace says so. Every run is \
+                measured through the kernel's own accounting (wait4's rusage for that run \
+                alone), timed on CLOCK_MONOTONIC from just before the spawn to the moment its \
+                exit is seen.",
+        epilogue: "Exit codes: a single run (-n 1) exits with the command's code (128+N if it \
+                   died of signal N); a batch exits 0 when every counted run succeeded, 1 when a run \
                    was rejected or --prepare failed; 127 not found, 126 not executable, 125 \
                    coldtrace's own error, 128+N interrupted by signal N (130 for SIGINT).",
         layout: Layout::Separator,

@@ -206,7 +206,7 @@ accuracy_rows() { # label argv...
   local label=$1; shift
   local ct_cpu=() ct_wall=() gt_cpu=() gt_wall=() pf_cpu=() pf_wall=() i rec
   for ((i = 0; i < ACC_ROUNDS; i++)); do
-    rec=$("$CT" run --json -q --output null -- "$@")
+    rec=$("$CT" run -n 1 --json -q --output null -- "$@")
     local u s w
     u=$(grep -o '"user_us":[0-9]*' <<<"$rec" | cut -d: -f2)
     s=$(grep -o '"sys_us":[0-9]*' <<<"$rec" | cut -d: -f2)
@@ -274,12 +274,12 @@ empty_root() { # label binary
   v=$(in_root "$root" /coldtrace --version 2>&1); rc=$?
   EMPTY_ROOT_OUT+="- **$1**, $ROOT_METHOD into a dir holding only \`/coldtrace\` and \`/minimal-static\`:"$'\n'
   EMPTY_ROOT_OUT+="  - \`/coldtrace --version\`: $( [ $rc -eq 0 ] && echo "exit 0, \"$v\"" || echo "FAILS: exit $rc: $(tr '\n' ' ' <<<"$v" | cut -c1-200)")"$'\n'
-  out=$(in_root "$root" /coldtrace run --json -q -- /minimal-static 2>&1); rc=$?
-  EMPTY_ROOT_OUT+="  - \`/coldtrace run --json -q -- /minimal-static\`: $(summarize $rc "$out")"$'\n'
+  out=$(in_root "$root" /coldtrace run -n 1 --json -q -- /minimal-static 2>&1); rc=$?
+  EMPTY_ROOT_OUT+="  - \`/coldtrace run -n 1 --json -q -- /minimal-static\`: $(summarize $rc "$out")"$'\n'
   # The same with only a /dev/null device node added.
   mkdir -p "$root/dev" && mknod -m 666 "$root/dev/null" c 1 3 2>/dev/null
   if [ -c "$root/dev/null" ]; then
-    out=$(in_root "$root" /coldtrace run --json -q -- /minimal-static 2>&1); rc=$?
+    out=$(in_root "$root" /coldtrace run -n 1 --json -q -- /minimal-static 2>&1); rc=$?
     EMPTY_ROOT_OUT+="  - same, with \`/dev/null\` (a device node) added: $(summarize $rc "$out")"$'\n'
   fi
   set -e
