@@ -112,14 +112,22 @@ fn the_command_s_own_file_size_signal_is_as_it_would_be_without_coldtrace() {
     let dir = TempDir::new("fsizecmd");
     // The child starts with the signal mask coldtrace started with: SIGXFSZ (25) not blocked.
     let mask = script(&dir, "fm", "grep SigBlk /proc/self/status > mask");
-    let out = limited(&dir, 64, &["run", "-q", "--", mask.to_str().unwrap()]);
+    let out = limited(
+        &dir,
+        64,
+        &["run", "-n", "1", "-q", "--", mask.to_str().unwrap()],
+    );
     out.expect_code(0);
     let line = std::fs::read_to_string(dir.join("mask")).unwrap();
     let bits = u64::from_str_radix(line.trim().trim_start_matches("SigBlk:").trim(), 16).unwrap();
     assert_eq!(bits & (1 << 24), 0, "{line}");
     // Writing past the limit kills it with SIGXFSZ (128 + 25), as it would under sh.
     let big = script(&dir, "fb", "head -c 100000 /dev/zero > big");
-    let out = limited(&dir, 8, &["run", "-q", "--", big.to_str().unwrap()]);
+    let out = limited(
+        &dir,
+        8,
+        &["run", "-n", "1", "-q", "--", big.to_str().unwrap()],
+    );
     out.expect_code(153);
     assert_no_survivor(&big);
 }
