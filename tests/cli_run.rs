@@ -192,7 +192,7 @@ fn batch_of_five_writes_records_artifacts_and_summary() {
         assert_eq!(stderr, format!("err {}\n", i + 1), "{rel_err}{ctx}");
     }
     let b = read_batch(&batch_dir);
-    assert_eq!(b["schema"], "coldtrace.batch/3", "{ctx}");
+    assert_eq!(b["schema"], coldtrace::record::BATCH_SCHEMA, "{ctx}");
     assert_eq!(b["complete"], true, "{ctx}");
     assert_eq!(
         b["counts"],

@@ -56,7 +56,7 @@ fn runs_are_interleaved_round_robin_and_each_command_has_its_own_batch() {
         assert_eq!(records.len(), 5, "4 counted + 1 warm-up for command {i}");
         let batch: Value =
             serde_json::from_slice(&fs::read(dir.join("batch.json")).unwrap()).unwrap();
-        assert_eq!(batch["schema"], "coldtrace.batch/3");
+        assert_eq!(batch["schema"], coldtrace::record::BATCH_SCHEMA);
         assert_eq!(batch["counts"]["counted"], 4);
         for (round, r) in records.iter().enumerate() {
             assert_eq!(r["argv"][0], argv0);

@@ -359,7 +359,7 @@ fn run_json_never_mixes_the_commands_stdout_into_the_json() {
     )
     .run();
     batch.expect_code(0);
-    assert_eq!(batch.json()["schema"], "coldtrace.batch/3");
+    assert_eq!(batch.json()["schema"], coldtrace::record::BATCH_SCHEMA);
     let his = batch.stderr.lines().filter(|l| *l == "hi").count();
     assert_eq!(his, 2, "{}", batch.describe());
 }

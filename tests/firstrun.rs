@@ -50,7 +50,7 @@ fn a_rejected_first_run_is_shown_as_the_first_run_and_no_warm_run_is_promoted() 
     assert_eq!(runs[0]["role"], "first");
     assert_eq!(runs[0]["counted"], false);
     let batch = read_batch(&tmp.join("f3"));
-    assert_eq!(batch["schema"], "coldtrace.batch/3");
+    assert_eq!(batch["schema"], coldtrace::record::BATCH_SCHEMA);
     assert_eq!(batch["first_rejected"]["index"], 0, "{batch:#}");
     assert_eq!(batch["first_rejected"]["reason"], "exited with code 1");
     let wall = &batch["summary"]["wall_ns"];
@@ -137,7 +137,7 @@ fn report_reads_a_version_1_batch_and_says_its_first_may_be_promoted() {
     .expect_code(0);
     let report = ct(tmp.path(), ["report", "--json", "ok"]).run();
     let row = &report.json()["batches"][0];
-    assert_eq!(row["batch_schema"], "coldtrace.batch/3");
+    assert_eq!(row["batch_schema"], coldtrace::record::BATCH_SCHEMA);
     assert_eq!(row["notes"], Value::Array(vec![]), "{row}");
 }
 

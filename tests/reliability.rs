@@ -848,7 +848,7 @@ fn disk_full_is_a_clear_enospc_error() {
         Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{ctx}"),
         Ok(bytes) => {
             let v: Value = serde_json::from_slice(&bytes).expect("batch.json is whole JSON");
-            assert_eq!(v["schema"], "coldtrace.batch/3");
+            assert_eq!(v["schema"], coldtrace::record::BATCH_SCHEMA);
         }
     }
     drop(mounted);

@@ -182,6 +182,10 @@ fn cold_batch() -> BatchOutcome {
         },
         // The reference run (100 ms) among warm runs of 95–105 ms: 253 ms stands out.
         stands_out: coldtrace::record::penalty::stands_out(253e6, &[95e6, 100e6, 105e6]),
+        cpu_tick: coldtrace::measure::tick::Tick {
+            ns: 4_000_000,
+            source: "timer_list",
+        },
     });
     o
 }

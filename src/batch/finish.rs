@@ -6,6 +6,7 @@ use crate::batch::command::CommandBatch;
 use crate::batch::error::BatchError;
 use crate::batch::outcome::{describe, single_exit_code, BatchOutcome};
 use crate::batch::program::exit_code_for_failed_start;
+use crate::measure::tick::Tick;
 use crate::plan::{ColdWhen, Plan};
 use crate::record::anomaly::{noise, series_anomalies, Noise, RunAnomaly};
 use crate::record::batch::{BatchDocument, ConfigRecord, FirstRejected};
@@ -25,7 +26,7 @@ struct Findings {
 }
 
 impl Findings {
-    fn of(columns: &Columns, plan: &Plan, runs_per_cycle: u32) -> Findings {
+    fn of(columns: &Columns, plan: &Plan, runs_per_cycle: u32, tick: Tick) -> Findings {
         let first_rejected = columns.first().filter(|f| !f.counted).map(|f| {
             let reason = f.failure_reason.as_deref().unwrap_or("not counted");
             FirstRejected {
@@ -36,7 +37,7 @@ impl Findings {
         let cold_every_run = plan.cold.when == Some(ColdWhen::EveryRun);
         Findings {
             first_rejected,
-            penalty: batch_penalty(columns.first(), columns, cold_every_run),
+            penalty: batch_penalty(columns.first(), columns, cold_every_run, tick),
             anomalies: series_anomalies(columns),
             warm_noise: noise(&columns.column(0)),
             cycles: plan
@@ -52,8 +53,9 @@ impl CommandBatch<'_> {
     /// Writes `batch.json` (atomically) and returns what the caller renders.
     pub fn finish(self) -> Result<BatchOutcome, BatchError> {
         let plan = self.plan;
-        let summaries = self.columns.summarise();
-        let found = Findings::of(&self.columns, plan, self.target_runs);
+        let tick = Tick::read();
+        let summaries = self.columns.summarise(tick.ns);
+        let found = Findings::of(&self.columns, plan, self.target_runs, tick);
         let complete =
             self.interrupted_by.is_none() && self.stopped_reason.is_none() && self.is_done();
         let document = BatchDocument {

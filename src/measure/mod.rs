@@ -13,5 +13,6 @@ pub mod perf_events;
 pub mod procfs;
 pub mod runner;
 pub mod system;
+pub mod tick;
 pub mod waiting;
 pub mod zombie;

@@ -236,8 +236,10 @@ impl Columns {
     }
 
     /// Summaries of every metric, one metric's values in memory at a time. A rejected first
-    /// run is in none of them.
-    pub fn summarise(&self) -> Vec<MetricSummary> {
+    /// run is in none of them. A first/warm ratio is left out when the warm median is within
+    /// [`crate::record::metrics::NEAR_ZERO_STEPS`] steps of its source's resolution from 0
+    /// (`tick_ns`: the scheduler tick that samples the user/sys split).
+    pub fn summarise(&self, tick_ns: u64) -> Vec<MetricSummary> {
         let first = self.counted_first();
         let first_at_floor = first.is_some_and(|f| f.at_floor);
         self.metrics
@@ -261,7 +263,8 @@ impl Columns {
                     unit: metric.unit.name(),
                     first_to_warm_median: ratio(
                         first_summary.map(|s| s.median),
-                        warm.map(|s| s.median),
+                        warm.map(|s| s.median)
+                            .filter(|&m| !metric.near_zero(m, tick_ns)),
                     ),
                     first: first_summary,
                     warm,

@@ -93,6 +93,32 @@ impl Metric {
     }
 }
 
+/// A first/warm ratio needs a warm median at least this many resolution steps from 0
+/// ([`Metric::resolution`]): below, the ratio is the quantisation's, not the command's (a
+/// first run's 83 voluntary switches over a warm median of 1, or 0 ms of user time over one
+/// 4 ms tick).
+pub const NEAR_ZERO_STEPS: f64 = 2.0;
+
+impl Metric {
+    /// The smallest step this metric's source resolves, in the metric's unit: the scheduler
+    /// tick for rusage's user/sys split (`tick_ns`; see [`crate::measure::tick`]), one for
+    /// counts, blocks and KiB, a 512-byte sector for storage reads, 0 for clocks read to the
+    /// nanosecond or microsecond.
+    pub fn resolution(&self, tick_ns: u64) -> f64 {
+        match (self.name, self.unit) {
+            ("user_us" | "sys_us", _) => tick_ns as f64 / 1000.0,
+            ("read_bytes", _) => 512.0,
+            (_, Unit::Count | Unit::Blocks512 | Unit::Kib | Unit::Bytes) => 1.0,
+            (_, Unit::Ns | Unit::Us | Unit::Ratio) => 0.0,
+        }
+    }
+
+    /// Whether `value` is within [`NEAR_ZERO_STEPS`] steps of 0 (exactly 0 for a clock).
+    pub fn near_zero(&self, value: f64, tick_ns: u64) -> bool {
+        value == 0.0 || value.abs() < NEAR_ZERO_STEPS * self.resolution(tick_ns)
+    }
+}
+
 /// The metrics of a batch counting `events`: every field metric, then one per event.
 pub fn metrics_for(events: &[PerfEvent]) -> Vec<Metric> {
     METRICS
@@ -339,4 +365,28 @@ pub fn metric_index(name: &str) -> usize {
 /// 0 % included, and "unknown" where the kernel would not say.
 pub fn is_residency(name: &str) -> bool {
     matches!(name, "resident_ratio_before" | "resident_ratio_after")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(name: &str) -> &'static Metric {
+        METRICS.iter().find(|m| m.name == name).unwrap()
+    }
+
+    #[test]
+    fn a_value_within_two_steps_of_its_resolution_is_near_zero() {
+        let tick_ns = 4_000_000;
+        let (sys, cs, wall) = (
+            named("sys_us"),
+            named("voluntary_switches"),
+            named("wall_ns"),
+        );
+        // One 4 ms tick of system time; a median of one voluntary switch.
+        assert!(sys.near_zero(4000.0, tick_ns) && !sys.near_zero(8000.0, tick_ns));
+        assert!(cs.near_zero(1.0, tick_ns) && !cs.near_zero(2.0, tick_ns));
+        assert!(wall.near_zero(0.0, tick_ns) && !wall.near_zero(1.0, tick_ns));
+        assert_eq!(named("read_bytes").resolution(tick_ns), 512.0);
+    }
 }

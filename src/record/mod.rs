@@ -29,13 +29,20 @@ pub mod summary;
 
 /// Schema name and version of a run record (`runs.jsonl`).
 pub const RUN_SCHEMA: &str = "coldtrace.run/1";
-/// Schema name and version of a batch document (`batch.json`). Version 3: `first_penalty` says
-/// whether the first run stands out of the warm runs (`significant`, `rule` and the figures the
-/// rule used). Version 2: `summary.first` is the run with role `first` or null when it was
-/// rejected (`first_rejected`); version 1 put the next counted run there instead.
-pub const BATCH_SCHEMA: &str = "coldtrace.batch/3";
-/// Version 2 of the batch document (no `first_penalty.significant`), which `report` still reads.
-pub const BATCH_SCHEMA_V2: &str = "coldtrace.batch/2";
+/// Schema name and version of a batch document (`batch.json`). Version 4: `first_penalty` names
+/// the scheduler tick of the user/sys split (`cpu_tick_ns`, `cpu_tick_source`). Version 3:
+/// `first_penalty` says whether the first run stands out of the warm runs (`significant`,
+/// `rule` and the figures the rule used). Version 2: `summary.first` is the run with role
+/// `first` or null when it was rejected (`first_rejected`); version 1 put the next counted run
+/// there instead.
+pub const BATCH_SCHEMA: &str = "coldtrace.batch/4";
+/// Every batch document version `report` reads, the newest first.
+pub const BATCH_SCHEMAS_READ: [&str; 4] = [
+    BATCH_SCHEMA,
+    "coldtrace.batch/3",
+    "coldtrace.batch/2",
+    BATCH_SCHEMA_V1,
+];
 /// Version 1 of the batch document, which `report` still reads.
 pub const BATCH_SCHEMA_V1: &str = "coldtrace.batch/1";
 /// Schema name and version of a comparison document (`batch.json` of `compare`).

@@ -23,6 +23,7 @@
 //! 10–50 ms always passes.
 #![forbid(unsafe_code)]
 
+use crate::measure::tick::Tick;
 use crate::record::columns::{FirstRun, Row, WarmSeries, ON_CPU_NS};
 use crate::record::metrics::metric_index;
 use crate::serialize_struct;
@@ -228,6 +229,8 @@ pub struct FirstPenalty {
     pub evidence: Evidence,
     /// Whether the first run stands out of the warm runs by [`RULE`], with the figures.
     pub stands_out: StandsOut,
+    /// The scheduler tick that samples `sys_us` (the user/sys split), and where it was read.
+    pub cpu_tick: Tick,
 }
 impl serde::Serialize for FirstPenalty {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -253,6 +256,8 @@ impl serde::Serialize for FirstPenalty {
         m.serialize_entry("blocked_ns", &self.blocked_ns)?;
         m.serialize_entry("rusage_cpu_ns", &self.rusage_cpu_ns)?;
         m.serialize_entry("sys_us", &self.sys_us)?;
+        m.serialize_entry("cpu_tick_ns", &self.cpu_tick.ns)?;
+        m.serialize_entry("cpu_tick_source", self.cpu_tick.source)?;
         m.serialize_entry("evidence", &self.evidence)?;
         m.end()
     }
@@ -322,16 +327,21 @@ pub fn first_penalty(
             psi_io_some_us: minus(first.psi_io_some_us, reference.psi_io_some_us),
         },
         stands_out: stands_out(first_wall as f64, warm_walls),
+        cpu_tick: Tick {
+            ns: crate::measure::tick::COARSEST_TICK_NS,
+            source: "assumed",
+        },
     })
 }
 
 /// A batch's first-run penalty, or why it has none: `first` is the run with role `first`,
 /// `warm` the counted warm runs' rows, `cold_every_run` whether a cold action preceded every
-/// counted run (then no run is warm).
+/// counted run (then no run is warm), `tick` the scheduler tick of this kernel.
 pub fn batch_penalty(
     first: Option<&FirstRun>,
     warm: &(impl WarmSeries + ?Sized),
     cold_every_run: bool,
+    tick: Tick,
 ) -> Result<FirstPenalty, &'static str> {
     if cold_every_run {
         return Err("a cold action before every counted run: there is no warm series");
@@ -351,6 +361,7 @@ pub fn batch_penalty(
     if n % 2 == 0 {
         penalty.reference = "lower middle";
     }
+    penalty.cpu_tick = tick;
     Ok(penalty)
 }
 
@@ -455,9 +466,9 @@ mod tests {
             failure_reason: None,
             at_floor: false,
         };
-        let odd_penalty = batch_penalty(Some(&first), &odd, false).unwrap();
+        let odd_penalty = batch_penalty(Some(&first), &odd, false, Tick::read()).unwrap();
         assert_eq!((odd_penalty.reference, odd_penalty.wall_ns), ("median", 30));
-        let even_penalty = batch_penalty(Some(&first), &even, false).unwrap();
+        let even_penalty = batch_penalty(Some(&first), &even, false, Tick::read()).unwrap();
         assert_eq!(
             (even_penalty.reference, even_penalty.reference_index),
             ("lower middle", 4)

@@ -86,7 +86,7 @@ pub struct BatchRow {
     /// Disturbed warm runs' anomalies (batch.json's, else the records'); `None` for batches of
     /// versions that did not look.
     pub anomalies: Option<u64>,
-    /// The `batch.json` schema, when there is one (`coldtrace.batch/1`, `/2` or `/3`).
+    /// The `batch.json` schema, when there is one (`coldtrace.batch/1` to `/4`).
     pub batch_schema: Option<String>,
     /// Whether the batch finished (`batch.json` present and complete).
     pub complete: bool,
@@ -332,7 +332,7 @@ impl BufRead for ChunkReader {
 /// `name` is how errors name the file (`read_batch` passes its path).
 ///
 /// # Errors
-/// Not valid JSON, or not a `coldtrace.batch/1`, `/2` or `/3` document: one line naming `name` and a
+/// Not valid JSON, or not a `coldtrace.batch/1` to `/4` document: one line naming `name` and a
 /// line.
 pub fn parse_batch_document(
     bytes: &[u8],
@@ -342,11 +342,7 @@ pub fn parse_batch_document(
     let doc = BatchFields::pick(bytes)
         .map_err(|e| ReportError(format!("{name}: line {}: not valid JSON ({e})", e.line())))?;
     let schema = doc.str(BatchFields::SCHEMA);
-    let known = [
-        crate::record::BATCH_SCHEMA,
-        crate::record::BATCH_SCHEMA_V2,
-        crate::record::BATCH_SCHEMA_V1,
-    ];
+    let known = crate::record::BATCH_SCHEMAS_READ;
     if !schema.is_some_and(|s| known.contains(&s)) {
         return Err(ReportError(format!(
             "{name}: line 1: not a coldtrace batch document (schema is not {})",

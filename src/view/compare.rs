@@ -249,7 +249,7 @@ fn grid(view: &CompareView<'_>, others: &[usize]) -> Grid {
             row.push(median(c));
             row.push(
                 r.and_then(|r| r.ratio_to_first)
-                    .map_or("—".into(), |x| format!("{x:.2}×")),
+                    .map_or("—".into(), crate::view::units::ratio),
             );
             row.push(match r.map(|r| (r.ci_low, r.ci_high)) {
                 Some((Some(lo), Some(hi))) => crate::record::compare::interval_text(lo, hi),

@@ -326,10 +326,7 @@ pub fn penalty_sentence(p: &FirstPenalty) -> String {
             format!("; evidence: {}", words.join(", "))
         }
     };
-    let sys = p
-        .sys_us
-        .filter(|&s| s != 0)
-        .map_or(String::new(), |s| format!(" ({} sys)", signed_ns(s * 1000)));
+    let sys = sys_words(p);
     match (p.basis, p.blocked_ns, p.cpu_ns, p.runqueue_ns) {
         (Basis::Schedstat, Some(blocked), Some(cpu), Some(rq)) => format!(
             "{head}: {} blocked{}, {} CPU{sys}, {} waiting for a CPU",
@@ -395,7 +392,33 @@ fn range_text(lo: f64, hi: f64) -> String {
     ))
 }
 
-/// What the first run did more, in words: storage reads, major faults, I/O stall.
+/// The system-time part of the CPU difference, as rusage's tick-sampled split allows: left
+/// out within two ticks (`sys ≈ +28 ms`, with the tick, beyond).
+fn sys_words(p: &FirstPenalty) -> String {
+    let tick = p.cpu_tick;
+    let Some(sys_ns) = p.sys_us.map(|us| us * 1000) else {
+        return String::new();
+    };
+    if sys_ns.unsigned_abs() <= 2 * tick.ns {
+        return String::new();
+    }
+    let tick_words = match tick.source {
+        "assumed" => format!("tick unknown, at most {}", human_ns(tick.ns as f64)),
+        _ => format!("{} tick", human_ns(tick.ns as f64)),
+    };
+    format!(
+        " (sys ≈ {}: tick-sampled, {tick_words})",
+        signed_ns(round_to(sys_ns, 1_000_000))
+    )
+}
+
+/// `ns` rounded to a multiple of `step`.
+fn round_to(ns: i64, step: i64) -> i64 {
+    (ns as f64 / step as f64).round() as i64 * step
+}
+
+/// What the first run did more, in words: storage reads, major faults, voluntary context
+/// switches (each one a wait), I/O stall.
 fn evidence_words(p: &FirstPenalty) -> Vec<String> {
     let e = &p.evidence;
     let mut words = Vec::new();
@@ -405,6 +428,12 @@ fn evidence_words(p: &FirstPenalty) -> Vec<String> {
     }
     if let Some(n) = e.major_faults.filter(|&n| n > 0) {
         words.push(format!("{n} major fault{}", if n == 1 { "" } else { "s" }));
+    }
+    if let Some(n) = e.voluntary_switches.filter(|&n| n > 0) {
+        words.push(format!(
+            "{n} voluntary context switch{}",
+            if n == 1 { "" } else { "es" }
+        ));
     }
     if let Some(us) = e.psi_io_some_us.filter(|&us| us > 0) {
         words.push(format!(
@@ -454,6 +483,10 @@ mod tests {
                 warm_max_wall_ns: Some(110e6),
                 threshold_wall_ns: Some(130e6),
             },
+            cpu_tick: crate::measure::tick::Tick {
+                ns: 4_000_000,
+                source: "timer_list",
+            },
         }
     }
 
@@ -495,8 +528,27 @@ mod tests {
         assert_eq!(
             text,
             "first run +153 ms over the warm median (run #3): +111 ms blocked \
-             (76.69 MiB read from storage, 87 major faults, 70 ms I/O stall system-wide), \
-             +40 ms CPU (+17 ms sys), +2 ms waiting for a CPU"
+             (76.69 MiB read from storage, 87 major faults, 400 voluntary context switches, \
+             70 ms I/O stall system-wide), +40 ms CPU (sys ≈ +17 ms: tick-sampled, 4 ms \
+             tick), +2 ms waiting for a CPU"
+        );
+    }
+
+    #[test]
+    fn a_system_time_within_two_ticks_is_left_out_and_an_unknown_tick_is_said() {
+        let mut p = penalty(Basis::Schedstat);
+        p.sys_us = Some(-8_000);
+        let text = plain(penalty_sentence(&p));
+        assert!(text.contains("+40 ms CPU, +2 ms waiting"), "{text}");
+        p.sys_us = Some(27_600);
+        p.cpu_tick = crate::measure::tick::Tick {
+            ns: 10_000_000,
+            source: "assumed",
+        };
+        let text = plain(penalty_sentence(&p));
+        assert!(
+            text.contains("(sys ≈ +28 ms: tick-sampled, tick unknown, at most 10 ms)"),
+            "{text}"
         );
     }
 
@@ -537,7 +589,7 @@ mod tests {
         assert!(
             text.ends_with(
                 "; evidence: 76.69 MiB read from storage, 87 major faults, \
-             70 ms I/O stall system-wide"
+             400 voluntary context switches, 70 ms I/O stall system-wide"
             ),
             "{text}"
         );

@@ -67,7 +67,8 @@ fn grid(rows: &[BatchRow], markdown: bool) -> Grid {
                 None => row.first_wall_ns.map_or("—".into(), |v| wall.cell(v)),
             },
             row.warm_median_wall_ns.map_or("—".into(), |v| wall.cell(v)),
-            row.first_to_warm.map_or("—".into(), |r| format!("{r:.2}×")),
+            row.first_to_warm
+                .map_or("—".into(), crate::view::units::ratio),
             row.first_penalty_ns
                 .map_or("—".into(), |v| signed(wall.cell(v), v)),
             count(row.first_major_faults),

@@ -282,8 +282,8 @@ impl Row<'_> {
             .first_to_warm_median
             .filter(|_| !is_residency(self.metric.name));
         row.push(match ratio {
-            Some(r) if r >= 1.5 => style.warn(&format!("{r:.2}×")),
-            Some(r) => format!("{r:.2}×"),
+            Some(r) if r >= 1.5 => style.warn(&crate::view::units::ratio(r)),
+            Some(r) => crate::view::units::ratio(r),
             None => "—".into(),
         });
         row

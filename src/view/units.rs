@@ -160,6 +160,17 @@ pub fn signed_ns(ns: i64) -> String {
     let sign = if ns < 0 { '-' } else { '+' };
     format!("{sign}{}", human_ns(ns.unsigned_abs() as f64))
 }
+/// A ratio to three significant figures at most: `1.43×`, `41.5×`, `1234×` (two decimals of a
+/// ratio of thousands say nothing the figures do not).
+pub fn ratio(r: f64) -> String {
+    if r.abs() >= 100.0 {
+        format!("{r:.0}×")
+    } else if r.abs() >= 10.0 {
+        format!("{r:.1}×")
+    } else {
+        format!("{r:.2}×")
+    }
+}
 
 /// A size in bytes (`76.69 MiB`, `512 B`).
 pub fn human_bytes(bytes: f64) -> String {
