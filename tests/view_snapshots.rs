@@ -101,7 +101,7 @@ fn outcome(summaries: Vec<MetricSummary>, counts: Counts) -> BatchOutcome {
         cycles: None,
         cold_when: None,
         single_run: None,
-        failed: Vec::new(),
+        failed: Default::default(),
         counts,
         context: context(),
         interrupted_by: None,
@@ -459,7 +459,7 @@ fn no_line_is_wider_than_the_width() {
 fn the_rejected_list_is_capped_and_points_to_the_rest() {
     let text = render(80).replace("\n    ", " ");
     assert!(
-        text.contains("and 282 more — see flaky/batch.json"),
+        text.contains("and 282 more — every one in flaky/runs.jsonl"),
         "{text}"
     );
     assert!(!text.contains("#20 "), "{text}");

@@ -15,6 +15,7 @@
 use coldtrace::batch::{BatchOutcome, FailureStop};
 use coldtrace::record::batch::{BatchContext, Counts, FailedRun};
 use coldtrace::record::columns::{Columns, FirstRun, Row};
+use coldtrace::record::failed::FailedRuns;
 use coldtrace::record::metrics::{metrics_for, MAX_RSS};
 use coldtrace::record::reader::{parse_batch_document, parse_runs, BatchRow};
 use coldtrace::record::stats::{ratio, Summary};
@@ -106,7 +107,7 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
         rejected: u64::from(rejected),
         failed_counted: u64::from(c.byte() % 4).min(u64::from(counted)),
     };
-    let failed: Vec<FailedRun> = (0..c.byte() % 8)
+    let failed: FailedRuns = (0..c.byte() % 8)
         .map(|i| FailedRun {
             index: u64::from(i),
             reason: c.text(),

@@ -14,8 +14,9 @@ use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemConte
 use crate::plan::{OutputMode, Plan, StdinMode};
 use crate::record::anomaly::OnlineCheck;
 use crate::record::artifacts::BatchDir;
-use crate::record::batch::{BatchContext, Counts, FailedRun};
+use crate::record::batch::{BatchContext, Counts};
 use crate::record::columns::Columns;
+use crate::record::failed::FailedRuns;
 use crate::record::metrics::metrics_for;
 use crate::record::run::RunRecord;
 use crate::untrusted::{self, Want};
@@ -53,7 +54,7 @@ pub struct CommandBatch<'p> {
     pub(super) kept: Option<crate::record::kept::KeptRecords>,
     pub(super) columns: Columns,
     pub(super) counts: Counts,
-    pub(super) failed: Vec<FailedRun>,
+    pub(super) failed: FailedRuns,
     pub(super) interrupted_by: Option<Signal>,
     pub(super) stopped_reason: Option<String>,
     /// The failing first run (or first warm-up) that stopped the batch.
@@ -81,8 +82,6 @@ pub struct CommandBatch<'p> {
     pub(super) cut_said: bool,
     /// What stayed cached after the first eviction.
     pub(super) first_stayed: Option<Stayed>,
-    /// Which of `failed` still hold their stderr tail, oldest first.
-    pub(super) tails_kept: std::collections::VecDeque<usize>,
 }
 
 /// A command's plan checked against the system before anything is created or run: the program
@@ -163,7 +162,7 @@ impl<'p> Checked<'p> {
                 .then(crate::record::kept::KeptRecords::new),
             columns: Columns::new(metrics_for(&plan.counters)),
             counts: Counts::default(),
-            failed: Vec::new(),
+            failed: FailedRuns::default(),
             interrupted_by: None,
             stopped_reason: None,
             failure_stop: None,
@@ -185,7 +184,6 @@ impl<'p> Checked<'p> {
             evict_said: false,
             cut_said: false,
             first_stayed: None,
-            tails_kept: std::collections::VecDeque::new(),
         })
     }
 }

@@ -70,6 +70,7 @@ impl CommandBatch<'_> {
             config: ConfigRecord::of(plan, &self.argv, self.target_runs),
             counts: self.counts,
             failed_runs: &self.failed,
+            failed_runs_omitted: self.failed.omitted(),
             first_rejected: found.first_rejected,
             first_penalty: found.penalty.as_ref().ok(),
             first_penalty_unavailable: found.penalty.as_ref().err().copied(),

@@ -7,9 +7,10 @@ use crate::measure::cache::{PagedIn, Stayed};
 use crate::measure::runner::Outcome;
 use crate::plan::ColdWhen;
 use crate::record::anomaly::{Noise, RunAnomaly};
-use crate::record::batch::{BatchContext, Counts, FailedRun};
+use crate::record::batch::{BatchContext, Counts};
 use crate::record::columns::FirstRun;
 use crate::record::cycles::CyclesSummary;
+use crate::record::failed::FailedRuns;
 use crate::record::metrics::Metric;
 use crate::record::penalty::FirstPenalty;
 use crate::record::summary::MetricSummary;
@@ -54,7 +55,7 @@ pub struct BatchOutcome {
     /// When the cold action happened (`None`: no cold action).
     pub cold_when: Option<ColdWhen>,
     /// Failed runs.
-    pub failed: Vec<FailedRun>,
+    pub failed: FailedRuns,
     /// Counts.
     pub counts: Counts,
     /// The context.

@@ -27,10 +27,6 @@ use crate::record::run::{
 };
 use coldtrace_syscalls::Signal;
 
-/// Failed runs whose stderr tail is kept (in memory and in `batch.json`): the most recent ones.
-/// Every run's whole stderr is in its artifact with `-o DIR`.
-pub const FAILED_TAILS_KEPT: usize = 16;
-
 /// A run as measured, with the context sampled around it.
 struct Measured {
     result: RunResult,
@@ -546,22 +542,13 @@ impl CommandBatch<'_> {
         } else {
             self.counts.rejected += 1;
         }
-        let has_tail = tail.is_some();
+        // Bounded: the first and the most recent, only the most recent with their tails.
         self.failed.push(FailedRun {
             index,
             reason,
             stderr_tail: tail,
             counted,
         });
-        // Only the most recent tails are kept: 10,000 failing runs would hold 40 MB of them.
-        if has_tail {
-            self.tails_kept.push_back(self.failed.len() - 1);
-            if self.tails_kept.len() > FAILED_TAILS_KEPT {
-                if let Some(oldest) = self.tails_kept.pop_front() {
-                    self.failed[oldest].stderr_tail = None;
-                }
-            }
-        }
     }
 
     /// Whether the batch goes on after a run that ended as `run.outcome`.

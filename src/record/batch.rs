@@ -158,7 +158,9 @@ pub struct BatchDocument<'a> {
     pub context: &'a BatchContext,
     pub config: ConfigRecord<'a>,
     pub counts: Counts,
-    pub failed_runs: &'a [FailedRun],
+    pub failed_runs: &'a crate::record::failed::FailedRuns,
+    /// Failed runs between the listed ones, in `runs.jsonl` only.
+    pub failed_runs_omitted: u64,
     pub first_rejected: Option<FirstRejected>,
     pub first_penalty: Option<&'a FirstPenalty>,
     pub first_penalty_unavailable: Option<&'a str>,
@@ -170,7 +172,7 @@ pub struct BatchDocument<'a> {
 }
 serialize_struct!(BatchDocument<'_> {
     schema, label, started_at, finished_at, complete, interrupted_by, stopped_reason, context,
-    config, counts, failed_runs, first_rejected, first_penalty, first_penalty_unavailable, anomalies, warm_noise, cycles, stddev, summary,
+    config, counts, failed_runs, failed_runs_omitted, first_rejected, first_penalty, first_penalty_unavailable, anomalies, warm_noise, cycles, stddev, summary,
 });
 
 impl<'a> ConfigRecord<'a> {

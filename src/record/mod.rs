@@ -15,6 +15,7 @@ pub mod context;
 pub mod cycles;
 pub mod dir;
 pub mod export_file;
+pub mod failed;
 pub mod find;
 pub mod head;
 pub mod kept;

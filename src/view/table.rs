@@ -330,14 +330,16 @@ fn rejected(outcome: &BatchOutcome) -> Vec<Note> {
         .take(REJECTED_SHOWN)
         .map(|f| format!("#{} {}", f.index, escape_controls(&f.reason)))
         .collect();
-    if failed.len() > REJECTED_SHOWN {
-        let more = failed.len() - REJECTED_SHOWN;
+    let total = failed.total();
+    if total > REJECTED_SHOWN as u64 {
+        let more = total - REJECTED_SHOWN as u64;
+        // batch.json lists the first and the most recent; runs.jsonl has every one.
         named.push(match &outcome.out_dir {
             Some(dir) => format!(
-                "and {more} more — see {}",
-                escape_controls(&dir.join("batch.json").display().to_string())
+                "and {more} more — every one in {}",
+                escape_controls(&dir.join("runs.jsonl").display().to_string())
             ),
-            None => format!("and {more} more (--out DIR keeps them all in batch.json)"),
+            None => format!("and {more} more (--out DIR keeps every one in runs.jsonl)"),
         });
     }
     let verb = if failed.iter().all(|f| f.counted) {
@@ -349,7 +351,7 @@ fn rejected(outcome: &BatchOutcome) -> Vec<Note> {
         verb,
         format!(
             "{} of {} — {}",
-            failed.len(),
+            total,
             outcome.counts.recorded,
             named.join("; ")
         ),
