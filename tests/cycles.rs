@@ -100,7 +100,38 @@ fn five_cycles_of_three_cold_cats_give_five_samples_per_position_and_an_interval
         "{}",
         out.describe()
     );
-    assert!(text.contains("[95% CI"), "{}", out.describe());
+    assert!(
+        text.contains("[95% CI") || text.contains("95% CI"),
+        "{}",
+        out.describe()
+    );
+    // The measured penalty is per cycle: each cold run minus its own cycle's warm run (#2).
+    let d = &penalty["per_cycle"];
+    let wall = |i: usize| runs[i]["wall_ns"].as_f64().unwrap();
+    let mean = (0..5).map(|c| wall(3 * c) - wall(3 * c + 2)).sum::<f64>() / 5.0;
+    assert_eq!(d["cycles"], 5, "{d}");
+    assert!(
+        (d["mean_wall_ns"].as_f64().unwrap() - mean).abs() < 1.0,
+        "{mean}: {d}"
+    );
+    if d["basis"] == "schedstat" {
+        let part = |k: &str| d[k].as_f64().unwrap();
+        let sum = part("cpu_ns") + part("runqueue_ns") + part("blocked_ns");
+        assert!((sum - mean).abs() < 1.0, "the parts add up: {d}");
+    }
+    // One penalty in the output: the cycles'. The first run is cycle 0's cold run.
+    assert!(batch["first_penalty"].is_null(), "{batch:#}");
+    assert!(batch["first_penalty_unavailable"]
+        .as_str()
+        .unwrap()
+        .contains("cycle 0's cold run"));
+    assert!(!text.contains("first run +"), "{}", out.describe());
+    let headline = if d["significant"] == true {
+        "cold penalty, measured over 5 cycles: "
+    } else {
+        "no cold penalty measured over 5 cycles: "
+    };
+    assert!(text.contains(headline), "{headline} in {}", out.describe());
 }
 
 #[test]

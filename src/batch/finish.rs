@@ -37,7 +37,10 @@ impl Findings {
         let cold_every_run = plan.cold.when == Some(ColdWhen::EveryRun);
         Findings {
             first_rejected,
-            penalty: batch_penalty(columns.first(), columns, cold_every_run, tick),
+            penalty: match plan.cold.when.and_then(ColdWhen::cycles) {
+                Some(_) => Err(cycles::FIRST_IS_A_CYCLE),
+                None => batch_penalty(columns.first(), columns, cold_every_run, tick),
+            },
             anomalies: series_anomalies(columns),
             warm_noise: noise(&columns.column(0)),
             cycles: plan

@@ -6,12 +6,27 @@
 //! position M samples, and the penalty of position 0 over the warm positions an interval: the
 //! ratio of medians with the same 95 % percentile bootstrap as `compare` (2,000 resamples of
 //! each side, seeded), only with at least [`MIN_CYCLES_FOR_INTERVAL`] cycles.
+//!
+//! The measured penalty is per cycle ([`PerCycle`]): each cycle's cold run minus the same
+//! cycle's warm run with the median wall time, split into on-CPU, run-queue and blocked time
+//! as the first-run penalty is (`penalty::first_penalty`), then averaged over the cycles — the
+//! means of the parts add up to the mean of the whole, which medians would not — with a
+//! bootstrap interval of the mean. Pairing a cold run with its own cycle's warm runs cancels
+//! what drifts between cycles (the machine's load).
 #![forbid(unsafe_code)]
 
-use crate::record::columns::{FirstRun, WarmSeries, POSITION};
+use crate::record::columns::{FirstRun, Row, WarmSeries, CYCLE, POSITION};
 use crate::record::metrics::metric_index;
-use crate::record::stats::{bootstrap_ratio_ci, ratio, NoInterval, Summary, LEVEL, RESAMPLES};
+use crate::record::penalty::{first_penalty, Basis, FirstPenalty, RunFigures};
+use crate::record::stats::{
+    bootstrap_mean_ci, bootstrap_ratio_ci, ratio, NoInterval, Summary, LEVEL, RESAMPLES,
+};
 use crate::serialize_struct;
+use std::collections::BTreeMap;
+
+/// Why a `--cold-cycles` batch has no first-run penalty (`first_penalty_unavailable`).
+pub const FIRST_IS_A_CYCLE: &str = "--cold-cycles: the first run is cycle 0's cold run; the \
+                                    measured penalty is cycles.penalty.per_cycle";
 
 /// Fewer cycles than this give a ratio, but no interval.
 pub const MIN_CYCLES_FOR_INTERVAL: u32 = 5;
@@ -63,6 +78,8 @@ pub struct CyclePenalty {
     pub ci_high: Option<f64>,
     /// Why there is no interval, when there is none.
     pub no_interval: Option<String>,
+    /// The measured penalty: the cycles' own differences, averaged.
+    pub per_cycle: Option<PerCycle>,
 }
 serialize_struct!(CyclePenalty {
     warm_positions,
@@ -72,7 +89,58 @@ serialize_struct!(CyclePenalty {
     ratio,
     ci_low,
     ci_high,
-    no_interval
+    no_interval,
+    per_cycle
+});
+
+/// Each cycle's cold run minus its own median warm run, averaged over the cycles.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PerCycle {
+    /// Cycles with a counted cold run and a counted warm run.
+    pub cycles: u64,
+    /// The mean of their wall-time differences.
+    pub mean_wall_ns: f64,
+    /// Lower end of the 95 % percentile-bootstrap interval of that mean.
+    pub ci_low_ns: Option<f64>,
+    /// Upper end.
+    pub ci_high_ns: Option<f64>,
+    /// Why there is no interval, when there is none.
+    pub no_interval: Option<String>,
+    /// The interval lies above 0: a cold run costs more than a warm one. The parts are an
+    /// explanation only then.
+    pub significant: bool,
+    /// How the differences were split: `schedstat` when every cycle's was, else why not.
+    pub basis: Basis,
+    /// Mean extra on-CPU time (schedstat); `null` unless every cycle was split.
+    pub cpu_ns: Option<f64>,
+    /// Mean extra time waiting for a CPU.
+    pub runqueue_ns: Option<f64>,
+    /// Mean extra blocked time. `cpu_ns + runqueue_ns + blocked_ns == mean_wall_ns`.
+    pub blocked_ns: Option<f64>,
+    /// Mean extra rusage CPU (all threads and waited-for descendants).
+    pub rusage_cpu_ns: Option<f64>,
+    /// Mean extra bytes read from storage.
+    pub read_bytes: Option<f64>,
+    /// Mean extra major faults.
+    pub major_faults: Option<f64>,
+    /// Mean extra voluntary context switches.
+    pub voluntary_switches: Option<f64>,
+}
+serialize_struct!(PerCycle {
+    cycles,
+    mean_wall_ns,
+    ci_low_ns,
+    ci_high_ns,
+    no_interval,
+    significant,
+    basis,
+    cpu_ns,
+    runqueue_ns,
+    blocked_ns,
+    rusage_cpu_ns,
+    read_bytes,
+    major_faults,
+    voluntary_switches
 });
 
 /// The `cycles` object of `batch.json`.
@@ -153,7 +221,11 @@ pub fn summarise(first: Option<&FirstRun>, rows: &dyn WarmSeries, m: u32, k: u32
         })
         .collect();
     let warm = warm_positions(k);
-    let penalty = penalty(&values(&[0], 0), &values(&warm, 0), warm, m);
+    let pairs = cycle_pairs(counted_first, rows, &warm);
+    let penalty = penalty(&values(&[0], 0), &values(&warm, 0), warm, m).map(|p| CyclePenalty {
+        per_cycle: per_cycle(&pairs),
+        ..p
+    });
     CyclesSummary {
         cycles: m,
         runs_per_cycle: k,
@@ -199,6 +271,91 @@ fn penalty(
         ci_low: ci.as_ref().ok().map(|c| c.0),
         ci_high: ci.as_ref().ok().map(|c| c.1),
         no_interval: ci.err(),
+        per_cycle: None,
+    })
+}
+
+/// Each cycle's cold run and its own warm run with the median wall time (the lower middle of
+/// an even count), as the penalty's figures: `first` (cycle 0's cold run) and the later rows,
+/// grouped by their cycle.
+fn cycle_pairs(
+    first: Option<&Row>,
+    rows: &dyn WarmSeries,
+    warm: &[u64],
+) -> Vec<(RunFigures, RunFigures)> {
+    let mut by_cycle: BTreeMap<u64, (Option<RunFigures>, Vec<RunFigures>)> = BTreeMap::new();
+    let mut take = |row: &Row| {
+        let (Some(cycle), Some(position)) = (row.get_u64(CYCLE), row.get_u64(POSITION)) else {
+            return;
+        };
+        let entry = by_cycle.entry(cycle).or_default();
+        if position == 0 {
+            entry.0 = Some(RunFigures::of(row));
+        } else if warm.contains(&position) {
+            entry.1.push(RunFigures::of(row));
+        }
+    };
+    if let Some(row) = first {
+        take(row);
+    }
+    rows.each_row(&mut take);
+    by_cycle
+        .into_values()
+        .filter_map(|(cold, mut warm)| {
+            warm.retain(|w| w.wall_ns.is_some());
+            warm.sort_by_key(|w| (w.wall_ns, w.index));
+            let reference = *warm.get(warm.len().checked_sub(1)? / 2)?;
+            Some((cold?, reference))
+        })
+        .collect()
+}
+
+/// The mean of the cycles' differences and its interval, split when every cycle's was.
+fn per_cycle(pairs: &[(RunFigures, RunFigures)]) -> Option<PerCycle> {
+    let diffs: Vec<FirstPenalty> = pairs
+        .iter()
+        .filter_map(|(cold, reference)| first_penalty(cold, reference, &[]))
+        .collect();
+    let n = diffs.len();
+    let mean_of = |f: &dyn Fn(&FirstPenalty) -> Option<i64>| -> Option<f64> {
+        let values: Vec<f64> = diffs
+            .iter()
+            .map(|d| f(d).map(|v| v as f64))
+            .collect::<Option<_>>()?;
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    };
+    let walls: Vec<f64> = diffs.iter().map(|d| d.wall_ns as f64).collect();
+    let mean_wall_ns = mean_of(&|d| Some(d.wall_ns))?;
+    let ci = if (n as u32) < MIN_CYCLES_FOR_INTERVAL {
+        Err(format!(
+            "{n} cycle{} with a cold and a warm run: an interval needs at least \
+             {MIN_CYCLES_FOR_INTERVAL}",
+            if n == 1 { "" } else { "s" }
+        ))
+    } else {
+        bootstrap_mean_ci(&walls, RESAMPLES, LEVEL, 0xC7C1E)
+            .ok_or_else(|| "too few cycles".to_string())
+    };
+    let basis = diffs
+        .iter()
+        .map(|d| d.basis)
+        .find(|b| *b != Basis::Schedstat)
+        .unwrap_or(Basis::Schedstat);
+    Some(PerCycle {
+        cycles: n as u64,
+        mean_wall_ns,
+        ci_low_ns: ci.as_ref().ok().map(|c| c.0),
+        ci_high_ns: ci.as_ref().ok().map(|c| c.1),
+        significant: ci.as_ref().is_ok_and(|c| c.0 > 0.0),
+        no_interval: ci.err(),
+        basis,
+        cpu_ns: mean_of(&|d| d.cpu_ns),
+        runqueue_ns: mean_of(&|d| d.runqueue_ns),
+        blocked_ns: mean_of(&|d| d.blocked_ns),
+        rusage_cpu_ns: mean_of(&|d| d.rusage_cpu_ns),
+        read_bytes: mean_of(&|d| d.evidence.read_bytes),
+        major_faults: mean_of(&|d| d.evidence.major_faults),
+        voluntary_switches: mean_of(&|d| d.evidence.voluntary_switches),
     })
 }
 
@@ -206,6 +363,7 @@ fn penalty(
 mod tests {
     use super::*;
     use crate::record::columns::{Row, INDEX};
+    use crate::record::penalty::Basis;
 
     fn row(index: u64, position: u64, wall: f64, block_in: f64) -> Row {
         let mut values = vec![f64::NAN; POSITION + 1];
@@ -284,5 +442,57 @@ mod tests {
         assert_eq!(p.ratio, Some(95.0 / 20.5));
         let one = summarise(Some(&first(100.0)), &[], 3, 1);
         assert!(one.penalty.is_none() && one.penalty_unavailable.unwrap().contains("-n 1"));
+    }
+
+    /// A run of cycle `c` at `position`: `wall` ms, of which `cpu` ms on a CPU (all of it
+    /// rusage CPU, single-threaded) and 1 ms waiting for one.
+    fn timed(c: u64, position: u64, wall: f64, cpu: f64) -> Row {
+        let mut values = vec![f64::NAN; POSITION + 1];
+        values[0] = wall * 1e6;
+        values[metric_index("user_us")] = cpu * 1e3;
+        values[metric_index("sys_us")] = 0.0;
+        values[metric_index("runqueue_wait_ns")] = 1e6;
+        values[crate::record::columns::ON_CPU_NS] = cpu * 1e6;
+        values[INDEX] = (c * 4 + position) as f64;
+        values[CYCLE] = c as f64;
+        values[POSITION] = position as f64;
+        Row::from_values(values)
+    }
+
+    #[test]
+    fn each_cycle_is_paired_with_its_own_warm_runs_and_the_parts_add_up() {
+        // Six cycles of four runs; the machine drifts 10 ms a cycle, which pairing cancels:
+        // every cold run is 30 ms slower than its own cycle's warm runs, 5 ms of it on a CPU.
+        let mut rows = Vec::new();
+        for c in 0..6u64 {
+            let drift = 10.0 * c as f64;
+            for p in 1..4u64 {
+                rows.push(timed(c, p, 50.0 + drift + p as f64, 10.0));
+            }
+            if c > 0 {
+                rows.push(timed(c, 0, 80.0 + drift + 2.0, 15.0));
+            }
+        }
+        let first = FirstRun {
+            row: timed(0, 0, 82.0, 15.0),
+            index: 0,
+            counted: true,
+            failure_reason: None,
+            at_floor: false,
+        };
+        let s = summarise(Some(&first), &rows, 6, 4);
+        let d = s.penalty.clone().unwrap().per_cycle.unwrap();
+        assert_eq!(d.cycles, 6);
+        // The warm positions are #2 and #3; the lower middle of the two is #2: 52 ms + drift.
+        assert!((d.mean_wall_ns - 30e6).abs() < 1.0, "{}", d.mean_wall_ns);
+        assert_eq!(d.basis, Basis::Schedstat);
+        assert!((d.cpu_ns.unwrap() - 5e6).abs() < 1.0);
+        let sum = d.cpu_ns.unwrap() + d.runqueue_ns.unwrap() + d.blocked_ns.unwrap();
+        assert!((sum - d.mean_wall_ns).abs() < 1.0, "{sum}");
+        // Every cycle differs by exactly 30 ms: the interval is that point, above 0.
+        assert!(d.significant && d.ci_low_ns == Some(30e6), "{d:?}");
+        // Unpaired, the drift leaves the ratio of medians far less sure.
+        let p = s.penalty.unwrap();
+        assert!(p.ci_high.unwrap() / p.ci_low.unwrap() > 1.1, "{p:?}");
     }
 }

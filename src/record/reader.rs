@@ -98,7 +98,8 @@ pub struct BatchRow {
     /// The first run's penalty: batch.json's `first_penalty.wall_ns` (over the reference warm
     /// run); for a batch without batch.json or with a `coldtrace.batch/1` one (which has no
     /// `first_penalty`), the first run's wall time minus the warm median. A `/2` document's
-    /// `first_penalty: null` stays null (its `first_penalty_unavailable` says why).
+    /// `first_penalty: null` stays null (its `first_penalty_unavailable` says why), except in a
+    /// `--cold-cycles` batch, whose penalty is its cycles' (`cycles.penalty.per_cycle`).
     pub first_penalty_ns: Option<f64>,
     /// The group of batches on one boot and one kernel it is shown in (0, 1, … in time order).
     pub group: u64,
@@ -370,7 +371,7 @@ pub fn parse_batch_document(
 struct BatchFields;
 
 impl BatchFields {
-    const PATHS: [&'static [&'static str]; 15] = [
+    const PATHS: [&'static [&'static str]; 16] = [
         &["schema"],
         &["anomalies"],
         &["label"],
@@ -386,6 +387,7 @@ impl BatchFields {
         &["context", "file_set", "fingerprint"],
         &["context", "file_set", "files"],
         &["context", "file_set", "roots"],
+        &["cycles", "penalty", "per_cycle", "mean_wall_ns"],
     ];
     const SCHEMA: usize = 0;
     const ANOMALIES: usize = 1;
@@ -402,6 +404,7 @@ impl BatchFields {
     const FINGERPRINT: usize = 12;
     const FILES: usize = 13;
     const ROOTS: usize = 14;
+    const CYCLES_PENALTY_NS: usize = 15;
 
     fn pick(bytes: &[u8]) -> Result<Fields<'_>, serde_json::Error> {
         crate::record::pick::pick(bytes, &Self::PATHS)
@@ -415,7 +418,10 @@ fn boot_and_penalty(doc: &Fields<'_>, row: &mut BatchRow) {
     row.boot_id = doc.string(BatchFields::BOOT_ID);
     row.uptime_s = doc.f64(BatchFields::UPTIME_S);
     row.first_batch_since_boot = doc.bool(BatchFields::FIRST_BATCH_SINCE_BOOT);
-    row.first_penalty_ns = doc.f64(BatchFields::PENALTY_WALL_NS);
+    // A `--cold-cycles` batch's measured penalty is its cycles' (it has no first_penalty).
+    row.first_penalty_ns = doc
+        .f64(BatchFields::PENALTY_WALL_NS)
+        .or_else(|| doc.f64(BatchFields::CYCLES_PENALTY_NS));
     row.every_run_cold = doc.str(BatchFields::COLD_WHEN) == Some("every_counted_run");
     row.file_set = doc.str(BatchFields::FINGERPRINT).map(one_line);
     row.file_set_files = doc.u64(BatchFields::FILES);
@@ -1210,6 +1216,10 @@ mod tests {
             (BatchFields::FINGERPRINT, "context.file_set.fingerprint"),
             (BatchFields::FILES, "context.file_set.files"),
             (BatchFields::ROOTS, "context.file_set.roots"),
+            (
+                BatchFields::CYCLES_PENALTY_NS,
+                "cycles.penalty.per_cycle.mean_wall_ns",
+            ),
         ] {
             assert_eq!(doc.str(i), Some(want), "batch field {i}");
         }

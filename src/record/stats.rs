@@ -247,10 +247,35 @@ pub fn bootstrap_ratio_ci(
         }
         ratios.push(resampled_ratio(median_of(&mut b), median_of(&mut a)));
     }
-    ratios.sort_by(f64::total_cmp);
-    let quantile =
-        |q: f64| ratios[((q * (resamples - 1) as f64).round() as usize).min(resamples - 1)];
-    Ok((quantile((1.0 - level) / 2.0), quantile((1.0 + level) / 2.0)))
+    Ok(percentile_interval(ratios, level))
+}
+
+/// The (1−level)/2 and (1+level)/2 quantiles of resampled statistics (not empty).
+fn percentile_interval(mut resampled: Vec<f64>, level: f64) -> (f64, f64) {
+    resampled.sort_by(f64::total_cmp);
+    let last = resampled.len() - 1;
+    let quantile = |q: f64| resampled[((q * last as f64).round() as usize).min(last)];
+    (quantile((1.0 - level) / 2.0), quantile((1.0 + level) / 2.0))
+}
+
+/// A percentile-bootstrap confidence interval for the mean of `values` (paired differences,
+/// say): the (1−level)/2 and (1+level)/2 quantiles of `resamples` resampled means. `None` with
+/// fewer than two values.
+pub fn bootstrap_mean_ci(
+    values: &[f64],
+    resamples: usize,
+    level: f64,
+    seed: u64,
+) -> Option<(f64, f64)> {
+    if values.len() < 2 || resamples == 0 {
+        return None;
+    }
+    let mut rng = SplitMix64::new(seed);
+    let n = values.len();
+    let means: Vec<f64> = (0..resamples)
+        .map(|_| (0..n).map(|_| values[rng.below(n)]).sum::<f64>() / n as f64)
+        .collect();
+    Some(percentile_interval(means, level))
 }
 
 #[cfg(test)]
@@ -343,6 +368,20 @@ mod bootstrap_tests {
         let (lo, hi) = bootstrap_ratio_ci(&base, &other, 2000, 0.95, 9).unwrap();
         assert_eq!(hi, f64::INFINITY);
         assert!(lo >= 2.0, "{lo}");
+    }
+
+    #[test]
+    fn a_mean_interval_holds_the_mean_and_excludes_0_only_for_a_clear_shift() {
+        let shifted: Vec<f64> = (0..12).map(|i| 30.0 + (i % 5) as f64 * 4.0).collect();
+        let (lo, hi) = bootstrap_mean_ci(&shifted, 2000, 0.95, 1).unwrap();
+        assert!(
+            lo > 30.0 && hi < 46.0 && lo < 38.0 && 38.0 < hi,
+            "{lo}..{hi}"
+        );
+        let noise = [-20.0, 15.0, 3.0, -8.0, 12.0, -1.0, 7.0, -14.0];
+        let (lo, hi) = bootstrap_mean_ci(&noise, 2000, 0.95, 1).unwrap();
+        assert!(lo < 0.0 && 0.0 < hi, "{lo}..{hi}");
+        assert_eq!(bootstrap_mean_ci(&[1.0], 100, 0.95, 1), None);
     }
 
     #[test]

@@ -6,7 +6,6 @@ use crate::batch::{BatchOutcome, FirstPagedIn};
 use crate::measure::cache::{PagedFile, Stayed};
 use crate::plan::ColdWhen;
 use crate::record::anomaly::{RunAnomaly, RULE_OUTLIER};
-use crate::record::cycles::CyclesSummary;
 use crate::record::metrics::Unit;
 use crate::record::penalty::{Basis, FirstPenalty, MIN_WARM_RUNS};
 use crate::text::unbreakable;
@@ -14,15 +13,15 @@ use crate::view::lines::Note;
 use crate::view::units;
 
 /// A figure that is never broken across lines.
-fn human_bytes(bytes: f64) -> String {
+pub(crate) fn human_bytes(bytes: f64) -> String {
     unbreakable(&units::human_bytes(bytes))
 }
 
-fn human_ns(ns: f64) -> String {
+pub(crate) fn human_ns(ns: f64) -> String {
     unbreakable(&units::human_ns(ns))
 }
 
-fn signed_ns(ns: i64) -> String {
+pub(crate) fn signed_ns(ns: i64) -> String {
     unbreakable(&units::signed_ns(ns))
 }
 
@@ -57,7 +56,7 @@ pub fn notes(outcome: &BatchOutcome) -> Vec<Note> {
         Err(_) => {}
     }
     if let Some(cycles) = &outcome.cycles {
-        cycle_notes(&mut notes, cycles);
+        crate::view::cycles::notes(&mut notes, cycles);
     }
     if let Some((stayed, roots)) = &outcome.first_stayed {
         if stayed.residency.resident_bytes.is_some_and(|b| b > 0) {
@@ -96,55 +95,6 @@ fn every_run_cold_sentence(outcome: &BatchOutcome, why: &str) -> String {
             if n == 1 { "" } else { "s" },
             if n == 1 { "it" } else { "them" }
         ),
-    }
-}
-
-/// `--cold-cycles`: a line per position after the cold action, then the cold penalty with its
-/// interval.
-fn cycle_notes(notes: &mut Vec<Note>, c: &CyclesSummary) {
-    notes.push(Note::plain(format!(
-        "{} cycles of {{ cold action; {} run{} }}, by position after the cold action:",
-        c.cycles,
-        c.runs_per_cycle,
-        if c.runs_per_cycle == 1 { "" } else { "s" }
-    )));
-    for p in &c.positions {
-        let median = |s: Option<crate::record::stats::Summary>| s.map(|s| s.median);
-        // One unbroken line, aligned: no-break spaces throughout.
-        notes.push(Note::plain(unbreakable(&format!(
-            "  #{} {:<14} {:>2} runs, wall median {}, read {} from storage",
-            p.position,
-            p.label,
-            p.n,
-            median(p.wall_ns).map_or("—".into(), human_ns),
-            median(p.read_bytes)
-                .or(median(p.block_in).map(|b| b * 512.0))
-                .map_or("—".into(), human_bytes),
-        ))));
-    }
-    match (&c.penalty, c.penalty_unavailable) {
-        (Some(p), _) => {
-            let ratio = p.ratio.map_or("—".into(), |r| format!("{r:.2}×"));
-            let interval = match (p.ci_low, p.ci_high, &p.no_interval) {
-                (Some(lo), Some(hi), _) => {
-                    format!(
-                        " [95% CI {}]",
-                        crate::record::compare::interval_text(lo, hi)
-                    )
-                }
-                (_, _, Some(why)) => format!(" (no interval: {why})"),
-                _ => String::new(),
-            };
-            let warm: Vec<String> = p.warm_positions.iter().map(|w| format!("#{w}")).collect();
-            notes.push(Note::plain(format!(
-                "cold penalty: position #0's median wall time is {ratio} that of the warm \
-                 positions ({}){interval}, {} per run",
-                warm.join(", "),
-                signed_ns(p.difference_ns as i64)
-            )));
-        }
-        (None, Some(why)) => notes.push(Note::warning("no cold penalty", why)),
-        (None, None) => {}
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod compare;
 pub mod context;
+pub mod cycles;
 pub mod explain;
 pub mod export;
 pub mod gnu_time;
