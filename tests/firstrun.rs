@@ -225,12 +225,15 @@ fn a_first_run_that_sleeps_is_penalised_in_blocked_time() {
     let script = tmp.join("sleep-first.sh");
     write_file(
         &script,
-        b"#!/bin/sh\nm=\"${0%/*}/.slept\"\nif [ ! -e \"$m\" ]; then : > \"$m\"; exec sleep 0.3; fi\n",
+        b"#!/bin/sh\nm=\"${0%/*}/.slept\"\nif [ ! -e \"$m\" ]; then : > \"$m\"; exec sleep 1; fi\n",
         0o755,
     );
     let (p, stderr) = penalty_of(tmp.path(), &[script.to_str().unwrap()]);
     assert_eq!(p["basis"], "schedstat", "{p}");
-    assert_eq!(p["significant"], true, "300 ms over runs of a few ms: {p}");
+    assert_eq!(
+        p["significant"], true,
+        "1 s over runs of a few ms (a warm run would need ~330 ms to hide it): {p}"
+    );
     assert!(p["rule"].as_str().unwrap().contains("slowest warm"), "{p}");
     assert!(ns(&p, "first_wall_ns") as f64 > p["threshold_wall_ns"].as_f64().unwrap());
     assert_eq!(p["first_index"], 0);
@@ -341,10 +344,13 @@ fn a_two_thread_first_run_is_not_decomposable_and_has_no_negative_part() {
         assert!(p[part].is_null(), "{part}: {p}");
     }
     assert!(ns(&p, "rusage_cpu_ns") >= 300_000_000, "{p}");
-    assert!(
-        prose(&stderr).contains("not decomposable: parallel work"),
-        "{stderr}"
-    );
+    // Said only of a first run that stands out (a loaded machine can hide 200 ms of wall time).
+    let said = prose(&stderr);
+    if p["significant"] == true {
+        assert!(said.contains("not decomposable: parallel work"), "{stderr}");
+    } else {
+        assert!(said.contains("no first-run penalty to explain"), "{stderr}");
+    }
 }
 
 #[test]

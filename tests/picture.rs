@@ -209,7 +209,7 @@ fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
         "first_index": 2, "reference_index": 5, "first_wall_ns": 60_000_000,
         "reference_wall_ns": 8_750_000, "basis": "schedstat", "wall_ns": 51_250_000,
         "cpu_ns": 12_000_000, "runqueue_ns": -4_200_000, "blocked_ns": 43_450_000,
-        "rusage_cpu_ns": 12_100_000, "sys_us": 3000, "evidence": {}
+        "rusage_cpu_ns": 12_100_000, "sys_us": 3000, "evidence": {}, "significant": true
     });
     with_penalty(&dir, penalty.clone(), Value::Null);
     let svg = report_svg(&tmp, &[&dir]);
@@ -238,10 +238,20 @@ fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
         .any(|t| t
             .starts_with("first-run penalty: none stands out — first run #2 60 ms (warm runs ")));
 
+    // A document written before the rule has no `significant`: the picture applies the rule
+    // to the warm runs it read (a minute stands out of runs of milliseconds; 0 ms does not).
+    for (first_ns, bars) in [(60e9, 1), (0.0, 0)] {
+        let mut old = penalty.clone();
+        old.as_object_mut().unwrap().remove("significant");
+        old["first_wall_ns"] = Value::from(first_ns);
+        with_penalty(&dir, old, Value::Null);
+        let doc_text = report_svg(&tmp, &[&dir]);
+        assert_eq!(class_count(&parse(&doc_text), "total"), bars, "{first_ns}");
+    }
     let unsplit = serde_json::json!({
         "first_index": 2, "reference_index": 5, "first_wall_ns": 60_000_000,
         "reference_wall_ns": 8_750_000, "basis": "parallel", "wall_ns": 51_250_000,
-        "cpu_ns": null, "runqueue_ns": null, "blocked_ns": null
+        "cpu_ns": null, "runqueue_ns": null, "blocked_ns": null, "significant": true
     });
     with_penalty(&dir, unsplit, Value::Null);
     let doc_text = report_svg(&tmp, &[&dir]);
