@@ -40,7 +40,7 @@ ask() { (cd "$WORK/ask" && fish -c "source '$WORK/coldtrace.fish'; complete -C '
 [ "$(ask 'coldtrace ru')" = "run " ] || fail "fish: 'coldtrace ru' gives '$(ask 'coldtrace ru')'"
 [ "$(ask 'coldtrace run --warm')" = "--warmup " ] || fail "fish: --warm gives '$(ask 'coldtrace run --warm')'"
 [ "$(ask 'coldtrace completions ')" = "bash fish zsh " ] || fail "fish: completions gives '$(ask 'coldtrace completions ')'"
-[ "$(ask 'coldtrace run --output ')" = "file inherit null " ] || fail "fish: --output gives '$(ask 'coldtrace run --output ')'"
+[ "$(ask 'coldtrace run --output ')" = "batch-a/ inherit null pipe " ] || fail "fish: --output gives '$(ask 'coldtrace run --output ')'"
 case "$(ask 'coldtrace run -- ls')" in *"ls "*) ;; *) fail "fish: no command after --" ;; esac
 [ "$(ask 'coldtrace report batch')" = "batch-a/ " ] || fail "fish: report's directories"
 echo "fish: parses; complete -C gives subcommands, options, values and directories"

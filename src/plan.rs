@@ -8,24 +8,46 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// Where the child's stdout and stderr go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where the child's stdout and stderr go (`--output`, `--keep-output`). The same with or
+/// without `-o DIR`: where records go never changes what is measured.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OutputMode {
-    /// The terminal (or whatever coldtrace's own stdout/stderr are).
+    /// The terminal (or whatever coldtrace's own stdout/stderr are): a single run's default.
     Inherit,
-    /// Discarded (`/dev/null`; stderr is kept in memory so a failed run can show its last lines).
+    /// stdout to `/dev/null`; stderr to an in-memory file that keeps its last 64 KiB (a failed
+    /// run's reason): a batch's default.
     Null,
-    /// Files under the batch directory: `runs/NNN/stdout` and `runs/NNN/stderr`.
-    File,
+    /// stdout through a pipe that coldtrace reads and discards (hyperfine's `pipe`); stderr as
+    /// with [`OutputMode::Null`].
+    Pipe,
+    /// stdout to this file, emptied before every run (it ends holding the last run's output,
+    /// as hyperfine's `--output FILE`); stderr as with [`OutputMode::Null`].
+    File(PathBuf),
+    /// Every run's stdout and stderr kept under the batch directory, `runs/NNN/{stdout,stderr}`
+    /// (`--keep-output`, with `-o DIR`).
+    Keep,
 }
 
 impl OutputMode {
-    /// The name used in `--output` and in `batch.json`.
-    pub fn name(self) -> &'static str {
+    /// The name used in `batch.json` (`config.output`).
+    pub fn name(&self) -> &'static str {
         match self {
             OutputMode::Inherit => "inherit",
             OutputMode::Null => "null",
-            OutputMode::File => "file",
+            OutputMode::Pipe => "pipe",
+            OutputMode::File(_) => "file",
+            OutputMode::Keep => "kept",
+        }
+    }
+
+    /// Where stdout goes, in a few words for the table's title: `stdout → /dev/null`.
+    pub fn shown(&self) -> String {
+        match self {
+            OutputMode::Inherit => "output inherited".into(),
+            OutputMode::Null => "stdout → /dev/null".into(),
+            OutputMode::Pipe => "stdout → pipe".into(),
+            OutputMode::File(path) => format!("stdout → {}", path.display()),
+            OutputMode::Keep => "output kept in runs/".into(),
         }
     }
 }
@@ -211,9 +233,6 @@ pub struct Plan {
     pub json: bool,
     /// Where the child's stdout/stderr go.
     pub output: OutputMode,
-    /// `--output` was not given: [`Plan::output`] is its default (only then does the notice
-    /// that the output is discarded suggest `--out DIR`).
-    pub output_by_default: bool,
     /// Where the child's stdin comes from.
     pub stdin: StdinMode,
     /// Per-run time limit, nanoseconds.

@@ -39,6 +39,7 @@ fn runs_are_interleaved_round_robin_and_each_command_has_its_own_batch() {
             "-q",
             "-o",
             "cmp",
+            "--keep-output",
             "true",
             "sh -c 'exit 0'",
         ],

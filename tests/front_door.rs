@@ -315,26 +315,46 @@ fn every_dash_h_fits_one_80_by_24_screen_and_dash_dash_help_has_the_rest() {
 }
 
 #[test]
-fn the_discard_notice_suggests_out_only_when_the_output_was_discarded_by_default() {
-    let dir = TempDir::new("discard-notice");
-    let cases: [(&[&str], bool); 4] = [
-        (&["run", "-n", "2", "--", "true"], true),
-        (&["run", "-n", "2", "--output", "null", "--", "true"], false),
-        (&["compare", "-n", "2", "true", "true"], true),
+fn the_title_names_where_the_output_went_with_or_without_out() {
+    let dir = TempDir::new("sink-title");
+    let cases: [(&[&str], &str); 7] = [
+        (&["run", "-n", "2", "--", "true"], "stdout → /dev/null"),
         (
-            &["compare", "-n", "2", "--output=null", "true", "true"],
-            false,
+            &["run", "-n", "2", "-o", "a", "--", "true"],
+            "stdout → /dev/null",
+        ),
+        (
+            &["run", "-n", "2", "--output", "pipe", "--", "true"],
+            "stdout → pipe",
+        ),
+        (
+            &["run", "-n", "2", "--output", "f.txt", "--", "true"],
+            "stdout → f.txt",
+        ),
+        (
+            &["run", "-n", "2", "-o", "k", "--keep-output", "--", "true"],
+            "output kept in runs/",
+        ),
+        (
+            &["compare", "-n", "2", "true", "true"],
+            "stdout → /dev/null",
+        ),
+        (
+            &["compare", "-n", "2", "--output=pipe", "true", "true"],
+            "stdout → pipe",
         ),
     ];
-    for (args, by_default) in cases {
+    for (args, sink) in cases {
         let out = ct(dir.path(), args.iter().copied()).run();
         out.expect_code(0);
-        let said = out.stderr.replace("\n  ", " ");
-        let suggests = said.contains("use --out DIR to keep them");
-        assert_eq!(suggests, by_default, "{args:?}{}", out.describe());
-        assert_eq!(
-            said.matches("are discarded").count(),
-            usize::from(by_default),
+        let title = out.stderr.lines().next().unwrap_or_default().to_string();
+        assert!(
+            title.ends_with(&format!(" · {sink}")),
+            "{args:?}{}",
+            out.describe()
+        );
+        assert!(
+            !out.stderr.contains("discarded"),
             "{args:?}{}",
             out.describe()
         );

@@ -35,7 +35,7 @@ fn argv_newline_in_echoed_option_stays_one_line() {
     for list in [
         &[&b"run"[..], b"-n", b"5\n", b"--", b"x"][..],
         &[b"run", b"--timeout", b"\r1", b"--", b"x"],
-        &[b"run", b"--output", b"nul\nl", b"--", b"x"],
+        &[b"run", b"--output", b"/no\nsuch/f", b"--", b"x"],
         &[b"run", b"--events", b"cycles,in\nstructions", b"--", b"x"],
         &[b"compare", b"--shuffle", b"1\n", b"a", b"b"],
         &[b"report", b"-\n"],

@@ -408,7 +408,10 @@ fn a_fifo_as_stdin_waits_for_its_writer_and_signals_still_stop_coldtrace() {
     let r = reader.to_str().unwrap();
     for (signal, code) in [(S::INT, 130), (S::TERM, 143)] {
         let _ = std::fs::remove_dir_all(dir.join("d"));
-        let c = ct(dir.path(), ["run", "-n2", "-od", "--stdin=f", "--", r]);
+        let c = ct(
+            dir.path(),
+            ["run", "-n2", "-od", "--keep-output", "--stdin=f", "--", r],
+        );
         let out = signalled_after(c, Duration::from_millis(500), signal);
         out.expect_code(code);
         assert!(out.elapsed < Duration::from_secs(5), "{}", out.describe());
@@ -430,7 +433,20 @@ fn a_fifo_as_stdin_waits_for_its_writer_and_signals_still_stop_coldtrace() {
         std::fs::write(fifo, b"late words\n").unwrap();
     });
     let _ = std::fs::remove_dir_all(dir.join("d"));
-    let out = ct(dir.path(), ["run", "-n", "1", "-od", "--stdin=f", "--", r]).run_within(DEADLINE);
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "-n",
+            "1",
+            "-od",
+            "--keep-output",
+            "--stdin=f",
+            "--",
+            r,
+        ],
+    )
+    .run_within(DEADLINE);
     writer.join().unwrap();
     out.expect_code(0);
     assert_eq!(
@@ -732,6 +748,7 @@ fn signals_inherited_as_ignored_stay_ignored_by_coldtrace_and_its_command() {
                 "3",
                 "-o",
                 &out_dir,
+                "--keep-output",
                 "--",
                 cmd.to_str().unwrap(),
             ],
@@ -756,7 +773,16 @@ fn signals_inherited_as_ignored_stay_ignored_by_coldtrace_and_its_command() {
     let cmd = script(&dir, "hup", "kill -HUP $PPID; sleep 0.2");
     let out = ct(
         dir.path(),
-        ["run", "-n", "3", "-o", "dd", "--", cmd.to_str().unwrap()],
+        [
+            "run",
+            "-n",
+            "3",
+            "-o",
+            "dd",
+            "--keep-output",
+            "--",
+            cmd.to_str().unwrap(),
+        ],
     )
     .run_within(DEADLINE);
     out.expect_code(129);
@@ -988,6 +1014,7 @@ fn a_captured_output_is_moved_to_its_artifact_while_the_command_writes() {
             "1",
             "-o",
             "out",
+            "--keep-output",
             "--",
             writer.to_str().unwrap(),
         ],
@@ -1343,6 +1370,7 @@ fn a_character_device_is_a_valid_stdin_for_a_batch() {
             "2",
             "-o",
             "b",
+            "--keep-output",
             "--stdin",
             "/dev/zero",
             "--",
@@ -1373,7 +1401,17 @@ fn a_failing_command_that_floods_its_stdout_keeps_its_output_and_its_tail() {
     );
     let out = ct(
         dir.path(),
-        ["run", "-n", "2", "-o", "b", "--", flood.to_str().unwrap()],
+        [
+            "run",
+            "-n",
+            "2",
+            "-o",
+            "b",
+            "--keep-output",
+            "--keep-output",
+            "--",
+            flood.to_str().unwrap(),
+        ],
     )
     .run_within(DEADLINE);
     out.expect_code(1);
@@ -1476,7 +1514,16 @@ fn output_that_cannot_be_kept_stops_the_batch_after_the_run_is_recorded() {
     );
     let out = ct(
         dir.path(),
-        ["run", "-n", "3", "-o", "b", "--", planter.to_str().unwrap()],
+        [
+            "run",
+            "-n",
+            "3",
+            "-o",
+            "b",
+            "--keep-output",
+            "--",
+            planter.to_str().unwrap(),
+        ],
     )
     .run_within(DEADLINE);
     out.expect_code(125);

@@ -582,11 +582,12 @@ fn run_chooses_its_count_by_time_unless_n_is_given_and_n_1_is_times_one_run() {
     .run();
     out.expect_code(0);
     assert_eq!(counted(&dir.join("b")), 10, "{}", out.describe());
-    assert!(out.stderr.contains("coldtrace: 10 runs of sleep 0.02"));
+    assert!(out.stderr.contains("coldtrace: 10 runs of sleep 0.02 · "));
     let out = ct(dir.path(), ["run", "-n", "1", "-w", "2", "--", "true"]).run();
     out.expect_code(0);
     assert!(
-        out.stderr.contains("coldtrace: 1 counted run of true\n"),
+        out.stderr
+            .contains("coldtrace: 1 counted run of true · stdout → /dev/null\n"),
         "{}",
         out.describe()
     );

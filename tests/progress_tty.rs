@@ -225,6 +225,10 @@ fn the_line_shows_each_run_its_role_the_estimate_and_the_time_left() {
             "run",
             "-n",
             "4",
+            "--label",
+            "a",
+            "--label",
+            "b",
             "--warmup",
             "1",
             "--evict",
@@ -246,7 +250,7 @@ fn the_line_shows_each_run_its_role_the_estimate_and_the_time_left() {
     let screen = t.screen();
     let notice = screen
         .iter()
-        .position(|l| l.contains("stdout and stderr are discarded"))
+        .position(|l| l.contains("--label given twice"))
         .expect("the notice is said before the runs");
     let bar = screen.iter().position(|l| is_progress(l)).unwrap();
     assert!(notice < bar, "{screen:#?}");
@@ -365,7 +369,11 @@ fn quiet_prints_nothing_on_the_terminal() {
 #[test]
 fn off_a_terminal_there_is_no_line_and_no_escape() {
     let tmp = TempDir::new("no-tty");
-    let out = ct(tmp.path(), ["run", "-n", "3", "--", "sleep", "1.2"]).run();
+    let out = ct(
+        tmp.path(),
+        ["run", "-n", "3", "-n", "3", "--", "sleep", "1.2"],
+    )
+    .run();
     out.expect_code(0);
     assert!(
         !out.stderr.contains('\r') && !out.stderr.contains('\x1b') && !out.stderr.contains('▕'),
@@ -374,7 +382,7 @@ fn off_a_terminal_there_is_no_line_and_no_escape() {
     );
     let notice = out
         .stderr
-        .find("stdout and stderr are discarded")
+        .find("-n/--runs given twice")
         .expect("the notice");
     assert!(notice < out.stderr.find("3 runs of sleep").unwrap());
 }

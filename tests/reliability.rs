@@ -356,6 +356,7 @@ fn batch_files_are_regular_files_with_mode_0644_under_umask_022() {
             "2",
             "-o",
             "out",
+            "--keep-output",
             "--",
             "sh",
             "-c",
@@ -429,6 +430,7 @@ fn gigabyte_of_stdout_goes_to_the_artifact_without_growing_coldtrace() {
             "-q",
             "-o",
             "out",
+            "--keep-output",
             "--",
             "head",
             "-c",
@@ -494,7 +496,18 @@ fn child_that_closes_its_stdout() {
     let script = "exec >&-; echo x >&2";
     let out = ct(
         dir.path(),
-        ["run", "-n", "2", "-o", "out", "--", "sh", "-c", script],
+        [
+            "run",
+            "-n",
+            "2",
+            "-o",
+            "out",
+            "--keep-output",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
     )
     .run();
     out.expect_code(0);
@@ -535,6 +548,7 @@ fn daemonised_grandchild_holding_fds_does_not_hang_coldtrace() {
             "1",
             "-o",
             "out",
+            "--keep-output",
             "--",
             "sh",
             "-c",
@@ -570,7 +584,18 @@ fn a_late_writer_never_lands_in_a_later_runs_output() {
                   (sleep 0.3; echo late; echo late >&2) & fi";
     let out = ct(
         dir.path(),
-        ["run", "-n", "3", "-o", "out", "--", "sh", "-c", script],
+        [
+            "run",
+            "-n",
+            "3",
+            "-o",
+            "out",
+            "--keep-output",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
     )
     .run_within(Duration::from_secs(30));
     out.expect_code(0);
@@ -815,6 +840,7 @@ fn disk_full_is_a_clear_enospc_error() {
             "20",
             "-o",
             "mnt/out",
+            "--keep-output",
             "--ignore-failure",
             "--",
             "head",

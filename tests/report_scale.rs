@@ -67,6 +67,7 @@ fn measured_report(cwd: &Path, args: &[&str], stdin: Option<&Path>) -> (u64, Str
         "-q",
         "-o",
         out_dir.to_str().unwrap(),
+        "--keep-output",
     ];
     if let Some(list) = stdin {
         all.extend(["--stdin", list.to_str().unwrap()]);

@@ -328,6 +328,7 @@ fn comparison() -> CompareOutcome {
         metrics: metrics(),
         comparison,
         interrupted_by: None,
+        sink: "stdout → /dev/null".into(),
     }
 }
 

@@ -90,6 +90,7 @@ fn every_document_keeps_its_golden_shape() {
             "1",
             "-o",
             "batch",
+            "--keep-output",
             "--evict",
             &data_arg,
             "--cold-first-only",
@@ -112,7 +113,16 @@ fn every_document_keeps_its_golden_shape() {
     ct(
         dir.path(),
         [
-            "run", "-n", "2", "-o", "failing", "--", "sh", "-c", "exit 3",
+            "run",
+            "-n",
+            "2",
+            "-o",
+            "failing",
+            "--keep-output",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
         ],
     )
     .run()
@@ -144,6 +154,7 @@ fn every_document_keeps_its_golden_shape() {
             "3",
             "-o",
             "cmp",
+            "--keep-output",
             "--export-json",
             "cmp-export.json",
             "true",

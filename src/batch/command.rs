@@ -8,7 +8,7 @@ use crate::batch::outcome::{FirstPagedIn, SingleRun};
 use crate::batch::program::{lossy, resolve, sh_program};
 use crate::batch::shared::Shared;
 use crate::batch::signals::Signals;
-use crate::batch::sink::StderrSink;
+use crate::batch::sink::{StderrSink, StdoutFile};
 use crate::measure::cache::{self, CacheError, FileSet, FileSetIdentity, Ledger, Stayed};
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
 use crate::plan::{OutputMode, Plan, StdinMode};
@@ -48,6 +48,8 @@ pub struct CommandBatch<'p> {
     pub(super) context: BatchContext,
     pub(super) started_at: String,
     pub(super) stderr_sink: Option<StderrSink>,
+    /// `--output FILE`, opened before the first run.
+    pub(super) stdout_file: Option<StdoutFile>,
     /// The last run's two empty memfds, when it left no process alive (see `capture.rs`).
     pub(super) spare_memfds: Option<crate::batch::capture::SpareMemfds>,
     /// Every record line, for the exports (only when one is asked for).
@@ -93,6 +95,7 @@ pub struct Checked<'p> {
     around: AroundPrograms,
     stdin_file_path: Option<PathBuf>,
     file_set: Option<FileSetIdentity>,
+    stdout_file: Option<StdoutFile>,
 }
 
 impl<'p> Checked<'p> {
@@ -104,12 +107,18 @@ impl<'p> Checked<'p> {
         let around = AroundPrograms::of(plan)?;
         let file_set = check_cold_state(plan, signals)?;
         let stdin_file_path = check_stdin(plan)?;
+        // `--output FILE` is opened (made) last: a check that fails leaves no file behind.
+        let stdout_file = match &plan.output {
+            OutputMode::File(path) => Some(StdoutFile::open(path).map_err(BatchError::own)?),
+            _ => None,
+        };
         Ok(Checked {
             plan,
             program,
             around,
             stdin_file_path,
             file_set,
+            stdout_file,
         })
     }
 
@@ -125,19 +134,21 @@ impl<'p> Checked<'p> {
             around,
             stdin_file_path,
             file_set,
+            stdout_file,
         } = self;
         let argv: Vec<String> = plan.argv.iter().map(|a| lossy(a)).collect();
         // A working directory that was deleted (or cannot be named) is unknown: null.
         let cwd = std::env::current_dir()
             .ok()
             .map(|p| p.display().to_string());
-        let notices = first_notices(plan, dir.is_some(), shared);
+        let notices = first_notices(shared);
         let context = batch_context(&program, shared, file_set);
-        let stderr_sink = if plan.output == OutputMode::Null {
-            StderrSink::create()
-        } else {
-            None
+        // Every output that is neither the terminal nor kept: stderr's tail in memory.
+        let stderr_sink = match plan.output {
+            OutputMode::Inherit | OutputMode::Keep => None,
+            _ => StderrSink::create(),
         };
+
         Ok(CommandBatch {
             plan,
             program,
@@ -155,6 +166,7 @@ impl<'p> Checked<'p> {
             context,
             started_at: crate::measure::clock::rfc3339_utc_now(),
             stderr_sink,
+            stdout_file,
             spare_memfds: None,
             kept: plan
                 .exports
@@ -383,19 +395,12 @@ fn batch_context(
 }
 
 /// What to say once, before the runs.
-fn first_notices(plan: &Plan, has_out: bool, shared: &Shared<'_>) -> Vec<String> {
+fn first_notices(shared: &Shared<'_>) -> Vec<String> {
     let mut notices = Vec::new();
     if let Some(reason) = shared.floor.unavailable_reason() {
         notices.push(format!(
             "{reason}: coldtrace's peak RSS cannot be reset before each spawn; the recorded floor is unreset"
         ));
-    }
-    // Said when the output was discarded by default; never to someone who gave --output null.
-    let discarded = plan.output == OutputMode::Null && plan.output_by_default;
-    if discarded && !plan.is_single_run() && !has_out {
-        notices.push(
-            "the command's stdout and stderr are discarded (use --out DIR to keep them)".into(),
-        );
     }
     notices
 }

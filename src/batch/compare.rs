@@ -38,6 +38,8 @@ pub struct CompareOutcome {
     pub comparison: Vec<MetricComparison>,
     /// The signal that interrupted it.
     pub interrupted_by: Option<Signal>,
+    /// Where the commands' stdout went, in a few words (`stdout → /dev/null`).
+    pub sink: String,
 }
 
 /// The order of commands in `round` (seeded shuffle, or as given).
@@ -235,6 +237,10 @@ fn finish_comparison(
         metrics,
         comparison,
         interrupted_by,
+        sink: plan
+            .plans
+            .first()
+            .map_or(String::new(), |p| p.output.shown()),
     })
 }
 

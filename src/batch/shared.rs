@@ -1,9 +1,10 @@
 //! What every run of a batch (and every command of a comparison) shares: the signals, the child
-//! stack, the floor, /dev/null and the system sampler. It holds resources; it runs nothing.
+//! stack, the floor, /dev/null, `--output pipe`'s pipe and the system sampler. It holds resources; it runs nothing.
 #![forbid(unsafe_code)]
 
 use crate::batch::error::BatchError;
 use crate::batch::signals::Signals;
+use crate::batch::sink::DrainedPipe;
 use crate::measure::boot_marker::{self, BootMarker};
 use crate::measure::context;
 use crate::measure::floor::Floor;
@@ -23,6 +24,8 @@ pub struct Shared<'s> {
     pub(crate) dev_null_out: Option<File>,
     /// `/dev/null` for reading (a child's stdin), opened on first use.
     pub(crate) dev_null_in: Option<File>,
+    /// `--output pipe`: the pipe every run's stdout goes through, made on first use.
+    pub(crate) stdout_pipe: Option<DrainedPipe>,
     /// System-wide counters, read before and after every run.
     pub(crate) sampler: SystemSampler,
     /// Read once: a boot ID cannot change while this process lives.
@@ -42,6 +45,7 @@ impl<'s> Shared<'s> {
             floor: Floor::open(),
             dev_null_out: None,
             dev_null_in: None,
+            stdout_pipe: None,
             sampler: SystemSampler::default(),
             boot_id: context::read_boot_id(),
             boot_marker: std::cell::OnceCell::new(),
@@ -57,6 +61,17 @@ impl<'s> Shared<'s> {
             Some(f) => Ok(f.as_fd()),
             None => Err(BatchError::own("cannot open /dev/null")),
         }
+    }
+
+    /// `--output pipe`'s pipe, made (with the thread that empties it) on first use.
+    pub(crate) fn open_stdout_pipe(&mut self) -> Result<(), BatchError> {
+        if self.stdout_pipe.is_none() {
+            let pipe = DrainedPipe::create().map_err(|e| {
+                BatchError::own(format!("--output pipe: cannot make the pipe: {e}"))
+            })?;
+            self.stdout_pipe = Some(pipe);
+        }
+        Ok(())
     }
 
     /// `/dev/null` for reading, opened on first use.

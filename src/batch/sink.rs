@@ -1,10 +1,14 @@
-//! The stderr of a batch whose output is discarded, kept as its last 64 KiB in an in-memory
-//! file ([`StderrSink`]) for a failed run's tail. It holds and trims bytes; it never wires,
-//! spawns or decides whether a run counts.
+//! Where a batch's output goes when it is not kept: the stderr, kept as its last 64 KiB in an
+//! in-memory file ([`StderrSink`]) for a failed run's tail; stdout through a pipe that a thread
+//! reads and discards ([`DrainedPipe`], `--output pipe`); stdout into a file emptied before
+//! every run ([`StdoutFile`], `--output FILE`). It holds, drains and trims bytes; it never
+//! wires, spawns or decides whether a run counts.
 #![forbid(unsafe_code)]
 
 use std::fs::File;
 use std::io::Seek;
+use std::os::fd::OwnedFd;
+use std::path::Path;
 
 /// The stderr of a batch whose output is discarded: only its last lines are used (a failed
 /// run's tail), so only its end is kept. It is an anonymous in-memory file ([memfd_create(2)])
@@ -69,5 +73,80 @@ impl StderrSink {
     pub fn tail(&mut self, max_lines: usize) -> String {
         self.trim();
         crate::record::artifacts::tail(&mut self.file, max_lines)
+    }
+}
+
+/// hyperfine's `--output pipe`: the command's stdout is the write end of a pipe whose read end
+/// a thread of coldtrace reads and discards, from the first run to the end of the batch, so a
+/// program that looks at its stdout finds a pipe (not `/dev/null`, where GNU grep, for one,
+/// skips its work) and one that writes much waits only while the pipe is full.
+///
+/// The thread inherits coldtrace's blocked signals (they are taken from the signalfd), reads
+/// into 16 KiB on its own 64 KiB stack (coldtrace's floor under every child's max RSS grows
+/// by that much, not more), and ends at the end of the file: once the batch has dropped the
+/// write end and no process it started still holds it.
+pub struct DrainedPipe {
+    /// What the command writes to.
+    pub(super) write: OwnedFd,
+}
+
+impl DrainedPipe {
+    /// A pipe ([pipe2(2)]) and the thread that empties it.
+    ///
+    /// [pipe2(2)]: https://man7.org/linux/man-pages/man2/pipe2.2.html
+    pub fn create() -> std::io::Result<DrainedPipe> {
+        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        std::thread::Builder::new()
+            .name("coldtrace-pipe".into())
+            .stack_size(64 * 1024)
+            .spawn(move || drain(&read))?;
+        Ok(DrainedPipe { write })
+    }
+}
+
+/// Reads `read` until its end (or an error other than EINTR), keeping nothing.
+fn drain(read: &OwnedFd) {
+    let mut buffer = [0u8; 16 * 1024];
+    loop {
+        match rustix::io::read(read, &mut buffer) {
+            Ok(0) => return,
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// hyperfine's `--output FILE`: the command's stdout, emptied before every run, so that the
+/// file ends holding the last run's output. Opened once, before the first run, without
+/// following a symbolic link and only if it is (or becomes) a regular file.
+pub struct StdoutFile {
+    pub(super) file: File,
+}
+
+impl StdoutFile {
+    /// Opens (creates) `path` for writing.
+    pub fn open(path: &Path) -> Result<StdoutFile, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let shown = || crate::text::escape_controls(&path.display().to_string());
+        let file = File::options()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o644)
+            .custom_flags(
+                (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32,
+            )
+            .open(path)
+            .map_err(|e| format!("--output {}: cannot open it: {e}", shown()))?;
+        match file.metadata() {
+            Ok(m) if m.is_file() => Ok(StdoutFile { file }),
+            _ => Err(format!("--output {}: not a regular file", shown())),
+        }
+    }
+
+    /// Empties the file before a run (its size and the offset the child shares).
+    pub fn empty(&mut self) -> std::io::Result<()> {
+        self.file.set_len(0)?;
+        self.file.rewind()
     }
 }

@@ -10,7 +10,7 @@ use crate::batch::error::{BatchError, NotRun};
 use crate::batch::outcome::{describe, FailureStop, SingleRun, Step};
 use crate::batch::progress::{Observer, RunEnd, RunStart};
 use crate::batch::shared::Shared;
-use crate::batch::wiring::{spawn_options, RunIo};
+use crate::batch::wiring::{spawn_options, RunIo, Sinks};
 use crate::measure::cache::PagedFile;
 use crate::measure::clock;
 use crate::measure::context::ProgramInfo;
@@ -279,14 +279,14 @@ impl CommandBatch<'_> {
         let plan = self.plan;
         // Before the streams are borrowed for the spawn; only their wiring comes between.
         let residency_before = self.watch_before(&|| shared.signals.pending_interrupt())?;
-        let options = spawn_options(
-            plan,
-            io,
-            shared.dev_null_in.as_ref(),
-            shared.dev_null_out.as_ref(),
-            self.stderr_sink.as_ref(),
-            shared.signals,
-        );
+        let sinks = Sinks {
+            dev_null_in: shared.dev_null_in.as_ref(),
+            dev_null_out: shared.dev_null_out.as_ref(),
+            stdout_pipe: shared.stdout_pipe.as_ref(),
+            stdout_file: self.stdout_file.as_ref(),
+            stderr_sink: self.stderr_sink.as_ref(),
+        };
+        let options = spawn_options(plan, io, sinks, shared.signals);
         // A discarded stderr is trimmed to its tail while the command writes it; a captured
         // output is moved to its artifact in steps.
         let sink = self.stderr_sink.as_ref();

@@ -1,14 +1,14 @@
-//! A run's standard streams: its captured output (`capture.rs`), its stdin, /dev/null and the
-//! in-memory stderr sink, wired into spawn options. It opens and resets descriptors; it spawns
+//! A run's standard streams: its kept output (`capture.rs`), its stdin, /dev/null, the sinks
+//! of `sink.rs` (stderr's tail, `--output pipe`, `--output FILE`), wired into spawn options. It opens and resets descriptors; it spawns
 //! nothing.
 #![forbid(unsafe_code)]
 
 use crate::batch::capture::{Kept, RunCapture};
 use crate::batch::command::CommandBatch;
-use crate::batch::error::{stdin_error, NotRun};
+use crate::batch::error::{stdin_error, BatchError, NotRun};
 use crate::batch::shared::Shared;
 use crate::batch::signals::Signals;
-use crate::batch::sink::StderrSink;
+use crate::batch::sink::{DrainedPipe, StderrSink, StdoutFile};
 use crate::plan::{OutputMode, Plan, StdinMode};
 use crate::untrusted::{self, OpenError, Want};
 use coldtrace_syscalls::{SignalFd, SpawnOptions};
@@ -53,8 +53,8 @@ impl CommandBatch<'_> {
             },
             None => None,
         };
-        let capture = match (&self.dir, plan.output) {
-            (Some(_), OutputMode::File) => Some(RunCapture::new(index, self.spare_memfds.take())?),
+        let capture = match (&self.dir, &plan.output) {
+            (Some(_), OutputMode::Keep) => Some(RunCapture::new(index, self.spare_memfds.take())?),
             _ => None,
         };
         if plan.stdin == StdinMode::Null {
@@ -63,7 +63,26 @@ impl CommandBatch<'_> {
         if let Some(sink) = &mut self.stderr_sink {
             sink.reset();
         }
-        if capture.is_none() && plan.output == OutputMode::Null {
+        match &plan.output {
+            OutputMode::Pipe => shared.open_stdout_pipe()?,
+            OutputMode::File(path) => {
+                if let Some(file) = &mut self.stdout_file {
+                    file.empty().map_err(|e| {
+                        BatchError::own(format!(
+                            "--output {}: cannot empty it: {e}",
+                            crate::text::escape_controls(&path.display().to_string())
+                        ))
+                    })?;
+                }
+            }
+            _ => {}
+        }
+        // stdout's /dev/null, and stderr's when there is no in-memory sink (no memfds).
+        let discarded = matches!(
+            plan.output,
+            OutputMode::Null | OutputMode::Pipe | OutputMode::File(_)
+        );
+        if discarded {
             shared.dev_null()?;
         }
         Ok(RunIo {
@@ -81,19 +100,29 @@ fn open_stdin(path: &Path, signals: &SignalFd) -> Result<File, OpenError> {
     Ok(File::from(opened.fd))
 }
 
+/// Where a run's output goes when it is not kept: what the batch and its runs share.
+pub(super) struct Sinks<'a> {
+    pub(super) dev_null_in: Option<&'a File>,
+    pub(super) dev_null_out: Option<&'a File>,
+    pub(super) stdout_pipe: Option<&'a DrainedPipe>,
+    pub(super) stdout_file: Option<&'a StdoutFile>,
+    pub(super) stderr_sink: Option<&'a StderrSink>,
+}
+
 /// The streams and process settings a run is spawned with.
 pub(super) fn spawn_options<'a>(
     plan: &Plan,
     io: &'a RunIo,
-    dev_null_in: Option<&'a File>,
-    dev_null_out: Option<&'a File>,
-    stderr_sink: Option<&'a StderrSink>,
+    sinks: Sinks<'a>,
     signals: &Signals,
 ) -> SpawnOptions<'a> {
-    let dev_null = dev_null_out.map(|f| f.as_fd());
-    let (stdout, stderr) = match (&io.capture, plan.output) {
+    let dev_null = sinks.dev_null_out.map(|f| f.as_fd());
+    let tail = sinks.stderr_sink.map(|s| s.file.as_fd()).or(dev_null);
+    let (stdout, stderr) = match (&io.capture, &plan.output) {
         (Some(c), _) => (Some(c.stdout.fd()), Some(c.stderr.fd())),
-        (None, OutputMode::Null) => (dev_null, stderr_sink.map(|s| s.file.as_fd()).or(dev_null)),
+        (None, OutputMode::Null) => (dev_null, tail),
+        (None, OutputMode::Pipe) => (sinks.stdout_pipe.map(|p| p.write.as_fd()), tail),
+        (None, OutputMode::File(_)) => (sinks.stdout_file.map(|f| f.file.as_fd()), tail),
         // With --json, stdout is the JSON document's: the command's own output goes to the
         // terminal through stderr (fd 2), so `coldtrace run --json -- cmd | jq` parses.
         (None, _) if plan.json => (Some(rustix::stdio::stderr()), None),
@@ -101,7 +130,7 @@ pub(super) fn spawn_options<'a>(
     };
     SpawnOptions {
         stdin: match plan.stdin {
-            StdinMode::Null => dev_null_in.map(|f| f.as_fd()),
+            StdinMode::Null => sinks.dev_null_in.map(|f| f.as_fd()),
             _ => io.stdin_file.as_ref().map(|f| f.as_fd()),
         },
         stdout,

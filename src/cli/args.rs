@@ -632,18 +632,6 @@ pub(crate) fn check_out_dir(spelled: &str, dir: &OsStr) -> Result<(), UsageError
     Ok(())
 }
 
-/// What `--output VALUE` may have meant when VALUE is not a mode: GNU time's `-o FILE`, or
-/// hyperfine's `--output=pipe|FILE`.
-pub(crate) fn output_hint(value: &str) -> &'static str {
-    if value == "pipe" {
-        " (hyperfine's pipe: coldtrace never reads the command's output through a pipe; \
-         --output null discards it, -o DIR keeps it in files)"
-    } else {
-        " (a file: GNU time's --output=FILE is `coldtrace time -o FILE`; to keep the \
-         command's own output use -o DIR)"
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

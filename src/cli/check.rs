@@ -27,7 +27,12 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         ));
     }
     let single = runs == 1 && warmup == 0 && bounds.is_none() && cycles.is_none_or(|m| m == 1);
-    let output = output_mode(raw.output.as_deref(), out_dir.is_some(), single)?;
+    let output = output_mode(
+        raw.output.as_deref(),
+        raw.keep_output,
+        out_dir.is_some(),
+        single,
+    )?;
     let stdin = stdin_mode(raw.stdin.clone(), single)?;
     let timeout_ns = raw
         .timeout
@@ -69,7 +74,6 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         out_dir,
         json: raw.json,
         output,
-        output_by_default: raw.output.is_none(),
         stdin,
         timeout_ns,
         kill_after_ns,
@@ -171,23 +175,65 @@ fn run_count(raw: &RawRun) -> Result<(u32, Option<RunBounds>), UsageError> {
     Ok((min, Some(bounds)))
 }
 
-/// `--output`, or its default: inherit for one run, files with `--out`, else discarded.
-fn output_mode(value: Option<&str>, has_out: bool, single: bool) -> Result<OutputMode, UsageError> {
-    match value {
-        None if has_out => Ok(OutputMode::File),
-        None if single => Ok(OutputMode::Inherit),
-        None => Ok(OutputMode::Null),
+/// `--output` and `--keep-output`, or the default: inherit for one run (`-n 1`), else
+/// `/dev/null` — with or without `--out` (where records go changes nothing measured).
+fn output_mode(
+    value: Option<&std::ffi::OsStr>,
+    keep: bool,
+    has_out: bool,
+    single: bool,
+) -> Result<OutputMode, UsageError> {
+    if keep {
+        if !has_out {
+            return Err(usage(
+                "--keep-output needs -o DIR: every run's stdout and stderr go to DIR/runs/NNN/",
+            ));
+        }
+        return match value {
+            None => Ok(OutputMode::Keep),
+            Some(_) => Err(usage(
+                "--keep-output and --output: choose one (--keep-output keeps stdout and stderr in DIR/runs/NNN/)",
+            )),
+        };
+    }
+    let Some(value) = value else {
+        return Ok(if single {
+            OutputMode::Inherit
+        } else {
+            OutputMode::Null
+        });
+    };
+    match value.to_str() {
         Some("inherit") => Ok(OutputMode::Inherit),
         Some("null") => Ok(OutputMode::Null),
-        Some("file") if has_out => Ok(OutputMode::File),
-        Some("file") => Err(usage(
-            "--output file needs --out DIR (the files go under the batch directory)",
+        Some("pipe") => Ok(OutputMode::Pipe),
+        Some("") => Err(usage(
+            "--output: expected null, pipe, inherit or a file name, got ''",
         )),
-        Some(other) => Err(usage(format!(
-            "--output: expected inherit, null or file, got '{other}'{}",
-            args::output_hint(other)
-        ))),
+        // coldtrace's earlier `--output file` (outputs under -o DIR) is --keep-output now.
+        Some("file") => Err(usage(
+            "--output file: to keep every run's output under -o DIR use --keep-output; to write stdout to a file named 'file' use --output ./file",
+        )),
+        _ => output_file(value),
     }
+}
+
+/// `--output FILE`: a file name in a directory that exists, not a directory.
+fn output_file(value: &std::ffi::OsStr) -> Result<OutputMode, UsageError> {
+    let path = PathBuf::from(value);
+    let shown = escape_controls(&path.display().to_string());
+    if path.is_dir() || path.file_name().is_none() {
+        return Err(usage(format!(
+            "--output {shown}: is a directory; give a file name (or null, pipe, inherit)"
+        )));
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if parent.is_some_and(|p| !p.is_dir()) {
+        return Err(usage(format!(
+            "--output {shown}: its directory does not exist; create it first"
+        )));
+    }
+    Ok(OutputMode::File(path))
 }
 
 /// `-i`, `-i=all-non-zero` or `-i=CODES` (hyperfine 2.0's comma-separated exit codes).

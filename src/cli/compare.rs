@@ -58,13 +58,12 @@ pub(crate) fn comparison(raw: RawRun, specs: Vec<CommandSpec>) -> Result<Compare
         if one.stdin.is_none() {
             one.stdin = Some(OsString::from("null"));
         }
-        let output_by_default = one.output.is_none();
-        if output_by_default && out_dir.is_none() {
+        // A comparison is always a batch: its output goes to /dev/null unless told otherwise.
+        if one.output.is_none() && !one.keep_output {
             one.output = Some("null".into());
         }
         let mut plan = check_run(one)?;
         plan.in_comparison = true;
-        plan.output_by_default = output_by_default;
         plans.push(plan);
     }
     let exports = check_exports(&raw.exports, out_dir.as_deref())?;

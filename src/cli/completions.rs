@@ -391,13 +391,13 @@ mod tests {
         let out = table::find_long(table::Sub::Run, "--out").unwrap();
         assert_eq!(value_of(out), Some(Value::Directory));
         let output = table::find_long(table::Sub::Run, "--output").unwrap();
-        assert_eq!(value_of(output), Some(Value::Choices { files: false }));
+        assert_eq!(value_of(output), Some(Value::Choices { files: true }));
         let stdin = table::find_long(table::Sub::Run, "--stdin").unwrap();
         assert_eq!(value_of(stdin), Some(Value::Choices { files: true }));
         let json = table::find_long(table::Sub::Run, "--json").unwrap();
         assert_eq!(value_of(json), None);
         assert!(zsh().contains(
-            r"'(--output)--output[the command'\''s stdout/stderr\: inherit | null | file]:MODE:(inherit null file)'"
+            r"'(--output)--output[the command'\''s stdout\: null | pipe | inherit | FILE (default\: null)]:WHERE:_alternative '\''choices:WHERE:(null pipe inherit)'\'' '\''files:file:_files'\''' \"
         ));
     }
 

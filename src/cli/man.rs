@@ -220,7 +220,7 @@ mod tests {
                 s.name
             );
         }
-        assert!(text.contains("One of: inherit, null, file."));
+        assert!(text.contains("One of: null, pipe, inherit."));
     }
 
     #[test]

@@ -139,7 +139,7 @@ mod tests {
         assert_eq!(
             (
                 by_time.bounds.map(|b| b.min),
-                by_time.output,
+                by_time.output.clone(),
                 by_time.stdin.clone()
             ),
             (Some(10), OutputMode::Null, StdinMode::Null)
@@ -147,16 +147,44 @@ mod tests {
         let single = plan(&["run", "-n", "1", "--", "true"]);
         assert!(single.is_single_run());
         assert_eq!(
-            (single.runs, single.output, single.stdin.clone()),
+            (single.runs, single.output.clone(), single.stdin.clone()),
             (1, OutputMode::Inherit, StdinMode::Inherit)
         );
         let batch = plan(&["run", "-n", "5", "--", "true"]);
         assert_eq!(
-            (batch.output, batch.stdin.clone()),
+            (batch.output.clone(), batch.stdin.clone()),
             (OutputMode::Null, StdinMode::Null)
         );
+        // -o keeps records only: what the command writes to goes where it goes without it.
         let out = plan(&["run", "-n", "5", "-o", "d", "--", "true"]);
-        assert_eq!(out.output, OutputMode::File);
+        assert_eq!(out.output, OutputMode::Null);
+        let single = plan(&["run", "-n", "1", "-o", "d", "--", "true"]);
+        assert_eq!(single.output, OutputMode::Inherit);
+        let kept = plan(&["run", "-n", "5", "-o", "d", "--keep-output", "--", "true"]);
+        assert_eq!(kept.output, OutputMode::Keep);
+        for (given, mode) in [
+            ("pipe", OutputMode::Pipe),
+            ("inherit", OutputMode::Inherit),
+            ("out.txt", OutputMode::File("out.txt".into())),
+        ] {
+            assert_eq!(plan(&["run", "--output", given, "--", "true"]).output, mode);
+        }
+        assert!(error(&["run", "--keep-output", "--", "x"]).contains("needs -o DIR"));
+        assert!(error(&[
+            "run",
+            "-o",
+            "d",
+            "--keep-output",
+            "--output",
+            "pipe",
+            "--",
+            "x"
+        ])
+        .contains("choose one"));
+        assert!(error(&["run", "--output", "file", "--", "x"]).contains("use --keep-output"));
+        assert!(error(&["run", "--output", "/", "--", "x"]).contains("is a directory"));
+        assert!(error(&["run", "--output", "/no/such/dir/f", "--", "x"])
+            .contains("its directory does not exist"));
         assert_eq!(
             plan(&["run", "--timeout", "1.5", "--", "x"]).timeout_ns,
             Some(1_500_000_000)
@@ -193,7 +221,6 @@ mod tests {
         assert!(error(&["run", "--bogus", "--", "x"]).contains("unknown option '--bogus'"));
         assert!(error(&["run", "--"]).starts_with("no command after `--`"));
         assert!(error(&["run", "true", "x"]).contains("put the command after `--`"));
-        assert!(error(&["run", "--output", "file", "--", "x"]).contains("needs --out"));
         assert!(error(&["run", "--label"]).contains("needs a value"));
         assert!(error(&["run", "--", ""]).contains("empty string"));
         assert!(error(&["frobnicate"]).contains("unknown subcommand"));

@@ -106,6 +106,8 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
             format!(" [{}]", shorten(&escape_controls(l), max))
         })
     };
+    // The title names where the command's output went (the same with or without -o).
+    let sink = format!(" · {}", escape_controls(&plan.output.shown()));
     let width = terminal::width(Stream::Stderr);
     let stopped = table::failure_stop(&outcome, &command, &label(40), use_colour(), width);
     if let (Some(message), 0) = (&outcome.start_failure, outcome.counts.counted) {
@@ -117,10 +119,11 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
     } else if !plan.quiet {
         // The notices were said as they came, through the progress line.
         let lead = format!("coldtrace: {what} of ");
-        let title = table::heading(&lead, &command, &label(60), width);
+        let tail = format!("{}{sink}", label(40));
+        let title = table::heading(&lead, &command, &tail, width);
         eprint!("{}", table::table(&outcome, &title, use_colour(), width));
     }
-    let title = format!("coldtrace: {what} of {command}{}", label(usize::MAX));
+    let title = format!("coldtrace: {what} of {command}{}{sink}", label(usize::MAX));
     let shown = plan
         .name
         .as_deref()

@@ -374,17 +374,18 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "out", short: ['o'], values: ["DIR"], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "batch directory: records, outputs, batch.json",
+        help: "batch directory: records and batch.json (outputs: --keep-output)",
         description: "The batch directory: a new one, or an empty directory of your own (a \
             non-empty one is refused with the next free name, e.g. DIR-2). runs.jsonl (one \
-            record per run), runs/NNN/{stdout,stderr}, batch.json. A comparison keeps each \
+            record per run), batch.json, and with --keep-output runs/NNN/{stdout,stderr}; \
+            what is measured is the same with or without it. A comparison keeps each \
             command's batch under DIR/commands/NN/. This is not GNU time's -o FILE: that one is \
             `coldtrace time -o FILE`.",
     },
     opt! {
         long: "json", short: [], values: [], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "the record (one run) or the batch document on stdout",
+        help: "the record (-n 1) or the batch document on stdout",
         description: "Print the record of a single run, or the batch document, as JSON on \
             stdout after the command has finished. stdout is the JSON's alone: the command's \
             own stdout goes to the terminal through stderr.",
@@ -427,13 +428,26 @@ static OPTIONS: &[OptSpec] = &[
             shortened), with the notes under it as a list.",
     },
     opt! {
-        long: "output", short: [], values: ["MODE"], choices: ["inherit", "null", "file"],
+        long: "output", short: [], values: ["WHERE"], choices: ["null", "pipe", "inherit"],
         repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "the command's stdout/stderr: inherit | null | file",
-        description: "Where the command's stdout and stderr go: inherit, null or file (under \
-            --out DIR). Default: inherit for one run without --out, file with --out, null for \
-            a batch without --out (said once).",
+        help: "the command's stdout: null | pipe | inherit | FILE (default: null)",
+        description: "Where the command's stdout goes, as in hyperfine: null (/dev/null, the \
+            default of a batch), pipe (through a pipe that coldtrace reads and discards: \
+            some programs, GNU grep among them, do less work when their output is \
+            /dev/null), inherit (the terminal, with stderr: the default of -n 1), or FILE \
+            (emptied before every run, so it ends holding the last run's output). Except \
+            with inherit, stderr goes to memory, of which the last 64 KiB are kept for a \
+            failed run's reason. The same with or without -o: the table's title names it.",
+    },
+    opt! {
+        long: "keep-output", short: [], values: [], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "keep every run's stdout and stderr in -o DIR/runs/NNN/",
+        description: "Keep every run's stdout and stderr under the batch directory, \
+            runs/NNN/stdout and runs/NNN/stderr (made only for a stream the run wrote to). \
+            Needs -o DIR; the command writes to in-memory files (not /dev/null), moved to \
+            runs/NNN/ as it writes and after it exits. Without it -o keeps the records only.",
     },
     opt! {
         long: "stdin", short: [], values: ["MODE"], choices: ["null", "inherit"],
@@ -718,7 +732,8 @@ static FOREIGN: &[Foreign] = &[
     Foreign {
         flag: "--show-output",
         origin: Origin::Hyperfine,
-        instead: "--output inherit, or -o DIR to keep every run's stdout and stderr in files",
+        instead: "--output inherit, or -o DIR --keep-output to keep every run's stdout and \
+                  stderr in files",
     },
     Foreign {
         flag: "--input",

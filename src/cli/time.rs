@@ -80,7 +80,6 @@ fn single_run(argv: Vec<OsString>) -> Plan {
         out_dir: None,
         json: false,
         output: OutputMode::Inherit,
-        output_by_default: false,
         stdin: StdinMode::Inherit,
         timeout_ns: None,
         kill_after_ns: 0,

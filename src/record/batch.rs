@@ -23,6 +23,8 @@ pub struct ConfigRecord<'a> {
     pub run_bounds: Option<RunBoundsRecord>,
     pub warmup: u32,
     pub output: &'static str,
+    /// `--output FILE`: the file.
+    pub output_file: Option<String>,
     pub stdin: String,
     pub timeout_ns: Option<u64>,
     pub kill_after_ns: u64,
@@ -39,7 +41,7 @@ pub struct ConfigRecord<'a> {
     pub watch: Vec<String>,
 }
 serialize_struct!(ConfigRecord<'_> {
-    argv, name, parameters, shell, runs, run_bounds, warmup, output, stdin, timeout_ns,
+    argv, name, parameters, shell, runs, run_bounds, warmup, output, output_file, stdin, timeout_ns,
     kill_after_ns, setup, prepare, conclude, cleanup, ignore_failure, ignore_exit_codes, evict,
     drop_caches, cold_when, watch,
 });
@@ -197,6 +199,10 @@ impl<'a> ConfigRecord<'a> {
             }),
             warmup: plan.warmup,
             output: plan.output.name(),
+            output_file: match &plan.output {
+                crate::plan::OutputMode::File(path) => Some(path.display().to_string()),
+                _ => None,
+            },
             stdin: match &plan.stdin {
                 StdinMode::Null => "null".into(),
                 StdinMode::Inherit => "inherit".into(),

@@ -42,7 +42,8 @@ pub fn compare_table(outcome: &CompareOutcome, colour: bool, width: usize) -> St
     let view = CompareView::of(outcome);
     let mut out = String::new();
     let n = outcome.commands.len();
-    let title = format!("coldtrace: {n} commands compared, interleaved");
+    let sink = crate::text::escape_controls(&outcome.sink);
+    let title = format!("coldtrace: {n} commands compared, interleaved · {sink}");
     let _ = writeln!(out, "{}", style.bold(&shorten(&title, width)));
     for (i, line) in command_lines(&view).iter().enumerate() {
         let _ = writeln!(out, "  {}", shorten(line, width - 2));
@@ -152,8 +153,9 @@ pub fn compare_markdown(outcome: &CompareOutcome) -> String {
     let style = Style { on: false };
     let view = CompareView::of(outcome);
     let mut out = format!(
-        "**coldtrace: {} commands compared, interleaved**\n\n",
-        outcome.commands.len()
+        "**coldtrace: {} commands compared, interleaved · {}**\n\n",
+        outcome.commands.len(),
+        crate::text::escape_controls(&outcome.sink).replace('|', "\\|")
     );
     for (i, line) in command_lines(&view).iter().enumerate() {
         let _ = writeln!(out, "- {}", line.replace('|', "\\|"));

@@ -439,7 +439,16 @@ fn kept_output(dir: &TempDir, tag: &str, body: &str) -> (super::common::Output, 
     let writer = script(dir, tag, body);
     let out = ct(
         dir.path(),
-        ["run", "-n", "1", "-o", "b", "--", writer.to_str().unwrap()],
+        [
+            "run",
+            "-n",
+            "1",
+            "-o",
+            "b",
+            "--keep-output",
+            "--",
+            writer.to_str().unwrap(),
+        ],
     )
     .run_within(DEADLINE);
     out.expect_code(0);

@@ -365,6 +365,7 @@ fn swapping_the_batch_directory_for_a_symlink_mid_batch_moves_nothing() {
             "4",
             "-o",
             "b",
+            "--keep-output",
             "--",
             swap.to_str().unwrap(),
         ],
