@@ -116,7 +116,7 @@ fn batch_json_lists_the_first_and_the_last_failures_and_runs_jsonl_every_one() {
 fn only_the_last_sixteen_failures_keep_their_stderr_tail() {
     let dir = TempDir::new("failedtails");
     let noisy = script(&dir, "ft", "echo \"failure $$\" >&2; exit 3");
-    let line = format!("run -q -i -n 40 -o b -- {}", noisy.display());
+    let line = format!("run -q -i -n 40 -o b --keep-output -- {}", noisy.display());
     let doc = failing_batch(&dir, &line, "b");
     let tails: Vec<bool> = doc["failed_runs"]
         .as_array()
