@@ -1,5 +1,6 @@
 //! Words of a command: shell-style splitting (no shell is ever run), quoting back for display,
-//! escaping control characters. A leaf: it depends on nothing in the crate.
+//! escaping control characters — and the escaping of names and labels for the formats they
+//! are written in (a CSV field, Markdown text). A leaf: it depends on nothing in the crate.
 //!
 //! Supported: blanks separate words; `'…'` is literal; `"…"` is literal except for `\"`, `\\`,
 //! `\$` and `` \` ``; a backslash outside quotes escapes the next character. Not supported, and
@@ -126,6 +127,42 @@ pub fn unbreakable(text: &str) -> String {
     text.replace(' ', "\u{a0}")
 }
 
+/// A CSV field as RFC 4180 writes it (quoted, quotes doubled, when it holds a comma, a quote or
+/// a line break), and never a formula: text that a spreadsheet would evaluate — starting with
+/// `=`, `+`, `-`, `@`, a tab or a carriage return, and not a plain number — gets a leading `'`,
+/// as OWASP's advice on CSV injection has it (a command named `=HYPERLINK(…)` stays text).
+pub fn csv_field(text: &str) -> String {
+    let formula =
+        text.starts_with(['=', '+', '-', '@', '\t', '\r']) && text.parse::<f64>().is_err();
+    let text = if formula {
+        format!("'{text}")
+    } else {
+        text.to_string()
+    };
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text
+    }
+}
+
+/// Text as Markdown shows it and never interprets it as HTML or a table border: `&`, `<`, `>`
+/// as entities, `|` escaped. For table cells, list items and titles (not code blocks, where
+/// everything is literal already).
+pub fn markdown_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '|' => out.push_str("\\|"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +188,30 @@ mod tests {
         assert_eq!(
             escape_controls("x\u{202e}y\u{2066}é"),
             "x\\u{202e}y\\u{2066}é"
+        );
+    }
+
+    #[test]
+    fn csv_fields_are_never_formulas_and_numbers_stay_numbers() {
+        assert_eq!(csv_field("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
+        assert_eq!(csv_field("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(csv_field("+cmd"), "'+cmd");
+        assert_eq!(
+            csv_field("-2+3+cmd|' /C calc'!A0"),
+            "'-2+3+cmd|' /C calc'!A0"
+        );
+        assert_eq!(csv_field("\tx"), "'\tx");
+        assert_eq!(csv_field("-88628"), "-88628");
+        assert_eq!(csv_field("-1.5e3"), "-1.5e3");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("plain"), "plain");
+    }
+
+    #[test]
+    fn markdown_text_shows_html_as_text() {
+        assert_eq!(
+            markdown_text("<img src=x onerror=alert(1)> & a|b"),
+            "&lt;img src=x onerror=alert(1)&gt; &amp; a\\|b"
         );
     }
 

@@ -2,7 +2,7 @@
 //! writes nothing where it was not asked. Every case runs under a deadline and checks the exit
 //! code, that a one-line error stays one escaped line, that no process of the command survives
 //! (running or as a zombie), and that the records are whole. The cases of this file come first;
-//! each class with its own file below `tests/hostile/` follows (files, crashes, memory).
+//! each class with its own file below `tests/hostile/` follows (files, crashes, memory, truth).
 #![forbid(unsafe_code)]
 
 mod common;
@@ -12,6 +12,8 @@ mod crashes;
 mod files;
 #[path = "hostile/memory.rs"]
 mod memory;
+#[path = "hostile/truth.rs"]
+mod truth;
 
 use common::{ct, read_batch, read_records, write_file, TempDir, BIN};
 use serde_json::Value;

@@ -409,7 +409,7 @@ fn markdown() -> String {
     out += "\n";
     out += &compare::compare_markdown(&comparison());
     out += "\n";
-    out += &report::render_markdown(&report_rows());
+    out += &report::render_markdown(&report_rows(), &[]);
     out
 }
 

@@ -274,7 +274,7 @@ pub fn draw(data: &[u8]) -> Reached {
     for note in report::notes(&rows) {
         check_no_controls("report note", &note);
     }
-    check_no_controls("report markdown", &report::render_markdown(&rows));
+    check_no_controls("report markdown", &report::render_markdown(&rows, &[]));
     let label = rows
         .iter()
         .filter_map(|r| r.label.as_ref())

@@ -328,10 +328,9 @@ impl AroundPrograms {
 /// the walk ends coldtrace at once, 128+N, before anything was created.
 /// Returns the watched set's identity (`None` without `--watch`/`--evict`).
 fn check_cold_state(plan: &Plan, signals: &Signals) -> Result<Option<FileSetIdentity>, BatchError> {
-    if plan.cold.drop_caches && !cache::drop_caches_permitted() {
-        return Err(BatchError::own(
-            "--drop-caches needs root (it writes /proc/sys/vm/drop_caches); use --evict PATH to evict specific files without root",
-        ));
+    if plan.cold.drop_caches {
+        // Why it cannot: not root, or root with a read-only /proc/sys (a container), or none.
+        cache::check_drop_caches().map_err(|e| BatchError::own(e.to_string()))?;
     }
     // The file sets are walked afresh each time and dropped at once: a tree of 40,000 files
     // held for the whole batch would add megabytes to coldtrace's resident set, and so to

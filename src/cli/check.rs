@@ -43,6 +43,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         Some(v) => seconds("--kill-after", v)?,
         None => 2_000_000_000,
     };
+    let notices = notices(&raw);
     for (flag, cmd) in [
         ("--setup", &raw.setup),
         ("--prepare", &raw.prepare),
@@ -62,7 +63,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         ));
     }
     Ok(Plan {
-        notices: raw.notices,
+        notices,
         program_path: PathBuf::from(&program_name),
         argv: raw.command,
         runs,
@@ -90,6 +91,21 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         in_comparison: false,
         exports,
     })
+}
+
+/// What to say once about how the request was read: the reader's notices (an option given
+/// twice), and that `--kill-after` without `--timeout` has no effect.
+pub(crate) fn notices(raw: &RawRun) -> Vec<String> {
+    let kill_after_alone = (raw.kill_after.is_some() && raw.timeout.is_none()).then(|| {
+        "--kill-after has no effect without --timeout: it is the wait between the timeout's \
+         SIGTERM and SIGKILL"
+            .to_string()
+    });
+    raw.notices
+        .iter()
+        .cloned()
+        .chain(kill_after_alone)
+        .collect()
 }
 
 /// `--export-* FILE`, checked before anything runs (see [`crate::record::export_file`]):

@@ -63,7 +63,7 @@ const LIST_LIMIT: u64 = 64 << 20;
 
 /// The batch directories the operands name: `-` is a list read from stdin (one path a line),
 /// and a directory that is no batch stands for every batch below it.
-fn batch_dirs(operands: &[PathBuf]) -> Result<Vec<PathBuf>, BatchError> {
+fn batch_dirs(operands: &[PathBuf]) -> Result<crate::record::find::Found, BatchError> {
     let mut expanded = Vec::new();
     for operand in operands {
         if operand.as_os_str() == "-" {
@@ -94,28 +94,45 @@ fn batch_dirs(operands: &[PathBuf]) -> Result<Vec<PathBuf>, BatchError> {
     crate::record::find::batch_dirs(&expanded).map_err(|e| BatchError::own(e.0))
 }
 
-/// Reads the batches and renders them.
+/// Reads the batches and renders them. What cannot be read is passed over, named on stderr
+/// (and in `--json` and `--markdown`), and makes the exit code 1; nothing readable at all is
+/// coldtrace's one-line error (125).
 pub fn execute_report(args: &ReportArgs) -> Result<Output, BatchError> {
-    let dirs = batch_dirs(&args.dirs)?;
-    check_pictures(args, &dirs)?;
+    let found = batch_dirs(&args.dirs)?;
+    check_pictures(args, &found.dirs)?;
     let args = &ReportArgs {
-        dirs,
+        dirs: found.dirs,
         ..args.clone()
     };
-    let rows = crate::record::reader::read_all(&args.dirs).map_err(|e| BatchError::own(e.0))?;
-    let comparisons =
-        crate::record::reader::read_comparisons(&args.dirs).map_err(|e| BatchError::own(e.0))?;
+    let (rows, unread) = crate::record::reader::read_all(&args.dirs);
+    let (comparisons, lost) = crate::record::reader::read_comparisons(&args.dirs);
+    let skipped: Vec<String> = found
+        .skipped
+        .into_iter()
+        .chain(unread)
+        .chain(lost)
+        .collect();
+    if rows.is_empty() {
+        let why = skipped.first().cloned();
+        return Err(BatchError::own(
+            why.unwrap_or_else(|| "no batch could be read".into()),
+        ));
+    }
+    for line in crate::view::report::skipped_lines(&skipped) {
+        eprintln!("coldtrace: skipped {line}");
+    }
     let mut stdout = if args.json {
         let document = crate::record::reader::ReportDocument {
             schema: crate::record::REPORT_SCHEMA,
             batches: &rows,
+            skipped: &skipped,
         };
         format!(
             "{}\n",
             serde_json::to_string_pretty(&document).unwrap_or_default()
         )
     } else if args.markdown {
-        crate::view::report::render_markdown(&rows)
+        crate::view::report::render_markdown(&rows, &skipped)
     } else {
         // The notes are about reading, not the batches: stderr, so that the table can be piped.
         for note in crate::view::report::notes(&rows) {
@@ -132,7 +149,7 @@ pub fn execute_report(args: &ReportArgs) -> Result<Output, BatchError> {
     }
     Ok(Output {
         stdout,
-        exit_code: 0,
+        exit_code: if skipped.is_empty() { 0 } else { 1 },
     })
 }
 
@@ -153,7 +170,7 @@ fn comparisons_text(comparisons: &[(String, ReadComparison)], markdown: bool) ->
             read.commands.len()
         );
         if markdown {
-            out.push_str(&format!("\n**{}**\n", title.replace('|', "\\|")));
+            out.push_str(&format!("\n**{}**\n", crate::text::markdown_text(&title)));
             out.push_str(&crate::view::compare::markdown_ratios(&view));
         } else {
             out.push('\n');
@@ -168,8 +185,7 @@ fn comparisons_text(comparisons: &[(String, ReadComparison)], markdown: bool) ->
 /// `--svg FILE` and `--html FILE`: the batches read again as series (streamed), drawn, and
 /// each file replaced atomically (a browser reloading it never sees half a picture).
 fn draw(args: &ReportArgs) -> Result<(), BatchError> {
-    let pictures =
-        crate::record::reader::read_pictures(&args.dirs).map_err(|e| BatchError::own(e.0))?;
+    let pictures = crate::record::reader::read_pictures(&args.dirs);
     if let Some(path) = &args.svg {
         write_file("--svg", path, &crate::view::picture::render_svg(&pictures))?;
     }

@@ -87,18 +87,28 @@ pub fn check_and_mark(boot_id: Option<&str>) -> BootMarker {
         Err(OpenError::Os(e)) if e == coldtrace_syscalls::Errno::NOENT => None,
         Err(e) => return unknown(Some(path.clone()), format!("{}: {e}", path.display())),
     };
-    let first = first_since_boot(previous.as_deref(), boot_id);
-    let note = if previous.as_deref().map(str::trim) == Some(boot_id) {
-        None
-    } else {
-        write_atomically(&path, boot_id)
-            .err()
-            .map(|e| format!("cannot update {}: {e}", path.display()))
-    };
-    BootMarker {
-        first_batch_since_boot: Some(first),
-        state_file: Some(path),
-        note,
+    if previous.as_deref().map(str::trim) == Some(boot_id) {
+        return BootMarker {
+            first_batch_since_boot: Some(false),
+            state_file: Some(path),
+            note: None,
+        };
+    }
+    // The file names another boot, or none: this batch is the first since boot only if it can
+    // say so for the next one. A marker that cannot be written would make every batch "first".
+    match write_atomically(&path, boot_id) {
+        Ok(()) => BootMarker {
+            first_batch_since_boot: Some(true),
+            state_file: Some(path),
+            note: None,
+        },
+        Err(e) => {
+            let why = format!(
+                "cannot update {}: {e}; so no batch of this boot can be told from the first",
+                path.display()
+            );
+            unknown(Some(path), why)
+        }
     }
 }
 
@@ -119,13 +129,14 @@ fn write_atomically(path: &Path, boot_id: &str) -> std::io::Result<()> {
         .mode(0o700)
         .create(dir)?;
     let tmp = dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
+    // Made here with O_EXCL, or not at all: a failure removes only a file this call made.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(&tmp)?;
     let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(&tmp)?;
         file.write_all(format!("{boot_id}\n").as_bytes())?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)

@@ -43,6 +43,9 @@ pub fn explain(e: &io::Error) -> String {
         Some(13) => "permission denied (EACCES)".into(),
         Some(30) => "read-only file system (EROFS)".into(),
         Some(20) => "a component of the path is not a directory (ENOTDIR)".into(),
+        Some(36) => "the path is longer than the system allows (ENAMETOOLONG); name a directory \
+             nearer to it"
+            .into(),
         _ => e.to_string(),
     }
 }

@@ -44,58 +44,85 @@ fn exists_no_follow(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok()
 }
 
+/// What the operands name: the batch and comparison directories found, and what was passed
+/// over, each with why (one line a directory).
+#[derive(Debug, Default)]
+pub struct Found {
+    /// Every batch or comparison directory, in order.
+    pub dirs: Vec<PathBuf>,
+    /// `DIR: why it was not read` for each directory left out: an operand that is no
+    /// directory, one below which nothing was found, a directory that cannot be listed, one
+    /// deeper than [`MAX_DEPTH`] below its operand.
+    pub skipped: Vec<String>,
+}
+
 /// Every batch or comparison directory the operands name, in order: an operand that is one is
 /// kept as given; below any other directory, every batch or comparison found, in name order.
+/// What cannot be read is passed over and named in [`Found::skipped`].
 ///
 /// # Errors
-/// An operand that does not exist or is not a directory, one that cannot be listed, or a
-/// directory below which no batch was found: one line naming it.
-pub fn batch_dirs(operands: &[PathBuf]) -> Result<Vec<PathBuf>, ReportError> {
-    let mut found = Vec::new();
+/// Nothing found at all: the first reason, one line naming its directory.
+pub fn batch_dirs(operands: &[PathBuf]) -> Result<Found, ReportError> {
+    let mut found = Found::default();
     for operand in operands {
-        let meta = fs::metadata(operand).map_err(|e| {
-            ReportError(format!(
-                "{}: {}",
-                operand.display(),
-                crate::record::artifacts::explain(&e)
-            ))
-        })?;
-        if !meta.is_dir() {
-            return Err(ReportError(format!(
-                "{}: not a batch directory (expected a directory with runs.jsonl, or one with \
-                 batch directories below it)",
-                operand.display()
-            )));
+        if let Err(why) = add_operand(operand, &mut found) {
+            found.skipped.push(why);
         }
-        if kind(operand) != Kind::Other {
-            found.push(operand.clone());
-            continue;
-        }
-        let before = found.len();
-        walk(operand, 0, &mut found)?;
-        if found.len() == before {
-            return Err(ReportError(format!(
-                "{}: no batch directory found in it or below it (a batch directory holds \
-                 runs.jsonl)",
-                operand.display()
-            )));
-        }
+    }
+    if found.dirs.is_empty() {
+        let first = found.skipped.first().cloned();
+        return Err(ReportError(
+            first.unwrap_or_else(|| "no batch directory given".into()),
+        ));
     }
     Ok(found)
 }
 
-/// Adds the batches below `dir` (not `dir` itself) to `found`.
-fn walk(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Result<(), ReportError> {
-    if depth >= MAX_DEPTH {
+/// The batches `operand` names, added to `found`; why none, when none.
+fn add_operand(operand: &Path, found: &mut Found) -> Result<(), String> {
+    let meta = fs::metadata(operand).map_err(|e| {
+        format!(
+            "{}: {}",
+            operand.display(),
+            crate::record::artifacts::explain(&e)
+        )
+    })?;
+    if !meta.is_dir() {
+        return Err(format!(
+            "{}: not a batch directory (expected a directory with runs.jsonl, or one with \
+             batch directories below it)",
+            operand.display()
+        ));
+    }
+    if kind(operand) != Kind::Other {
+        found.dirs.push(operand.to_path_buf());
         return Ok(());
     }
-    let entries = fs::read_dir(dir).map_err(|e| {
-        ReportError(format!(
-            "{}: cannot list it: {}",
-            dir.display(),
-            crate::record::artifacts::explain(&e)
-        ))
-    })?;
+    let before = found.dirs.len();
+    walk(operand, 0, found);
+    if found.dirs.len() == before {
+        return Err(format!(
+            "{}: no batch directory found in it or below it (a batch directory holds \
+             runs.jsonl)",
+            operand.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Adds the batches below `dir` (not `dir` itself) to `found`; what cannot be searched is
+/// named in `found.skipped`.
+fn walk(dir: &Path, depth: usize, found: &mut Found) {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            let why = crate::record::artifacts::explain(&e);
+            found
+                .skipped
+                .push(format!("{}: cannot list it: {why}", dir.display()));
+            return;
+        }
+    };
     let mut subdirs: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         // `file_type` does not follow symlinks: a link to a directory is not entered.
@@ -104,12 +131,26 @@ fn walk(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Result<(), Report
         .collect();
     subdirs.sort();
     for sub in subdirs {
+        // A path too long to examine (past PATH_MAX) is named, not taken for "no batch".
+        if let Err(e) = fs::symlink_metadata(sub.join("runs.jsonl")) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                let why = crate::record::artifacts::explain(&e);
+                found
+                    .skipped
+                    .push(format!("{}: cannot examine it: {why}", sub.display()));
+                continue;
+            }
+        }
         match kind(&sub) {
-            Kind::Batch | Kind::Comparison => found.push(sub),
-            Kind::Other => walk(&sub, depth + 1, found)?,
+            Kind::Batch | Kind::Comparison => found.dirs.push(sub),
+            Kind::Other if depth + 1 >= MAX_DEPTH => found.skipped.push(format!(
+                "{}: not searched, {MAX_DEPTH} levels below where the search began; name it \
+                 to read what is below it",
+                sub.display()
+            )),
+            Kind::Other => walk(&sub, depth + 1, found),
         }
     }
-    Ok(())
 }
 
 /// Operands read from a list (`report -`): one path a line; blank lines are skipped, and a
@@ -147,7 +188,7 @@ mod tests {
         fs::write(root.join("d/cmp/commands/00/runs.jsonl"), b"").unwrap();
         // A symlink loop is not followed.
         std::os::unix::fs::symlink(&root, root.join("a/loop")).unwrap();
-        let found = batch_dirs(std::slice::from_ref(&root)).unwrap();
+        let found = batch_dirs(std::slice::from_ref(&root)).unwrap().dirs;
         let rel: Vec<String> = found
             .iter()
             .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
@@ -157,7 +198,7 @@ mod tests {
             ["a/host1/001", "a/host1/002", "b/host2/001", "c", "d/cmp"]
         );
         // An operand that is a batch is kept as given.
-        let direct = batch_dirs(&[root.join("c")]).unwrap();
+        let direct = batch_dirs(&[root.join("c")]).unwrap().dirs;
         assert_eq!(direct, [root.join("c")]);
         let _ = fs::remove_dir_all(&root);
     }
@@ -171,6 +212,29 @@ mod tests {
         assert!(!e.0.contains('\n'));
         let e = batch_dirs(&[root.join("missing")]).unwrap_err();
         assert!(e.0.contains("missing"), "{}", e.0);
+        let _ = fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn what_is_passed_over_is_named_with_why() {
+        let root = scratch("skipped");
+        let mut deep = root.join("deep");
+        for level in 0..MAX_DEPTH {
+            deep = deep.join(format!("{level}"));
+        }
+        fs::create_dir_all(&deep).unwrap();
+        fs::write(deep.join("runs.jsonl"), b"").unwrap();
+        fs::create_dir_all(root.join("ok")).unwrap();
+        fs::write(root.join("ok/runs.jsonl"), b"").unwrap();
+        let found = batch_dirs(&[root.clone(), root.join("missing")]).unwrap();
+        assert_eq!(found.dirs, [root.join("ok")]);
+        assert_eq!(found.skipped.len(), 2, "{:?}", found.skipped);
+        assert!(
+            found.skipped[0].contains("not searched, 16 levels below"),
+            "{:?}",
+            found.skipped
+        );
+        assert!(found.skipped[1].contains("missing"), "{:?}", found.skipped);
         let _ = fs::remove_dir_all(&root);
     }
 

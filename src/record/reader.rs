@@ -37,8 +37,14 @@ pub struct ReportDocument<'a> {
     pub schema: &'static str,
     /// One row per batch, in the order given.
     pub batches: &'a [BatchRow],
+    /// What was not read, each `DIR: why`.
+    pub skipped: &'a [String],
 }
-serialize_struct!(ReportDocument<'_> { schema, batches });
+serialize_struct!(ReportDocument<'_> {
+    schema,
+    batches,
+    skipped
+});
 
 /// One row: a batch as `report` sees it.
 #[derive(Clone, Debug, Default)]
@@ -802,24 +808,33 @@ fn note_promoted_first(row: &mut BatchRow) {
 }
 
 /// Reads every directory, then marks the first batch of each boot and kernel changes, in the
-/// order of their start times.
-pub fn read_all(dirs: &[PathBuf]) -> Result<Vec<BatchRow>, ReportError> {
+/// order of their start times. A batch that cannot be read (damaged, or not a batch) is left
+/// out and named, with why, in the second list; the others are read all the same.
+pub fn read_all(dirs: &[PathBuf]) -> (Vec<BatchRow>, Vec<String>) {
     let mut batches = Vec::new();
+    let mut skipped = Vec::new();
     for dir in dirs {
-        match comparison_members(dir)? {
-            Some(members) => batches.extend(members),
-            None => batches.push(dir.clone()),
+        match comparison_members(dir) {
+            Ok(Some(members)) => batches.extend(members),
+            Ok(None) => batches.push(dir.clone()),
+            Err(e) => skipped.push(e.0),
         }
     }
-    let rows = read_in_parallel(&batches)?;
-    Ok(grouped(rows))
+    let mut rows = Vec::with_capacity(batches.len());
+    for read in read_in_parallel(&batches) {
+        match read {
+            Ok(row) => rows.push(row),
+            Err(e) => skipped.push(e.0),
+        }
+    }
+    (grouped(rows), skipped)
 }
 
 /// [`read_batch`] of every directory, on as many threads as there are CPUs (at most 8): the
 /// batches are independent, and parsing their records is the whole cost of a fleet's report.
-/// Each thread holds one line at a time; the rows come back in the order of `dirs`, and the
-/// first error in that order is the one reported.
-fn read_in_parallel(dirs: &[PathBuf]) -> Result<Vec<BatchRow>, ReportError> {
+/// Each thread holds one line at a time; the rows come back in the order of `dirs`, each read
+/// or why not.
+fn read_in_parallel(dirs: &[PathBuf]) -> Vec<Result<BatchRow, ReportError>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let threads = std::thread::available_parallelism()
@@ -853,25 +868,63 @@ fn read_in_parallel(dirs: &[PathBuf]) -> Result<Vec<BatchRow>, ReportError> {
 
 /// Every comparison directory among `dirs`, its document read back (`DIR/batch.json`): the
 /// ratios, intervals and conclusion `compare` printed. A comparison that did not finish has
-/// no document, and is left out (its rows say so).
-pub fn read_comparisons(dirs: &[PathBuf]) -> Result<Vec<(String, ReadComparison)>, ReportError> {
+/// no document, and is left out (its rows say so); one whose document cannot be read, or that
+/// lost a command's batch (its directory under `commands/` is gone), is named in the second
+/// list.
+pub fn read_comparisons(dirs: &[PathBuf]) -> (Vec<(String, ReadComparison)>, Vec<String>) {
     let mut found = Vec::new();
+    let mut skipped = Vec::new();
     for dir in dirs {
-        if comparison_members(dir)?.is_none() {
-            continue;
-        }
+        let members = match comparison_members(dir) {
+            Ok(Some(members)) => members,
+            // Not a comparison, or named by read_all already.
+            Ok(None) | Err(_) => continue,
+        };
         let path = dir.join("batch.json");
         let mut notes = Vec::new();
         let missing = "no batch.json (the comparison did not finish): no intervals";
-        if let Some(bytes) = read_document(&path, missing, &mut notes)? {
-            let doc = compare_document(&bytes, &path)?;
-            found.push((
-                dir.display().to_string(),
-                crate::record::compare::read_document(&doc),
-            ));
+        let doc = match read_document(&path, missing, &mut notes) {
+            Ok(Some(bytes)) => compare_document(&bytes, &path),
+            Ok(None) => continue,
+            Err(e) => Err(e),
+        };
+        match doc {
+            Ok(doc) => {
+                skipped.extend(lost_commands(dir, &doc, &members));
+                found.push((
+                    dir.display().to_string(),
+                    crate::record::compare::read_document(&doc),
+                ));
+            }
+            Err(e) => skipped.push(e.0),
         }
     }
-    Ok(found)
+    (found, skipped)
+}
+
+/// `DIR/commands/NN: missing …` for each command the comparison document names whose batch
+/// directory is not there.
+fn lost_commands(dir: &Path, doc: &Value, members: &[PathBuf]) -> Vec<String> {
+    let commands = doc.get("commands").and_then(Value::as_array);
+    commands
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let rel = str_at(c, &["dir"])?;
+            let path = dir.join(&rel);
+            if members.contains(&path) {
+                return None;
+            }
+            let shown = str_at(c, &["name"]).or_else(|| str_at(c, &["command"]));
+            Some(format!(
+                "{}: missing, the batch of command {} ({}) of this comparison: its row is not \
+                 shown, its ratios are as the comparison recorded them",
+                path.display(),
+                u64_at(c, &["index"]).unwrap_or_default(),
+                one_line(&shown.unwrap_or_default())
+            ))
+        })
+        .collect()
 }
 
 /// The rows in time order, grouped by boot and kernel (groups in the order of their earliest
@@ -915,16 +968,19 @@ pub const PICTURE_BUCKETS: usize = 512;
 pub const PICTURE_COMMAND_STRIPS: usize = 12;
 
 /// Reads every directory for the picture: a batch as its runs in order, a comparison as its
-/// commands side by side. `runs.jsonl` is read line by line, never whole.
-pub fn read_pictures(dirs: &[PathBuf]) -> Result<Vec<Picture>, ReportError> {
+/// commands side by side. `runs.jsonl` is read line by line, never whole. What cannot be read
+/// is left out of the picture (the table names it).
+pub fn read_pictures(dirs: &[PathBuf]) -> Vec<Picture> {
     let mut pictures = Vec::new();
     for dir in dirs {
-        match comparison_members(dir)? {
-            Some(members) => pictures.push(Picture::Comparison(read_comparison(dir, &members)?)),
-            None => pictures.push(Picture::Batch(Box::new(read_series(dir, PICTURE_BUCKETS)?))),
-        }
+        let picture = match comparison_members(dir) {
+            Ok(Some(members)) => read_comparison(dir, &members).map(Picture::Comparison),
+            Ok(None) => read_series(dir, PICTURE_BUCKETS).map(|s| Picture::Batch(Box::new(s))),
+            Err(e) => Err(e),
+        };
+        pictures.extend(picture.ok());
     }
-    Ok(pictures)
+    pictures
 }
 
 /// A comparison directory: each member batch, named and compared as `DIR/batch.json`
@@ -947,7 +1003,10 @@ fn read_comparison(dir: &Path, members: &[PathBuf]) -> Result<Comparison, Report
         PICTURE_BUCKETS
     };
     for (position, member) in members.iter().enumerate() {
-        let series = read_series(member, cap)?;
+        // A member that cannot be read is left out (the table names it).
+        let Ok(series) = read_series(member, cap) else {
+            continue;
+        };
         comparison
             .commands
             .push(compared(doc.as_ref(), member, position, series));

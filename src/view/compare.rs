@@ -158,9 +158,9 @@ pub fn compare_markdown(outcome: &CompareOutcome) -> String {
         crate::text::escape_controls(&outcome.sink).replace('|', "\\|")
     );
     for (i, line) in command_lines(&view).iter().enumerate() {
-        let _ = writeln!(out, "- {}", line.replace('|', "\\|"));
+        let _ = writeln!(out, "- {}", crate::text::markdown_text(line));
         if let Some(text) = first_rejected(outcome, i) {
-            let _ = writeln!(out, "  - ✗ {}", text.replace('|', "\\|"));
+            let _ = writeln!(out, "  - ✗ {}", crate::text::markdown_text(&text));
         }
     }
     out.push_str(&markdown_ratios(&view));
@@ -175,7 +175,7 @@ pub fn markdown_ratios(view: &CompareView<'_>) -> String {
     let all: Vec<usize> = (1..view.commands.len()).collect();
     let mut out = format!("\n{}\n", grid(view, &all).markdown());
     for line in verdicts(view) {
-        let _ = writeln!(out, "- {}", line.replace('|', "\\|"));
+        let _ = writeln!(out, "- {}", crate::text::markdown_text(&line));
     }
     out
 }

@@ -66,7 +66,7 @@ fn lines(c: &ContextDocument) -> String {
         if cap.drop_caches_permitted {
             "permitted"
         } else {
-            "not permitted (needs root)"
+            "not permitted (needs root and a writable /proc/sys)"
         }
     );
     let _ = writeln!(out, "task I/O acct {}", yes(cap.task_io_accounting));

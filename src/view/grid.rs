@@ -251,7 +251,7 @@ impl Grid {
 
     /// The whole table as Markdown (nothing shortened; `|` in a cell escaped).
     pub fn markdown(&self) -> String {
-        let esc = |s: &str| s.replace('|', "\\|");
+        let esc = crate::text::markdown_text;
         let mut out = String::new();
         let headers: Vec<String> = self
             .columns

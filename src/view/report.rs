@@ -255,19 +255,43 @@ pub fn render_table(rows: &[BatchRow], width: usize) -> String {
 }
 
 /// The Markdown table, with the flags, the kernel and the notes as a list under it.
-pub fn render_markdown(rows: &[BatchRow]) -> String {
+pub fn render_markdown(rows: &[BatchRow], skipped: &[String]) -> String {
     let mut out = grid(rows, true).markdown();
     let items: Vec<String> = groups(rows)
         .into_iter()
         .map(group_line)
         .chain(under_table(rows))
         .chain(notes(rows).into_iter().map(|n| format!("note: {n}")))
+        .chain(
+            skipped_lines(skipped)
+                .into_iter()
+                .map(|s| format!("skipped {s}")),
+        )
         .collect();
     if !items.is_empty() {
         out.push('\n');
     }
     for item in items {
-        let _ = writeln!(out, "- {}", item.replace('|', "\\|"));
+        let _ = writeln!(out, "- {}", crate::text::markdown_text(&item));
     }
     out
+}
+
+/// The most directories named one by one as not read; the rest are counted.
+pub const SKIPPED_SHOWN: usize = 20;
+
+/// What `report` could not read, one line each (escaped), the first [`SKIPPED_SHOWN`] named.
+pub fn skipped_lines(skipped: &[String]) -> Vec<String> {
+    let mut lines: Vec<String> = skipped
+        .iter()
+        .take(SKIPPED_SHOWN)
+        .map(|s| one_line(s))
+        .collect();
+    if skipped.len() > SKIPPED_SHOWN {
+        lines.push(format!(
+            "{} more directories (report --json lists every one)",
+            skipped.len() - SKIPPED_SHOWN
+        ));
+    }
+    lines
 }

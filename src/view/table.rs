@@ -144,7 +144,7 @@ pub fn failure_stop(
 /// The batch's table as Markdown: the whole table, then its notes as a list.
 pub fn markdown(outcome: &BatchOutcome, title: &str) -> String {
     let style = Style { on: false };
-    let mut out = format!("**{}**\n\n", title.replace('|', "\\|"));
+    let mut out = format!("**{}**\n\n", crate::text::markdown_text(title));
     if nothing_to_tabulate(outcome) {
         let _ = writeln!(out, "{}\n", nothing_counted(outcome));
     } else {

@@ -67,7 +67,7 @@ fn is_root() -> bool {
 
 /// `coldtrace LINE` (its words split at spaces) in `dir`, refused before anything runs: exit
 /// 125, one escaped line that says `says`, nothing new below `dir`.
-fn refused(dir: &TempDir, line: &str, says: &str) -> Output {
+pub(crate) fn refused(dir: &TempDir, line: &str, says: &str) -> Output {
     let before = tree(dir.path());
     let out = ct(dir.path(), line.split(' ')).run_within(DEADLINE);
     out.expect_code(125);

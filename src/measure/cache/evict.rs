@@ -146,7 +146,15 @@ pub fn drop_caches() -> Result<(), CacheError> {
 /// Whether [`drop_caches`] would be allowed: opens the file for writing and closes it, without
 /// writing (opening drops nothing).
 pub fn drop_caches_permitted() -> bool {
-    open_drop_caches().is_ok()
+    check_drop_caches().is_ok()
+}
+
+/// As [`drop_caches_permitted`], with why not: not root, a read-only `/proc/sys`, no `/proc`.
+///
+/// # Errors
+/// As [`drop_caches`].
+pub fn check_drop_caches() -> Result<(), CacheError> {
+    open_drop_caches().map(drop)
 }
 
 fn open_drop_caches() -> Result<OwnedFd, CacheError> {

@@ -29,7 +29,7 @@ mod residency;
 mod stayed;
 
 pub use error::{CacheError, Stop};
-pub use evict::{drop_caches, drop_caches_permitted, is_tmpfs, EvictReport};
+pub use evict::{check_drop_caches, drop_caches, drop_caches_permitted, is_tmpfs, EvictReport};
 pub use files::{FileSet, FileSetIdentity, WatchedFile};
 pub use ledger::{Ledger, PagedFile, PagedIn};
 pub use residency::{

@@ -22,14 +22,9 @@ const RUN_COLUMNS: [&str; 6] = [
     "started_at",
 ];
 
-/// A field as RFC 4180 writes it: quoted (quotes doubled) when it holds a comma, a quote or a
-/// line break.
+/// A field as RFC 4180 writes it, never a formula (see [`crate::text::csv_field`]).
 fn field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
+    crate::text::csv_field(text)
 }
 
 /// A number's column: where it is in the record and its unit.
