@@ -2,6 +2,7 @@
 //! runs over every file of its committed corpus in `fuzz/corpus/<target>/`, so stable CI checks
 //! the same invariants the fuzzer does, on the inputs that matter (seeds and minimised crashes).
 //! Same shape as `syscalls/tests/fuzz_corpus.rs` (which replays `wait_status`).
+#![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,7 @@
 //! Bugs against the fuzz bodies' invariants, each a named test with a sentence on the bug it
 //! caught; the corpus files `fuzz/corpus/<target>/regress-*` replay the same inputs through the
 //! full fuzz body as well. Each test says whether the fuzzer found it or review did.
+#![forbid(unsafe_code)]
 
 use coldtrace::cli::{parse, UsageError};
 use coldtrace::record::reader::{parse_batch_document, parse_runs, BatchRow};

@@ -3,6 +3,7 @@
 //! Shared by the libFuzzer target (`fuzz/fuzz_targets/argv.rs`) and the corpus replay under
 //! plain `cargo test` (the root crate's `tests/fuzz_corpus.rs`). It uses only std and
 //! `coldtrace`, so it compiles in both crates.
+#![forbid(unsafe_code)]
 
 use coldtrace::cli::{parse, Command, UsageError};
 use std::ffi::{OsStr, OsString};

@@ -6,6 +6,7 @@
 //! Shared by the libFuzzer target (`fuzz/fuzz_targets/record_reader.rs`) and the corpus replay
 //! under plain `cargo test` (the root crate's `tests/fuzz_corpus.rs`). It uses only std,
 //! `coldtrace` and `serde_json` (a dependency of both crates), so it compiles in both.
+#![forbid(unsafe_code)]
 
 use coldtrace::record::pick::{pick, Leaf};
 use coldtrace::record::reader::{parse_batch_document, parse_runs, BatchRow, ReportError};

@@ -11,6 +11,7 @@
 //! values), the rest is the reader's input (`batch.json` 0xFF `runs.jsonl`, as the
 //! `record_reader` target). Shared by the libFuzzer target (`fuzz/fuzz_targets/renderers.rs`)
 //! and the corpus replay under plain `cargo test` (`tests/fuzz_corpus.rs`).
+#![forbid(unsafe_code)]
 
 use coldtrace::batch::{BatchOutcome, FailureStop};
 use coldtrace::record::batch::{BatchContext, Counts, FailedRun};

@@ -3,6 +3,7 @@
 //! Shared by the libFuzzer target (`fuzz/fuzz_targets/wait_status.rs`) and the corpus replay
 //! under plain `cargo test` (`syscalls/tests/fuzz_corpus.rs`). It uses only std and
 //! `coldtrace_syscalls`, so it compiles in both crates.
+#![forbid(unsafe_code)]
 
 use coldtrace_syscalls::{WaitStatus, WaitStatusKind};
 use std::os::unix::process::ExitStatusExt;

@@ -1,5 +1,6 @@
 //! libFuzzer entry point for the command-line parser; the invariants live in the body, which the
 //! root crate's `tests/fuzz_corpus.rs` also replays over the committed corpus.
+#![forbid(unsafe_code)]
 #![no_main]
 
 #[path = "../bodies/argv.rs"]

@@ -134,7 +134,6 @@ fn run_around(program: &Program, shared: &mut Shared<'_>) -> Result<u64, Failure
     let options = SpawnOptions {
         stdout: shared.dev_null_out.as_ref().map(|f| f.as_fd()),
         signal_mask: Some(shared.signals.child_mask),
-        handled_signals: shared.signals.handled,
         ..SpawnOptions::default()
     };
     let limits = RunLimits {

@@ -19,10 +19,11 @@ pub fn exit_code_for_start_failure(errno: Errno) -> u8 {
 }
 
 /// Exit code for a run that did not start: 125 when coldtrace itself could not create the
-/// child (`clone` failed, e.g. EMFILE for the pidfd, EAGAIN at the process limit), else as
+/// child (`clone` failed, e.g. EMFILE for the pidfd, EAGAIN at the process limit; or its own
+/// signal mask could not be restored after the clone), else as
 /// [`exit_code_for_start_failure`].
 pub(crate) fn exit_code_for_failed_start(stage: ChildStage, errno: Errno) -> u8 {
-    if stage == ChildStage::Clone {
+    if matches!(stage, ChildStage::Clone | ChildStage::RestoreCallerMask) {
         125
     } else {
         exit_code_for_start_failure(errno)

@@ -43,9 +43,6 @@ fn as_started(mask: SigSet) -> SigSet {
 pub struct Signals {
     pub(crate) fd: SignalFd,
     pub(crate) child_mask: SigSet,
-    /// The signals with a handler at start-up (Rust's std installs SIGSEGV and SIGBUS ones);
-    /// coldtrace is single-threaded and installs none later, so children reset just these.
-    pub(crate) handled: Option<SigSet>,
     /// The right to reap adopted orphans after each run.
     pub(crate) subreaper: Subreaper,
 }
@@ -66,7 +63,6 @@ impl Signals {
     pub fn install() -> Result<Signals, BatchError> {
         let _ = coldtrace_syscalls::signal::set_default_disposition(Signal::CHLD);
         let subreaper = Subreaper::claim();
-        let handled = coldtrace_syscalls::signal::handled_signals().ok();
         let mut set = SigSet::EMPTY.with(Signal::CHLD);
         for sig in [Signal::INT, Signal::QUIT, Signal::TERM, Signal::HUP] {
             if coldtrace_syscalls::signal::disposition(sig) != Ok(Disposition::Ignore) {
@@ -78,7 +74,6 @@ impl Signals {
         Ok(Signals {
             fd,
             child_mask: as_started(child_mask),
-            handled,
             subreaper,
         })
     }

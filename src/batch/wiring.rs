@@ -137,7 +137,6 @@ pub(super) fn spawn_options<'a>(
         stderr,
         new_process_group: plan.timeout_ns.is_some(),
         signal_mask: Some(signals.child_mask),
-        handled_signals: signals.handled,
         ..SpawnOptions::default()
     }
 }

@@ -198,7 +198,7 @@ pub fn measure(
     let image = program.image();
     let floor_reading = floor.reset_and_read();
     let start_ns = crate::measure::clock::monotonic_ns();
-    let spawned = program.spawn_image(&image, options, stack);
+    let spawned = image.spawn(options, stack);
     let child = match spawned {
         Ok(child) => child,
         Err(failure) => return not_started(failure, floor_reading, session),
@@ -423,7 +423,7 @@ impl<'w> Waiting<'w> {
                 };
                 (outcome, Some(usage))
             }
-            Err(errno) => (Outcome::Unreaped { errno }, None),
+            Err(e) => (Outcome::Unreaped { errno: e.errno }, None),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! borrowed C strings) and the child's plan (plain numbers and borrowed slices), with no unsafe.
 #![forbid(unsafe_code)]
 
+use crate::errno::Errno;
 use alloc::vec::Vec;
 use core::ffi::{c_char, c_int, CStr};
 use core::marker::PhantomData;
@@ -68,18 +69,43 @@ pub(crate) struct ChildPlan<'a> {
     pub closing: Closing<'a>,
     pub cwd: Option<&'a CStr>,
     pub new_process_group: bool,
-    /// `Some(set)`: the caller vouches that only these signals have handlers.
-    pub handled: Option<u64>,
+    /// The mask the program starts with (`None`: the caller's).
     pub mask: Option<u64>,
-    pub pidfd: bool,
+    /// Signals put back to `SIG_DFL` whatever their disposition (SIGPIPE, which Rust's runtime
+    /// ignores before `main`).
+    pub to_default: u64,
+    /// On the `clone` path: the caller vouched that only these signals have handlers.
+    pub vouched: Option<u64>,
 }
 
 /// How the child closes the descriptors it must not inherit.
 pub(crate) enum Closing<'a> {
     /// `close_range(from, to, 0)` for each inclusive range (the gaps between kept ones).
     Ranges(&'a [[usize; 2]]),
-    /// `close(fd)` for each: the parent's listing of `/proc/self/fd`, less the kept ones.
-    Each(&'a [c_int]),
+    /// `close_range` is refused: the child lists this directory (`/proc/self/fd`) and closes
+    /// what it finds; where it cannot be opened, every number below its `RLIMIT_NOFILE`.
+    Scan(&'a CStr),
+}
+
+/// Which system call starts the child.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum CloneCall {
+    /// `clone3` with `CLONE_CLEAR_SIGHAND` (and `CLONE_INTO_CGROUP` with this descriptor).
+    Clone3 { cgroup: Option<c_int> },
+    /// `clone`; the child resets handled signals itself.
+    Clone,
+}
+
+/// Why a spawn did not reach the program.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum SpawnFailure {
+    /// The parent's own step failed before any child existed (so trying again is harmless).
+    NotStarted(Errno),
+    /// The child reported this stage and error, and has been reaped.
+    Child(u32, Errno),
+    /// The child started, then the calling thread's mask could not be restored: the child has
+    /// been killed and reaped.
+    MaskNotRestored(Errno),
 }
 
 /// The gaps above 2 between the sorted, kept descriptors `keep` (each ≥ 3), up to `u32::MAX`.
@@ -103,6 +129,8 @@ pub(crate) struct Spawned {
     pub pidfd: Option<OwnedFd>,
     /// `CLONE_PIDFD` was passed, yet the slot still holds -1: the kernel (< 5.2) ignored it.
     pub pidfd_ignored: bool,
+    /// The child's write to the parent's memory was seen: `CLONE_VM` really shares it.
+    pub memory_shared: bool,
 }
 
 #[cfg(test)]

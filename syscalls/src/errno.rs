@@ -91,26 +91,6 @@ impl Errno {
     }
 }
 
-/// The errno of a raw system call return register (-4095..=-1 are errors, as the kernel's ABI
-/// defines), or 0. Plain integer code: the vfork child uses it too.
-#[inline(always)]
-pub(crate) fn errno_of(ret: usize) -> i32 {
-    if ret > (-4096isize) as usize {
-        (ret as isize).wrapping_neg() as i32
-    } else {
-        0
-    }
-}
-
-/// Splits a raw system call return register into a value or an [`Errno`].
-#[inline(always)]
-pub(crate) fn check(ret: usize) -> Result<usize, Errno> {
-    match errno_of(ret) {
-        0 => Ok(ret),
-        e => Err(Errno(e)),
-    }
-}
-
 /// `Ok` for 0, else the errno (for calls that return 0 or an errno).
 pub(crate) fn zero_or(e: i32) -> Result<(), Errno> {
     match e {

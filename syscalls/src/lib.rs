@@ -16,22 +16,29 @@ extern crate std;
 pub mod abi;
 pub mod cache;
 mod child_plan;
-mod child_signals;
 pub mod errno;
+mod owners;
 pub mod perf;
 pub mod raw;
 pub mod rusage;
 pub mod signal;
+mod sigset;
 pub mod spawn;
 pub mod status;
 pub mod wait;
 
 #[cfg(test)]
+mod race_tests;
+#[cfg(test)]
 mod storm_tests;
+#[cfg(test)]
+mod test_hooks;
 
 pub use errno::Errno;
 pub use rusage::ResourceUsage;
 pub use signal::{SigSet, Signal};
-pub use spawn::{find_program, Child, ChildStack, Program, SpawnError, SpawnOptions};
+pub use spawn::{
+    find_program, Child, ChildStack, HandledSignals, Program, ReapError, SpawnError, SpawnOptions,
+};
 pub use status::{WaitStatus, WaitStatusKind};
 pub use wait::{OrphanSweep, SignalFd, Subreaper, WaitEvent};

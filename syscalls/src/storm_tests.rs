@@ -4,7 +4,7 @@
 //! handler ever runs in a child (it would share the parent's memory), and no zombie is left.
 #![forbid(unsafe_code)]
 
-use crate::raw::test_support::install_handler;
+use crate::raw::test_support::{install_handler, vouch_for_the_storm};
 use crate::{ChildStack, Program, Signal, SpawnOptions, WaitStatusKind};
 use alloc::ffi::CString;
 use alloc::vec::Vec;
@@ -63,12 +63,46 @@ fn signal_child(pid: i32, signal: rustix::process::Signal) -> bool {
 
 #[test]
 fn spawn_storm_runs_no_handler_in_a_child_and_leaves_no_zombie() {
+    // clone3: the kernel clears the handlers (CLONE_CLEAR_SIGHAND).
+    storm(&SpawnOptions::default(), "clone3");
+}
+
+#[test]
+fn spawn_storm_through_clone_runs_no_handler_in_a_child() {
+    // clone: the child asks the kernel about each signal and resets the handled ones.
+    let options = SpawnOptions {
+        legacy_clone: true,
+        ..SpawnOptions::default()
+    };
+    storm(&options, "clone, 64 queries");
+}
+
+#[test]
+fn spawn_storm_through_clone_with_a_true_vouch_runs_no_handler_in_a_child() {
+    // clone with the handled set vouched for: true here, since the storm installs its two
+    // handlers before reading the set, and nothing installs one during it.
+    let _serial = crate::test_hooks::serial();
+    assert!(install_handler(Signal::USR1.raw(), probe, true));
+    assert!(install_handler(Signal::USR2.raw(), probe, true));
+    let options = SpawnOptions {
+        legacy_clone: true,
+        handled_signals: Some(vouch_for_the_storm()),
+        ..SpawnOptions::default()
+    };
+    drop(_serial);
+    storm(&options, "clone, vouched");
+}
+
+fn storm(options: &SpawnOptions<'_>, what: &str) {
     const THREADS: usize = 4;
     const SPAWNS: usize = 250;
+    let _serial = crate::test_hooks::serial();
+    RUNS_IN_PARENT.store(0, Ordering::Relaxed);
+    RUNS_ELSEWHERE.store(0, Ordering::Relaxed);
     let me = rustix::process::getpid();
     PARENT.store(me.as_raw_nonzero().get(), Ordering::Relaxed);
-    assert!(install_handler(Signal::USR1.raw(), probe));
-    assert!(install_handler(Signal::USR2.raw(), probe));
+    assert!(install_handler(Signal::USR1.raw(), probe, true));
+    assert!(install_handler(Signal::USR2.raw(), probe, true));
     let program = Program::new(
         CString::new("/bin/true").unwrap(),
         std::vec![CString::new("true").unwrap()],
@@ -96,7 +130,7 @@ fn spawn_storm_runs_no_handler_in_a_child_and_leaves_no_zombie() {
                     let mut stack = ChildStack::new().expect("map a child stack");
                     let mut kinds = Vec::with_capacity(SPAWNS);
                     for _ in 0..SPAWNS {
-                        let child = program.spawn(&SpawnOptions::default(), &mut stack);
+                        let child = program.spawn(options, &mut stack);
                         let (status, _) = child.expect("spawn").reap().expect("reap");
                         kinds.push(status.kind());
                     }
@@ -120,7 +154,7 @@ fn spawn_storm_runs_no_handler_in_a_child_and_leaves_no_zombie() {
     let in_parent = RUNS_IN_PARENT.load(Ordering::Relaxed);
     let elsewhere = RUNS_ELSEWHERE.load(Ordering::Relaxed);
     std::eprintln!(
-        "storm: {exited} exited, {killed} killed by SIGUSR2, {} child signals sent, \
+        "storm ({what}): {exited} exited, {killed} killed by SIGUSR2, {} child signals sent, \
          handler runs: {in_parent} in the parent, {elsewhere} elsewhere",
         hit_children.load(Ordering::Relaxed)
     );
@@ -131,9 +165,11 @@ fn spawn_storm_runs_no_handler_in_a_child_and_leaves_no_zombie() {
     );
     assert!(killed > 0, "the storm never reached a child");
     assert_eq!(elsewhere, 0, "a handler ran in a child");
-    let leftover = crate::wait::wait4(-1, crate::wait::Wait4Options::NOHANG);
+    let leftover = crate::raw::wait4(-1, crate::abi::WNOHANG as i32);
     assert_eq!(
-        leftover.err(),
+        leftover
+            .map(|r| r.map(|(pid, status, _)| (pid, status)))
+            .err(),
         Some(crate::Errno::CHILD),
         "a zombie or child is left"
     );

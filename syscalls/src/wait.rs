@@ -28,19 +28,38 @@ pub enum WaitEvent {
     TimedOut,
 }
 
-/// `wait4(pid, &status, options, &rusage)` — wait for a child and collect its resource usage.
+/// `wait4(pid, &status, options, &rusage)` — wait for one child and collect its resource
+/// usage.
 ///
-/// `pid` is as in `waitpid(2)`: a PID, `-1` for any child, `0` or `-pgid` for a group.
-/// Retries on `EINTR`. Returns `Ok(None)` only with [`Wait4Options::NOHANG`] when no child has
-/// changed state. The usage covers the child and its descendants that were waited for.
+/// For a child this crate did not start (e.g. with `std::process::Command`): `pid` must be a
+/// PID, and not one that a live [`crate::Child`] owns — that child is reaped with
+/// [`crate::Child::reap`], its one owner. Waiting for "any child" (`-1`, `0`, `-pgid`) is not
+/// offered: it could take a child that a `Child` is about to reap. Retries on `EINTR`. Returns
+/// `Ok(None)` only with [`Wait4Options::NOHANG`] when the child has not changed state. The
+/// usage covers the child and its descendants that were waited for.
 ///
 /// # Errors
-/// `ECHILD` when there is no such child (or SIGCHLD is ignored, so children are auto-reaped);
-/// `EINVAL` for bad options.
+/// `EINVAL` for a `pid` ≤ 0 or bad options; `EBUSY` for a PID a live `Child` owns (or while
+/// more than 64 `Child` values are alive, when that cannot be told); `ECHILD` when there is no
+/// such child (or SIGCHLD is ignored, so children are auto-reaped).
 ///
 /// # References
 /// [wait4(2)](https://man7.org/linux/man-pages/man2/wait4.2.html)
 pub fn wait4(
+    pid: i32,
+    options: Wait4Options,
+) -> Result<Option<(i32, WaitStatus, ResourceUsage)>, Errno> {
+    if pid <= 0 {
+        return Err(Errno::INVAL);
+    }
+    if crate::owners::owned(pid) {
+        return Err(Errno::BUSY);
+    }
+    wait4_retrying(pid, options)
+}
+
+/// `wait4` on one PID, retried on `EINTR`.
+fn wait4_retrying(
     pid: i32,
     options: Wait4Options,
 ) -> Result<Option<(i32, WaitStatus, ResourceUsage)>, Errno> {
@@ -54,6 +73,27 @@ pub fn wait4(
                 return Ok(Some((child, WaitStatus::from_raw(status), usage)));
             }
         }
+    }
+}
+
+/// [`crate::Child::reap`]: with a pidfd, awaits the exit on it (leaving the zombie), then
+/// reaps the PID; without, blocks in `wait4(pid)`.
+pub(crate) fn reap_owned(
+    pid: i32,
+    pidfd: Option<BorrowedFd<'_>>,
+) -> Result<(WaitStatus, ResourceUsage), Errno> {
+    let options = match pidfd {
+        Some(fd) => {
+            await_exit_by_pidfd(fd)?;
+            Wait4Options::NOHANG
+        }
+        None => Wait4Options::BLOCK,
+    };
+    #[cfg(test)]
+    crate::test_hooks::hold_reap_window();
+    match wait4_retrying(pid, options)? {
+        Some((_, status, usage)) => Ok((status, usage)),
+        None => Err(Errno::CHILD),
     }
 }
 
@@ -254,21 +294,40 @@ pub(crate) fn stopped_by(pid: i32, pidfd: Option<BorrowedFd<'_>>) -> Result<Opti
 /// (e.g. with `std::process::Command`, whose `wait` would then fail with `ECHILD`). Becoming a
 /// subreaper is therefore a whole-program decision: claim it only in a program whose every
 /// child is a [`crate::Child`], as coldtrace's CLI does. A library should never call it.
+///
+/// One value at a time owns the sweep: a second [`Subreaper::claim`] while one is alive gets
+/// `EBUSY` and reaps nothing, and the value is not `Sync` (it can move to another thread, not
+/// be shared between two), so two sweeps never run at once: one could otherwise reap an
+/// orphan whose PID the other was about to reap, after a new `Child` took that PID.
 #[derive(Debug)]
 pub struct Subreaper {
     claimed: Result<(), Errno>,
+    not_sync: core::marker::PhantomData<core::cell::Cell<()>>,
 }
+
+/// Whether a [`Subreaper`] that owns the sweep is alive.
+static SWEEP_OWNED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
 impl Subreaper {
     /// Makes this process a child subreaper. The result says whether the kernel agreed (a
-    /// PID 1 adopts orphans anyway).
+    /// PID 1 adopts orphans anyway), or `EBUSY` when another `Subreaper` is alive.
     ///
     /// # References
     /// [PR_SET_CHILD_SUBREAPER](https://man7.org/linux/man-pages/man2/PR_SET_CHILD_SUBREAPER.2const.html)
     pub fn claim() -> Subreaper {
+        use core::sync::atomic::Ordering;
+        if SWEEP_OWNED.swap(true, Ordering::AcqRel) {
+            return Subreaper {
+                claimed: Err(Errno::BUSY),
+                not_sync: core::marker::PhantomData,
+            };
+        }
         let pid = rustix::process::getpid();
         let claimed = rustix::process::set_child_subreaper(Some(pid)).map_err(Errno::from);
-        Subreaper { claimed }
+        Subreaper {
+            claimed,
+            not_sync: core::marker::PhantomData,
+        }
     }
 
     /// Whether the kernel made this process a subreaper.
@@ -281,14 +340,20 @@ impl Subreaper {
     /// may own (or while a spawn is registering its child): that one is left to its owner, and
     /// the children behind it to the next call.
     pub fn reap_orphans(&self) -> OrphanSweep {
+        if self.claimed == Err(Errno::BUSY) {
+            return OrphanSweep {
+                reaped: 0,
+                no_descendant_left: false,
+            };
+        }
         let mut reaped = 0;
         let none_left = loop {
             match raw::waitid_exited_any() {
                 Ok(Some(pid)) => {
-                    if crate::spawn::registry::may_be_owned(pid) {
+                    if crate::owners::may_be_owned(pid) {
                         break false;
                     }
-                    match wait4(pid, Wait4Options::NOHANG) {
+                    match wait4_retrying(pid, Wait4Options::NOHANG) {
                         Ok(Some(_)) => reaped += 1,
                         _ => break false,
                     }
@@ -303,6 +368,14 @@ impl Subreaper {
             // Orphans come to this process only when it is a subreaper (or PID 1): otherwise
             // "no child" says nothing of the descendants that went to another reaper.
             no_descendant_left: none_left && self.claimed.is_ok(),
+        }
+    }
+}
+
+impl Drop for Subreaper {
+    fn drop(&mut self) {
+        if self.claimed != Err(Errno::BUSY) {
+            SWEEP_OWNED.store(false, core::sync::atomic::Ordering::Release);
         }
     }
 }

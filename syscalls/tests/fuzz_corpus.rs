@@ -6,6 +6,7 @@
 //! uses std and the crate under test only), include it below with `#[path]`, and add a test
 //! calling `replay("<name>", <name>::run)`. A body for the root crate belongs in the root
 //! crate's `tests/fuzz_corpus.rs` with the same shape.
+#![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 

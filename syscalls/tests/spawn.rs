@@ -5,13 +5,13 @@
 //! Several tests inspect process-wide state (the descriptor table, the set of children), and a
 //! test that writes an executable could see ETXTBSY if another thread's child held a copy of
 //! the writable descriptor. So every test in this binary takes `SERIAL` first.
+#![forbid(unsafe_code)]
 
 mod common;
 
 use coldtrace_syscalls::signal::{self as raw, Disposition, MaskHow};
 use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::wait::monotonic_ns;
-use coldtrace_syscalls::wait::{wait4, Wait4Options};
 use coldtrace_syscalls::{
     find_program, ChildStack, Errno, Program, SigSet, Signal, SpawnError, SpawnOptions, WaitEvent,
     WaitStatusKind,
@@ -35,9 +35,10 @@ fn serial() -> MutexGuard<'static, ()> {
 
 /// No child of this process is left, running or zombie.
 fn assert_no_children() {
+    let left = rustix::process::wait(rustix::process::WaitOptions::NOHANG);
     assert_eq!(
-        wait4(-1, Wait4Options::NOHANG).map(|r| r.map(|(pid, s, _)| (pid, s))),
-        Err(Errno::CHILD)
+        left.map(|r| r.map(|(pid, s)| (pid, s.as_raw()))),
+        Err(rustix::io::Errno::CHILD)
     );
 }
 
@@ -664,4 +665,63 @@ fn real_time_signals_reach_the_child() {
     assert_eq!(sent, Ok(()), "kill(pid, 40) was refused");
     assert_eq!(status.signal(), Some(40));
     assert_eq!(status.to_string(), "killed by SIGRT+8");
+}
+
+/// The cgroup v2 hierarchy: `/sys/fs/cgroup/unified` on a hybrid system, else `/sys/fs/cgroup`.
+fn cgroup2_root() -> Option<std::path::PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts
+        .lines()
+        .find(|l| l.split_whitespace().nth(2) == Some("cgroup2"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .map(std::path::PathBuf::from)
+}
+
+#[test]
+fn a_child_is_born_in_the_cgroup_it_is_given() {
+    let _serial = serial();
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("not root: cannot make a cgroup; the cgroup option is not checked");
+        return;
+    }
+    let root = cgroup2_root().expect("a cgroup2 mount (root may make a cgroup in it)");
+    let name = format!("coldtrace-spawn-test-{}", std::process::id());
+    let dir = root.join(&name);
+    std::fs::create_dir(&dir).expect("make a cgroup");
+    let fd = File::open(&dir).expect("open the cgroup directory");
+    let options = SpawnOptions {
+        cgroup: Some(fd.as_fd()),
+        ..SpawnOptions::default()
+    };
+    let tmp = TempDir::new("cgroup");
+    let mut stack = ChildStack::new().unwrap();
+    let out = run_in(
+        &tmp,
+        &program("/bin/cat", &["cat", "/proc/self/cgroup"], &[]),
+        &options,
+        &mut stack,
+    );
+    let legacy = SpawnOptions {
+        legacy_clone: true,
+        ..options
+    };
+    let refused = program("/bin/true", &["true"], &[]).spawn(&legacy, &mut stack);
+    drop(fd);
+    let removed = std::fs::remove_dir(&dir);
+    let out = out.expect("spawn cat into the cgroup");
+    assert_eq!(out.status.code(), Some(0), "{}", out.describe());
+    let line = format!("0::/{name}");
+    assert!(
+        out.stdout_text().lines().any(|l| l == line),
+        "not born in {}: {}",
+        dir.display(),
+        out.stdout_text()
+    );
+    assert_eq!(
+        refused.err().map(|e| e.errno),
+        Some(Errno::INVAL),
+        "clone cannot place a child in a cgroup"
+    );
+    removed.expect("the cgroup is empty again once the child is reaped");
+    assert_no_children();
 }

@@ -1,5 +1,6 @@
 //! Properties of the pure wait-status decoder: totality over every `i32`, the round trip of
 //! every word the kernel produces, agreement with std's decoder, and the signal names.
+#![forbid(unsafe_code)]
 
 mod common;
 

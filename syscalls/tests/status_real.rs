@@ -3,11 +3,11 @@
 //! dump, and a stop/continue cycle.
 //!
 //! Every test here waits for its own children by PID only, so they may run in parallel.
+#![forbid(unsafe_code)]
 
 mod common;
 
-use coldtrace_syscalls::wait::{self as raw, Wait4Options};
-use coldtrace_syscalls::{ChildStack, Signal, SpawnOptions, WaitStatusKind};
+use coldtrace_syscalls::{ChildStack, Signal, SpawnOptions, WaitStatus, WaitStatusKind};
 use common::{run, run_in, sh, TempDir};
 use std::os::fd::AsFd;
 
@@ -182,6 +182,18 @@ fn core_dump_of_sigsegv() {
     // The TempDir's drop removes any core file.
 }
 
+/// `waitpid(pid, options)`: the PID and raw status word of the report, decoded by this crate.
+fn report(pid: i32, options: rustix::process::WaitOptions) -> (i32, WaitStatus) {
+    let id = rustix::process::Pid::from_raw(pid).unwrap();
+    let (who, status) = rustix::process::waitpid(Some(id), options)
+        .unwrap()
+        .expect("a report");
+    (
+        who.as_raw_nonzero().get(),
+        WaitStatus::from_raw(status.as_raw()),
+    )
+}
+
 #[test]
 fn stop_and_continue_are_reported() {
     let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
@@ -209,7 +221,9 @@ fn stop_and_continue_are_reported() {
     assert_eq!(seen.stopping_signal(), Some(19));
     assert_eq!(child.stopped_by(), Ok(Some(Signal::STOP)));
 
-    let (who, status, _) = raw::wait4(pid, Wait4Options::UNTRACED).unwrap().unwrap();
+    // The reports are taken as a host program would, by waitpid on the PID (not a reap: the
+    // child is still alive); this crate's `wait4` leaves a PID a `Child` owns to that `Child`.
+    let (who, status) = report(pid, rustix::process::WaitOptions::UNTRACED);
     assert_eq!(who, pid);
     assert_eq!(
         status.kind(),
@@ -224,7 +238,7 @@ fn stop_and_continue_are_reported() {
     assert_eq!(child.stopped_by(), Ok(None));
 
     child.signal(Signal::CONT).unwrap();
-    let (who, status, _) = raw::wait4(pid, Wait4Options::CONTINUED).unwrap().unwrap();
+    let (who, status) = report(pid, rustix::process::WaitOptions::CONTINUED);
     assert_eq!(who, pid);
     assert_eq!(status.kind(), WaitStatusKind::Continued);
     assert!(status.continued());

@@ -6,7 +6,8 @@
  *                [--close-from N] [--nofile N] [--fd N] -- PROGRAM ARGS...
  *   seccomp_deny fdlist          prints the open descriptors, one per line
  *
- * --clone-pidfd fails clone(2) when args[0] has CLONE_PIDFD (coldtrace calls clone, not clone3);
+ * --clone-pidfd fails clone(2) when args[0] has CLONE_PIDFD, and clone3(2) always (a filter
+ * cannot read clone3's flags, which are in memory: container profiles fail it with ENOSYS);
  * --close-from closes every descriptor from N up; --nofile sets RLIMIT_NOFILE; --fd N opens
  * /dev/null as descriptor N, inheritable. Built by tests/fallback.rs with cc. */
 #define _GNU_SOURCE
@@ -32,6 +33,9 @@
 #endif
 #ifndef __NR_pidfd_send_signal
 #define __NR_pidfd_send_signal 424
+#endif
+#ifndef __NR_clone3
+#define __NR_clone3 435
 #endif
 #ifndef __NR_close_range
 #define __NR_close_range 436
@@ -96,6 +100,7 @@ int main(int argc, char **argv) {
     if (range_err) deny(__NR_close_range, range_err);
     if (ppoll_err) deny(__NR_ppoll, ppoll_err);
     if (send_err) deny(__NR_pidfd_send_signal, send_err);
+    if (clone_err) deny(__NR_clone3, clone_err);
     if (clone_err) {
         /* if nr == clone: A = low word of args[0]; if A & CLONE_PIDFD: ERRNO; else ALLOW */
         emit(BPF_JMP | BPF_JEQ | BPF_K, 0, 4, __NR_clone);

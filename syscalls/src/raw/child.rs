@@ -1,209 +1,234 @@
-//! The vfork-semantics spawn: `clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD)` on a
-//! private stack, and the code that runs in the child until `execve`.
+//! Everything that runs in the vfork child, and nothing else: the trampoline that starts it on
+//! its own stack, `child_entry`, every step up to `execve`, and the raw system call it makes
+//! them with (which the parent uses too). This file imports only plain data (`abi`,
+//! `child_plan`), so an auditor reads the whole child here.
 //!
-//! The shape, after musl's `posix_spawn` (walked through in `syscalls/README.md`): every input
-//! is prepared before `clone` in one `ChildInputs` in the parent's frame; the C library's
-//! `clone` is the trampoline onto [`ChildStack`], so nothing returns twice into Rust; the child
-//! makes raw system calls only — no allocation, lock, panic path, `Drop`, TLS, `errno`, nor any
-//! call into `core` (wrapping arithmetic, slice patterns, no indexing), which
-//! `syscalls/tests/child_disassembly.rs` checks — and ends in `execve` or `exit_group(127)`.
-//! The pidfd comes from the clone itself, so nothing can fail between spawn and wait.
-//!
-//! # Safe to call from a multi-threaded program (the proof the clone block refers to)
-//! - Signals aimed at the parent never reach the child (a new process); signals aimed at the
-//!   child stay pending — the calling thread blocked them all — until it has reset every
-//!   handled one. Synchronous SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGSYS cannot be blocked, but the
-//!   kernel resets a blocked synchronous signal to `SIG_DFL` before delivering it
-//!   (`force_sig_info_to_task`): it kills the child rather than run a handler.
-//! - The child keeps the calling thread's `sigaltstack` (cleared only for `CLONE_VM` without
-//!   `CLONE_VFORK`); no handler runs, so it is never used.
-//! - Other threads keep running on the same memory, but cannot reach `ChildInputs` (a local
-//!   of the suspended frame) nor the stack (borrowed mutably); the image is borrowed shared.
-//! - The vfork wait is `TASK_KILLABLE`: a fatal signal may end the parent meanwhile, but then
-//!   no parent code runs again, and the child holds its own reference to the memory.
+//! The child shares the parent's memory (`CLONE_VM`) and runs while the parent's thread is
+//! suspended (`CLONE_VFORK`). It makes raw system calls only — no allocation, lock, panic path,
+//! `Drop`, TLS, `errno`, nor any call into `core` (wrapping arithmetic, slice patterns, no
+//! indexing), which `syscalls/tests/child_disassembly.rs` checks in the shipped optimisation and
+//! in a debug build — and ends in `execve` or `exit_group(127)`. Errors are plain errno numbers
+//! (0 = success); every function below `child_entry` is inlined into it.
 #![allow(unsafe_code)]
 
-use super::{sigprocmask, syscall6};
-use crate::abi::{clone_flags as cf, nr, MaskHow, F_SETFD};
-pub use crate::child_plan::ExecImage;
-use crate::child_plan::{ChildPlan, Closing, Spawned};
-use crate::errno::{errno_of, Errno};
-use core::ffi::{c_char, c_int, c_void, CStr};
+use crate::abi::{self, nr, KernelSigaction, MaskHow, Rlimit64, SIG_DFL, SIG_IGN};
+use crate::child_plan::{ChildPlan, Closing, ExecImage};
+use core::ffi::{c_char, c_int, c_void};
 use core::marker::PhantomData;
-use rustix::fd::{FromRawFd, OwnedFd};
 
-extern "C" {
-    /// glibc and musl: `int clone(int (*fn)(void *), void *stack, int flags, void *arg,
-    /// ... /* pid_t *parent_tid, void *tls, pid_t *child_tid */)`. Both read `parent_tid` when
-    /// `CLONE_PIDFD` is set (musl ≥ 1.2.4 through its flag test, glibc always).
-    fn clone(
-        func: extern "C" fn(*mut c_void) -> c_int,
-        stack: *mut c_void,
-        flags: c_int,
-        arg: *mut c_void,
-        ...
-    ) -> c_int;
+#[cfg(target_endian = "big")]
+compile_error!("the child reads getdents64 records as little-endian");
 
-    /// glibc and musl: the address of the calling thread's `errno`.
-    fn __errno_location() -> *mut c_int;
-}
-
-/// The child's private stack: an anonymous mapping with a `PROT_NONE` guard page below it.
+/// `syscall(nr, a0, …, a5)` — one raw system call; returns the kernel's raw return register.
 ///
-/// Reused across spawns: its top pages are touched once, here, so that children do not take
-/// (and get billed for) page faults on memory the runner provides.
-pub struct ChildStack {
-    base: *mut c_void,
-    len: usize,
+/// # Safety
+/// The caller upholds the kernel's contract for `nr`: every argument the kernel reads or writes
+/// as a pointer is valid, aligned and live for the call, and the call breaks no invariant Rust
+/// relies on (e.g. unmapping memory that is still borrowed).
+#[inline(always)]
+pub(crate) unsafe fn syscall6(nr: usize, args: [usize; 6]) -> usize {
+    let [a0, a1, a2, a3, a4, a5] = args;
+    let ret: usize;
+    // SAFETY: x86_64's `syscall` clobbers only rax (the result), rcx and r11; aarch64's `svc 0`
+    // only x0 (the result). All are declared; flags are preserved; the kernel does not use our
+    // stack (`nostack`). Memory named by the arguments is the caller's proof (the contract).
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        core::arch::asm!(
+            "syscall",
+            inlateout("rax") nr => ret,
+            in("rdi") a0, in("rsi") a1, in("rdx") a2, in("r10") a3, in("r8") a4, in("r9") a5,
+            lateout("rcx") _, lateout("r11") _,
+            options(nostack, preserves_flags),
+        );
+        #[cfg(target_arch = "aarch64")]
+        core::arch::asm!(
+            "svc 0",
+            in("x8") nr, inlateout("x0") a0 => ret,
+            in("x1") a1, in("x2") a2, in("x3") a3, in("x4") a4, in("x5") a5,
+            options(nostack, preserves_flags),
+        );
+    }
+    ret
 }
 
-impl ChildStack {
-    /// Usable bytes above the guard page; 64 KiB leaves room for unoptimised debug builds.
-    pub const USABLE_BYTES: usize = 64 * 1024;
-    const PRETOUCHED_BYTES: usize = 16 * 1024;
-
-    /// Maps a new stack ([mmap(2)](https://man7.org/linux/man-pages/man2/mmap.2.html)).
-    pub fn new() -> Result<ChildStack, Errno> {
-        use rustix::mm::{MapFlags, MprotectFlags, ProtFlags};
-        let page = rustix::param::page_size();
-        let len = Self::USABLE_BYTES + page;
-        let rw = ProtFlags::READ | ProtFlags::WRITE;
-        let flags = MapFlags::PRIVATE | MapFlags::STACK;
-        // SAFETY: a null hint lets the kernel pick fresh addresses; no existing mapping or
-        // Rust-owned memory is replaced. The mapping is owned by the returned value alone.
-        let base = unsafe { rustix::mm::mmap_anonymous(core::ptr::null_mut(), len, rw, flags) }
-            .map_err(Errno::from)?;
-        let stack = ChildStack { base, len };
-        // SAFETY: `base..base+page` is the lowest page of the mapping owned by `stack`; nothing
-        // refers to it, so making it inaccessible (the guard page) breaks no reference.
-        unsafe { rustix::mm::mprotect(base, page, MprotectFlags::empty()) }.map_err(Errno::from)?;
-        let touched = stack
-            .top()
-            .cast::<u8>()
-            .wrapping_sub(Self::PRETOUCHED_BYTES);
-        // SAFETY: `touched..top` lies inside the writable part of the mapping (16 KiB < 64 KiB),
-        // is page aligned, owned by `stack`, and not borrowed by anything; bytes are plain `u8`.
-        unsafe { core::ptr::write_bytes(touched, 0, Self::PRETOUCHED_BYTES) };
-        Ok(stack)
-    }
-
-    /// The highest address: the initial stack pointer (page aligned, so 16-byte aligned).
-    fn top(&self) -> *mut c_void {
-        self.base.wrapping_byte_add(self.len)
-    }
-}
-
-impl Drop for ChildStack {
-    fn drop(&mut self) {
-        // SAFETY: `base`/`len` is exactly the mapping created in `new`, owned by `self` and no
-        // longer used (a spawn borrows the stack mutably, so none is running).
-        let _ = unsafe { rustix::mm::munmap(self.base, self.len) };
+/// The errno of a raw system call return register (-4095..=-1 are errors, as the kernel's ABI
+/// defines), or 0.
+#[inline(always)]
+pub(crate) fn errno_of(ret: usize) -> i32 {
+    if ret > (-4096isize) as usize {
+        (ret as isize).wrapping_neg() as i32
+    } else {
+        0
     }
 }
 
-/// What the child reads, and the one place it writes (`failed_*`), in the parent's frame.
-struct ChildInputs<'a> {
-    path: *const c_char,
-    argv: *const *const c_char,
-    envp: *const *const c_char,
-    cwd: *const c_char,
-    plan: &'a ChildPlan<'a>,
-    mask: u64,
-    failed_stage: u32,
-    failed_errno: i32,
-    _image: PhantomData<&'a ExecImage<'a>>,
-}
-
-/// Starts `image` on `stack` with vfork semantics. Returns once the child has called `execve`,
-/// or has died before it without reporting a failure (killed by a signal: its wait status
-/// tells, as with `posix_spawn`). On a reported failure the child is reaped: `Err((stage,
-/// errno))`, stage 1 for the parent's own calls. See [clone(2)], [vfork(2)].
-///
-/// [clone(2)]: https://man7.org/linux/man-pages/man2/clone.2.html
-/// [vfork(2)]: https://man7.org/linux/man-pages/man2/vfork.2.html
-pub(crate) fn spawn(
-    image: &ExecImage<'_>,
-    plan: &ChildPlan<'_>,
-    stack: &mut ChildStack,
-) -> Result<Spawned, (u32, Errno)> {
-    let mut old_mask = 0u64;
-    let blocked = sigprocmask(MaskHow::SetMask, Some(&!0), &mut old_mask);
-    crate::errno::zero_or(blocked).map_err(|e| (1, e))?;
-    let mut inputs = ChildInputs {
-        path: image.path_ptr(),
-        argv: image.argv_ptr(),
-        envp: image.envp_ptr(),
-        cwd: plan.cwd.map_or(core::ptr::null(), CStr::as_ptr),
-        plan,
-        mask: plan.mask.unwrap_or(old_mask),
-        failed_stage: 0,
-        failed_errno: 0,
-        _image: PhantomData,
+/// `rt_sigprocmask(how, set, old, 8)` → 0 or an errno.
+#[inline(always)]
+pub(crate) fn sigprocmask(how: MaskHow, set: Option<&u64>, old: &mut u64) -> i32 {
+    let new_ptr = match set {
+        Some(bits) => bits as *const u64 as usize,
+        None => 0,
     };
-    let pidfd_flag = if plan.pidfd { cf::CLONE_PIDFD } else { 0 };
-    let flags = cf::CLONE_VM | cf::CLONE_VFORK | pidfd_flag | cf::SIGCHLD;
-    let arg = &mut inputs as *mut ChildInputs<'_> as *mut c_void;
-    let mut pidfd: c_int = -1;
-    let (top, slot) = (stack.top(), &mut pidfd as *mut c_int);
-    // SAFETY:
-    // - Nothing returns twice: `child_entry` ends in execve or exit_group, never returns.
-    // - Stack valid and aligned: `stack.top()` is the 16-byte-aligned top of a live, writable
-    //   64 KiB mapping borrowed mutably for this call.
-    // - Lives long enough: `arg` and `slot` point into this frame, and CLONE_VFORK
-    //   suspends this thread until the child has exec'd or exited.
-    // - No aliasing: this frame does not touch `inputs` until clone returns; the child's
-    //   `&mut` is the only reference meanwhile. The kernel writes `pidfd` (an `int`) before the
-    //   child runs. The vfork completion orders the child's writes before clone returns here.
-    // - Signals: all are blocked in this thread; see "Safe to call from a multi-threaded
-    //   program" above for why no handler can run in the child.
-    let pid = unsafe { clone(child_entry, top, flags, arg, slot) };
-    let clone_errno = (pid < 0).then(|| {
-        // SAFETY: `__errno_location` has no preconditions; it returns this thread's errno slot.
-        let slot = unsafe { __errno_location() };
-        // SAFETY: `slot` is the valid, aligned, live `int` errno of this thread, set by the
-        // failed `clone` just now; nothing runs between that call and this read.
-        Errno::from_raw(unsafe { *slot })
-    });
-    let restored = sigprocmask(MaskHow::SetMask, Some(&old_mask), &mut 0);
-    if let Some(errno) = clone_errno {
-        return Err((1, errno));
-    }
-    let owned = (plan.pidfd && pidfd >= 0).then(|| {
-        // SAFETY: the kernel stored a new descriptor of this process in `pidfd` ("the PID file
-        // descriptor ... is placed at the location pointed to by parent_tid", clone(2)); no
-        // other value owns it, so the `OwnedFd` closes it exactly once.
-        unsafe { OwnedFd::from_raw_fd(pidfd) }
-    });
-    if inputs.failed_stage != 0 {
-        // The child exited with 127 (CLONE_VFORK resumed us): reap it so no zombie remains.
-        let _ = super::wait4(pid, 0);
-        return Err((inputs.failed_stage, Errno::from_raw(inputs.failed_errno)));
-    }
-    crate::errno::zero_or(restored).map_err(|e| (1, e))?;
-    let pidfd_ignored = plan.pidfd && owned.is_none();
-    Ok(Spawned {
-        pid,
-        pidfd: owned,
-        pidfd_ignored,
-    })
+    let args = [how as usize, new_ptr, old as *mut u64 as usize, 8, 0, 0];
+    // SAFETY: `set` (when given) and `old` are references, so live, aligned `u64`s; the kernel
+    // reads 8 bytes from the first and writes 8 to the exclusively borrowed second (sigsetsize
+    // = 8 = _NSIG / 8). Changing the mask touches no memory.
+    errno_of(unsafe { syscall6(nr::RT_SIGPROCMASK, args) })
 }
 
-// Everything below runs in the child, on `ChildStack`, sharing the parent's memory. The child
-// has its own descriptor table and signal dispositions (no CLONE_FILES, no CLONE_SIGHAND), so
-// closing descriptors or resetting handlers here cannot affect the parent. Errors are plain
-// errno numbers (0 = success); every function is inlined into `child_entry`.
+/// `rt_sigaction(sig, NULL, old, 8)` → 0 or an errno; `old.handler` is then the disposition.
+#[inline(always)]
+pub(crate) fn sigaction_query(signal: usize, old: &mut KernelSigaction) -> i32 {
+    let args = [signal, 0, old as *mut KernelSigaction as usize, 8, 0, 0];
+    // SAFETY: no new action (NULL), so nothing is installed; `old` is an exclusively borrowed
+    // 64-byte struct, larger than the 32-byte `struct sigaction` the kernel writes.
+    errno_of(unsafe { syscall6(nr::RT_SIGACTION, args) })
+}
 
-/// The child's entry point, called by the C library's `clone` on [`ChildStack`].
-extern "C" fn child_entry(arg: *mut c_void) -> c_int {
-    // SAFETY: `arg` is the `&mut ChildInputs` that `spawn` passed to clone: non-null, aligned,
-    // alive while this child runs (the parent is suspended in that frame), and the only
-    // reference to it meanwhile. `transmute` rather than `&mut *`: a debug build inserts a
+/// `rt_sigaction(sig, SIG_DFL, NULL, 8)` → 0 or an errno.
+#[inline(always)]
+pub(crate) fn sigaction_default(signal: usize) -> i32 {
+    let action = KernelSigaction::DEFAULT;
+    let act = &action as *const KernelSigaction as usize;
+    let args = [signal, act, 0, 8, 0, 0];
+    // SAFETY: `action` is a live, all-zero `KernelSigaction` (SIG_DFL, no flags, no restorer)
+    // that the kernel reads for 32 bytes; no handler address is installed; no old action asked.
+    errno_of(unsafe { syscall6(nr::RT_SIGACTION, args) })
+}
+
+/// Who puts the parent's signal handlers out of the child's way.
+#[derive(Clone, Copy)]
+pub(super) enum Handlers {
+    /// `clone3` with `CLONE_CLEAR_SIGHAND`: the kernel reset every handled signal before the
+    /// child ran.
+    ClearedByKernel,
+    /// The child asks the kernel about each of the 64 signals and resets the handled ones.
+    Query,
+    /// The caller vouched that only these signals have handlers: the child resets them.
+    Vouched(u64),
+}
+
+/// What the child reads, and the places it writes (`reached`, `failed_*`), in the parent's
+/// frame. Built in `raw::spawn`, read here.
+pub(super) struct ChildInputs<'a> {
+    pub path: *const c_char,
+    pub argv: *const *const c_char,
+    pub envp: *const *const c_char,
+    pub cwd: *const c_char,
+    /// The directory listed by [`Closing::Scan`] (`/proc/self/fd`), or null.
+    pub scan_dir: *const c_char,
+    pub plan: &'a ChildPlan<'a>,
+    pub mask: u64,
+    pub handlers: Handlers,
+    /// The write end of the close-on-exec error pipe, or -1 when the parent reads the failure
+    /// from `failed_*` (its memory is really shared).
+    pub error_pipe: c_int,
+    /// Set to 1 by the child first thing: the parent sees it only if memory is really shared.
+    pub reached: u32,
+    pub failed_stage: u32,
+    pub failed_errno: i32,
+    pub _image: PhantomData<&'a ExecImage<'a>>,
+}
+
+/// Starts a child with `clone` or `clone3` (system call `nr`, arguments `args`): in the parent
+/// it returns the raw return register (the child's PID or `-errno`); the child, on the stack
+/// the arguments name, calls `child_entry(inputs)`, which never returns.
+///
+/// The shape of musl's `__clone`, with the function and its argument in registers that the
+/// system call leaves alone instead of on the new stack. In the child the kernel returns 0 in
+/// rax/x0 with every other register as the parent had it at the system call (x86_64's
+/// `syscall` overwrites rcx and r11 in both), and the stack pointer at the top of the new stack.
+///
+/// # Safety
+/// - `nr` is `clone` or `clone3`, and `args` ask for a new stack (`clone`: its top as
+///   `newsp`; `clone3`: `stack`, `stack_size`) whose top is 16-byte aligned, that is writable,
+///   and that nothing else uses until the child has called `execve` or exited;
+/// - the flags include `CLONE_VFORK`, so this thread is suspended until then, and `inputs`
+///   points to a `ChildInputs` that lives in the suspended frame and that nothing else touches
+///   meanwhile (with `CLONE_VM` the child reads and writes it; without, it gets a copy);
+/// - every pointer in `args` (the pidfd slot, the `clone3` struct) is valid for the call.
+#[inline(always)]
+pub(super) unsafe fn clone_into_child(
+    nr: usize,
+    args: [usize; 5],
+    inputs: *mut ChildInputs<'_>,
+) -> usize {
+    let [a0, a1, a2, a3, a4] = args;
+    let ret: usize;
+    // SAFETY: the caller's contract above. The parent's path through this block is the system
+    // call alone: it changes rax/x0 (the result), rcx and r11 (x86_64), all declared, and the
+    // flags (not declared preserved). The child's path never leaves the block: it clears the
+    // frame pointer (and aarch64's link register) so that nothing walks into the parent's
+    // frames, moves `inputs` into the first argument register, and calls `child_entry`, which
+    // ends in `execve` or `exit_group`; the trap after the call is never reached. The child's
+    // call pushes onto the new stack only (its top is 16-byte aligned, as both ABIs require
+    // at a call), never onto this thread's stack (`nostack`).
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        core::arch::asm!(
+            "syscall",
+            "test rax, rax",
+            "jnz 2f",
+            "xor ebp, ebp",
+            "mov rdi, r9",
+            "call {entry}",
+            "ud2",
+            "2:",
+            entry = sym child_entry,
+            inlateout("rax") nr => ret,
+            in("rdi") a0, in("rsi") a1, in("rdx") a2, in("r10") a3, in("r8") a4,
+            in("r9") inputs,
+            lateout("rcx") _, lateout("r11") _,
+            options(nostack),
+        );
+        #[cfg(target_arch = "aarch64")]
+        core::arch::asm!(
+            "svc 0",
+            "cbnz x0, 2f",
+            "mov x29, xzr",
+            "mov x30, xzr",
+            "mov x0, x6",
+            "bl {entry}",
+            "udf #0",
+            "2:",
+            entry = sym child_entry,
+            in("x8") nr,
+            inlateout("x0") a0 => ret,
+            in("x1") a1, in("x2") a2, in("x3") a3, in("x4") a4,
+            in("x6") inputs,
+            options(nostack),
+        );
+    }
+    ret
+}
+
+/// The child's entry point, called by [`clone_into_child`] on the child's stack.
+extern "C" fn child_entry(arg: *mut c_void) -> ! {
+    // SAFETY: `arg` is the `*mut ChildInputs` that `raw::spawn` passed to the clone: non-null,
+    // aligned, alive while this child runs (the parent is suspended in that frame), and the
+    // only reference to it meanwhile. `transmute` rather than `&mut *`: a debug build inserts a
     // null check with a panic path at a raw-pointer reborrow, and the child must have none.
     #[allow(clippy::transmute_ptr_to_ref)]
     let c = unsafe { core::mem::transmute::<*mut c_void, &mut ChildInputs<'_>>(arg) };
+    c.reached = 1;
     let (stage, errno) = prepare_and_exec(c);
     c.failed_errno = errno;
     c.failed_stage = stage;
+    if c.error_pipe >= 0 {
+        let report = [stage, errno as u32];
+        let args = [
+            c.error_pipe as usize,
+            &report as *const [u32; 2] as usize,
+            8,
+            0,
+            0,
+            0,
+        ];
+        // SAFETY: `report` is a live 8-byte local the kernel reads; the descriptor is the pipe's
+        // write end in the child's own table. 8 bytes ≤ PIPE_BUF: one atomic write.
+        let _ = unsafe { syscall6(nr::WRITE, args) };
+    }
     exit_group(127)
 }
 
@@ -222,7 +247,7 @@ macro_rules! stage {
 /// 7 mask, 8 execve.
 #[inline(always)]
 fn prepare_and_exec(c: &ChildInputs<'_>) -> (u32, i32) {
-    stage!(2, crate::child_signals::reset_signals(c.plan.handled));
+    stage!(2, reset_signals(c.handlers, c.plan.to_default));
     if c.plan.new_process_group {
         // SAFETY: integer arguments only; moves the child alone into a new process group.
         stage!(3, errno_of(unsafe { syscall6(nr::SETPGID, [0; 6]) }));
@@ -237,13 +262,44 @@ fn prepare_and_exec(c: &ChildInputs<'_>) -> (u32, i32) {
     stage!(5, dup3(fd0, 0));
     stage!(5, dup3(fd1, 1));
     stage!(5, dup3(fd2, 2));
-    stage!(6, close_descriptors(c.plan.keep, &c.plan.closing));
+    stage!(6, close_descriptors(c, c.plan.keep));
     stage!(7, sigprocmask(MaskHow::SetMask, Some(&c.mask), &mut 0));
     let args = [c.path as usize, c.argv as usize, c.envp as usize, 0, 0, 0];
     // SAFETY: `path` is NUL-terminated; `argv` and `envp` are NULL-terminated arrays of
     // NUL-terminated strings, all owned or borrowed by the `ExecImage` (built only by `new`,
     // never mutated) that the suspended parent's frame borrows. The kernel only reads them.
     (8, errno_of(unsafe { syscall6(nr::EXECVE, args) }))
+}
+
+/// Resets every handled signal, and those of `to_default`, to `SIG_DFL`; ignored ones stay
+/// ignored (as `posix_spawn` and shells do). SIGKILL and SIGSTOP cannot be changed.
+#[inline(always)]
+fn reset_signals(handlers: Handlers, to_default: u64) -> i32 {
+    let (mut sig, mut bit) = (1usize, 1u64);
+    while sig <= 64 {
+        if sig != 9 && sig != 19 {
+            let mut reset = to_default & bit != 0;
+            match handlers {
+                Handlers::ClearedByKernel => {}
+                Handlers::Vouched(set) => reset = reset || set & bit != 0,
+                Handlers::Query => {
+                    let mut old = KernelSigaction::DEFAULT;
+                    let e = sigaction_query(sig, &mut old);
+                    if e != 0 {
+                        return e;
+                    }
+                    reset = reset || (old.handler != SIG_DFL && old.handler != SIG_IGN);
+                }
+            }
+            let e = if reset { sigaction_default(sig) } else { 0 };
+            if e != 0 {
+                return e;
+            }
+        }
+        sig = sig.wrapping_add(1);
+        bit = bit.wrapping_add(bit);
+    }
+    0
 }
 
 /// `dup3(fd, target, 0)` when `fd >= 0`: installs `fd` (≥ 3, checked by the parent) as 0/1/2.
@@ -256,41 +312,188 @@ fn dup3(fd: c_int, target: usize) -> i32 {
     errno_of(unsafe { syscall6(nr::DUP3, [fd as usize, target, 0, 0, 0, 0]) })
 }
 
-/// Clears close-on-exec on every kept descriptor, then closes the others as the parent planned:
-/// `close_range` over the gaps between kept ones, or `close` on each listed open one.
+/// `close(fd)`, ignoring the result (EBADF for a descriptor that is not open is harmless).
 #[inline(always)]
-fn close_descriptors(keep: &[c_int], closing: &Closing<'_>) -> i32 {
+fn close(fd: usize) {
+    // SAFETY: integer argument only; closes a descriptor of the child's own table, which no
+    // code running in the child uses.
+    let _ = unsafe { syscall6(nr::CLOSE, [fd, 0, 0, 0, 0, 0]) };
+}
+
+/// Whether `fd` is one of the sorted `keep`.
+#[inline(always)]
+fn kept(keep: &[c_int], fd: usize) -> bool {
+    let mut rest = keep;
+    while let [k, tail @ ..] = rest {
+        if *k as usize == fd {
+            return true;
+        }
+        rest = tail;
+    }
+    false
+}
+
+/// Clears close-on-exec on every kept descriptor, then closes every other one above 2 except
+/// the error pipe (close-on-exec, so `execve` closes it): `close_range` over the gaps between
+/// kept ones, or each descriptor found in `/proc/self/fd`.
+#[inline(always)]
+fn close_descriptors(c: &ChildInputs<'_>, keep: &[c_int]) -> i32 {
+    let error_pipe = c.error_pipe;
     let mut rest = keep;
     while let [fd, tail @ ..] = rest {
+        let args = [*fd as usize, abi::F_SETFD, 0, 0, 0, 0];
         // SAFETY: integer arguments only; clears a flag of the child's own descriptor.
-        let e = errno_of(unsafe { syscall6(nr::FCNTL, [*fd as usize, F_SETFD, 0, 0, 0, 0]) });
+        let e = errno_of(unsafe { syscall6(nr::FCNTL, args) });
         if e != 0 {
             return e;
         }
         rest = tail;
     }
-    match *closing {
+    match c.plan.closing {
         Closing::Ranges(mut rest) => {
             while let [[from, to], tail @ ..] = rest {
-                // SAFETY: integer arguments only; closes descriptors of the child's own table,
-                // none of which code running in the child uses.
-                let e = errno_of(unsafe { syscall6(nr::CLOSE_RANGE, [*from, *to, 0, 0, 0, 0]) });
+                let (from, to) = (*from, *to);
+                let pipe = error_pipe as usize;
+                let e = if error_pipe >= 0 && from <= pipe && pipe <= to {
+                    match close_range(from, pipe.wrapping_sub(1)) {
+                        0 => close_range(pipe.wrapping_add(1), to),
+                        e => e,
+                    }
+                } else {
+                    close_range(from, to)
+                };
                 if e != 0 {
                     return e;
                 }
                 rest = tail;
             }
+            0
         }
-        Closing::Each(mut rest) => {
-            while let [fd, tail @ ..] = rest {
-                // SAFETY: integer argument only; closes a descriptor of the child's own table
-                // (EBADF for one closed meanwhile is harmless and ignored).
-                let _ = unsafe { syscall6(nr::CLOSE, [*fd as usize, 0, 0, 0, 0, 0]) };
-                rest = tail;
+        Closing::Scan(_) => close_listed(c.scan_dir, keep, error_pipe),
+    }
+}
+
+/// `close_range(from, to, 0)`; nothing for an empty range.
+#[inline(always)]
+fn close_range(from: usize, to: usize) -> i32 {
+    if from > to {
+        return 0;
+    }
+    // SAFETY: integer arguments only; closes descriptors of the child's own table, none of
+    // which code running in the child uses.
+    errno_of(unsafe { syscall6(nr::CLOSE_RANGE, [from, to, 0, 0, 0, 0]) })
+}
+
+/// Whether the child keeps `fd` open: stdio, the error pipe, a kept descriptor.
+#[inline(always)]
+fn skip(fd: usize, keep: &[c_int], error_pipe: c_int) -> bool {
+    fd < 3 || fd == error_pipe as usize || kept(keep, fd)
+}
+
+/// A buffer for `getdents64` records, aligned as the kernel lays them out.
+#[repr(C, align(8))]
+struct DirBuffer([u8; 512]);
+
+/// Closes every descriptor above 2 that is listed in `dir` (`/proc/self/fd`, listed after the
+/// clone, so nothing another thread opened meanwhile is missed) and not kept; without the
+/// directory, every number below the soft `RLIMIT_NOFILE` (a descriptor above a lowered limit
+/// then stays open: the one case this cannot see).
+#[inline(always)]
+fn close_listed(dir: *const c_char, keep: &[c_int], error_pipe: c_int) -> i32 {
+    let args = [
+        abi::AT_FDCWD as usize,
+        dir as usize,
+        abi::O_DIRECTORY_CLOEXEC,
+        0,
+        0,
+        0,
+    ];
+    // SAFETY: `dir` is the pointer of a NUL-terminated `&CStr` of the plan, borrowed by the
+    // suspended parent's frame; the kernel only reads it. The new descriptor is the child's.
+    let opened = unsafe { syscall6(nr::OPENAT, args) };
+    if errno_of(opened) != 0 {
+        let mut limit = Rlimit64 { cur: 0, max: 0 };
+        let out = &mut limit as *mut Rlimit64 as usize;
+        // SAFETY: `limit` is a live, exclusively borrowed local with the kernel's layout
+        // (asserted in `abi`), which the kernel writes; no new limit is passed (NULL).
+        let e = errno_of(unsafe { syscall6(nr::PRLIMIT64, [0, abi::RLIMIT_NOFILE, 0, out, 0, 0]) });
+        if e != 0 {
+            return e;
+        }
+        let mut fd = 3usize;
+        while (fd as u64) < limit.cur && fd <= i32::MAX as usize {
+            if !skip(fd, keep, error_pipe) {
+                close(fd);
+            }
+            fd = fd.wrapping_add(1);
+        }
+        return 0;
+    }
+    let mut buffer = DirBuffer([0; 512]);
+    loop {
+        let args = [opened, &mut buffer as *mut DirBuffer as usize, 512, 0, 0, 0];
+        // SAFETY: `buffer` is a live, exclusively borrowed 512-byte local that the kernel fills
+        // with whole records (at most 512 bytes); `opened` is the directory opened above.
+        let n = unsafe { syscall6(nr::GETDENTS64, args) };
+        if errno_of(n) != 0 || n == 0 {
+            close(opened);
+            return errno_of(n);
+        }
+        let (mut rest, mut left): (&[u8], usize) = (&buffer.0, n);
+        while left >= abi::DIRENT64_NAME {
+            let reclen = match rest {
+                [_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, lo, hi, _, ..] => {
+                    *lo as usize | (*hi as usize) << 8
+                }
+                _ => break,
+            };
+            let fd = descriptor_number(rest);
+            if fd >= 0 && fd as usize != opened && !skip(fd as usize, keep, error_pipe) {
+                close(fd as usize);
+            }
+            if reclen == 0 || reclen > left {
+                break;
+            }
+            left = left.wrapping_sub(reclen);
+            let mut step = reclen;
+            while step > 0 {
+                match rest {
+                    [_, tail @ ..] => rest = tail,
+                    [] => break,
+                }
+                step = step.wrapping_sub(1);
             }
         }
     }
-    0
+}
+
+/// The decimal descriptor number in the name of the record at the start of `record`, or -1
+/// (`.`, `..`, anything else).
+#[inline(always)]
+fn descriptor_number(record: &[u8]) -> i64 {
+    let mut name = match record {
+        [_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, name @ ..] => name,
+        _ => return -1,
+    };
+    let (mut fd, mut digits) = (0i64, 0u32);
+    while let [d, tail @ ..] = name {
+        if *d == 0 {
+            break;
+        }
+        if *d < b'0' || *d > b'9' || digits >= 10 {
+            return -1;
+        }
+        fd = fd
+            .wrapping_mul(10)
+            .wrapping_add((*d).wrapping_sub(b'0') as i64);
+        digits = digits.wrapping_add(1);
+        name = tail;
+    }
+    if digits == 0 {
+        -1
+    } else {
+        fd
+    }
 }
 
 /// `exit_group(status)`: ends the child without running any Rust code.

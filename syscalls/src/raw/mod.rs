@@ -1,53 +1,34 @@
-//! THE unsafe room: every `unsafe` of coldtrace is in this file, `child.rs` and `perf.rs`, and
+//! THE unsafe room: every `unsafe` of coldtrace is in this file, `child.rs` (everything that
+//! runs in the vfork child), `spawn.rs` (the parent's side of the clone) and `perf.rs`, and
 //! nothing else is here — declarations are in [`crate::abi`], safe fronts with the full
-//! documentation in [`crate::wait`], [`crate::signal`], [`crate::cache`] and [`crate::perf`].
+//! documentation in [`crate::spawn`], [`crate::wait`], [`crate::signal`], [`crate::cache`] and
+//! [`crate::perf`].
 //!
 //! The auditors' inventory — every unsafe item, one row each, and why it holds — is this
 //! module's page: `inventory.md`, beside this file.
 #![doc = include_str!("inventory.md")]
 #![allow(unsafe_code)]
 
-pub mod child;
+mod child;
 pub(crate) mod perf;
+pub mod spawn;
 #[cfg(test)]
 pub(crate) mod test_support;
 
-use crate::abi::{self, nr, CacheStat, CacheStatRange, KernelSigaction, Rusage, SigInfoWords};
-use crate::errno::{check, errno_of, Errno};
+pub(crate) use child::{errno_of, sigaction_default, sigaction_query, sigprocmask, syscall6};
+
+use crate::abi::{self, nr, CacheStat, CacheStatRange, Rusage, SigInfoWords};
+use crate::errno::Errno;
 use core::mem::MaybeUninit;
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-/// `syscall(nr, a0, …, a5)` — one raw system call; returns the kernel's raw return register.
-///
-/// # Safety
-/// The caller upholds the kernel's contract for `nr`: every argument the kernel reads or writes
-/// as a pointer is valid, aligned and live for the call, and the call breaks no invariant Rust
-/// relies on (e.g. unmapping memory that is still borrowed).
+/// Splits a raw system call return register into a value or an [`Errno`].
 #[inline(always)]
-pub(crate) unsafe fn syscall6(nr: usize, args: [usize; 6]) -> usize {
-    let [a0, a1, a2, a3, a4, a5] = args;
-    let ret: usize;
-    // SAFETY: x86_64's `syscall` clobbers only rax (the result), rcx and r11; aarch64's `svc 0`
-    // only x0 (the result). All are declared; flags are preserved; the kernel does not use our
-    // stack (`nostack`). Memory named by the arguments is the caller's proof (the contract).
-    unsafe {
-        #[cfg(target_arch = "x86_64")]
-        core::arch::asm!(
-            "syscall",
-            inlateout("rax") nr => ret,
-            in("rdi") a0, in("rsi") a1, in("rdx") a2, in("r10") a3, in("r8") a4, in("r9") a5,
-            lateout("rcx") _, lateout("r11") _,
-            options(nostack, preserves_flags),
-        );
-        #[cfg(target_arch = "aarch64")]
-        core::arch::asm!(
-            "svc 0",
-            in("x8") nr, inlateout("x0") a0 => ret,
-            in("x1") a1, in("x2") a2, in("x3") a3, in("x4") a4, in("x5") a5,
-            options(nostack, preserves_flags),
-        );
+fn check(ret: usize) -> Result<usize, Errno> {
+    match errno_of(ret) {
+        0 => Ok(ret),
+        e => Err(Errno::from_raw(e)),
     }
-    ret
 }
 
 /// One `wait4(pid, &status, options, &rusage)`: `Ok(None)` for 0 (WNOHANG, nothing yet).
@@ -87,40 +68,6 @@ pub(crate) fn waitid_exited_any() -> Result<Option<i32>, Errno> {
     // borrowed for the call only; the kernel writes six `int` fields into it with put_user.
     check(unsafe { syscall6(nr::WAITID, args) })?;
     Ok(Some(info[abi::SI_PID_WORD]).filter(|&pid| pid > 0))
-}
-
-/// `rt_sigprocmask(how, set, old, 8)` → 0 or an errno. Used in the child too: no core calls.
-#[inline(always)]
-pub(crate) fn sigprocmask(how: abi::MaskHow, set: Option<&u64>, old: &mut u64) -> i32 {
-    let new_ptr = match set {
-        Some(bits) => bits as *const u64 as usize,
-        None => 0,
-    };
-    let args = [how as usize, new_ptr, old as *mut u64 as usize, 8, 0, 0];
-    // SAFETY: `set` (when given) and `old` are references, so live, aligned `u64`s; the kernel
-    // reads 8 bytes from the first and writes 8 to the exclusively borrowed second (sigsetsize
-    // = 8 = _NSIG / 8). Changing the mask touches no memory.
-    errno_of(unsafe { syscall6(nr::RT_SIGPROCMASK, args) })
-}
-
-/// `rt_sigaction(sig, NULL, old, 8)` → 0 or an errno; `old.handler` is then the disposition.
-#[inline(always)]
-pub(crate) fn sigaction_query(signal: usize, old: &mut KernelSigaction) -> i32 {
-    let args = [signal, 0, old as *mut KernelSigaction as usize, 8, 0, 0];
-    // SAFETY: no new action (NULL), so nothing is installed; `old` is an exclusively borrowed
-    // 64-byte struct, larger than the 32-byte `struct sigaction` the kernel writes.
-    errno_of(unsafe { syscall6(nr::RT_SIGACTION, args) })
-}
-
-/// `rt_sigaction(sig, SIG_DFL, NULL, 8)` → 0 or an errno.
-#[inline(always)]
-pub(crate) fn sigaction_default(signal: usize) -> i32 {
-    let action = KernelSigaction::DEFAULT;
-    let act = &action as *const KernelSigaction as usize;
-    let args = [signal, act, 0, 8, 0, 0];
-    // SAFETY: `action` is a live, all-zero `KernelSigaction` (SIG_DFL, no flags, no restorer)
-    // that the kernel reads for 32 bytes; no handler address is installed; no old action asked.
-    errno_of(unsafe { syscall6(nr::RT_SIGACTION, args) })
 }
 
 /// `kill(pid, sig)` for one process (`pid > 0`). 0 (the caller's group) and -1 (every

@@ -7,10 +7,10 @@
 //! struct is lent mutably, and the safe front passes a private copy, never the caller's.
 #![allow(unsafe_code)]
 
+use super::check;
 use super::syscall6;
 use crate::abi::nr;
 use crate::abi::perf::PerfEventAttr;
-use crate::errno::check;
 use crate::errno::Errno;
 use core::mem::size_of;
 use rustix::fd::{FromRawFd, OwnedFd};

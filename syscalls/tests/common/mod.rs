@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests that spawn real processes (a module, not a test
 //! binary: files in `tests/` subdirectories are not compiled on their own).
+#![forbid(unsafe_code)]
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 

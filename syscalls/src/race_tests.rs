@@ -1,0 +1,328 @@
+//! Races and failure paths of spawning and reaping, each forced open with a switch of
+//! `test_hooks` (or a signal storm), so that what could go wrong is seen to go right.
+#![forbid(unsafe_code)]
+
+use crate::raw::test_support::{install_handler, signal_thread};
+use crate::spawn::ChildStage;
+use crate::test_hooks::{self as hooks, Switch};
+use crate::{ChildStack, Errno, Program, Signal, SpawnError, SpawnOptions};
+use alloc::ffi::CString;
+use alloc::vec::Vec;
+use core::ffi::c_int;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+fn program(path: &str, argv: &[&str]) -> Program {
+    let c = |s: &str| CString::new(s).expect("no NUL");
+    Program::new(c(path), argv.iter().map(|a| c(a)).collect(), Vec::new())
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// Reaps every child left (zombie or not yet exited, waiting for those): how many there were.
+fn reap_leftovers() -> usize {
+    let mut n = 0;
+    while crate::raw::wait4(-1, 0).is_ok() {
+        n += 1;
+    }
+    n
+}
+
+/// Starts `sh -c 'exit 42'` (a `std::process` child) on exactly `pid`, or `None`.
+fn exit_42_on_pid(pid: i32) -> Option<std::process::Child> {
+    for _ in 0..20 {
+        std::fs::write("/proc/sys/kernel/ns_last_pid", std::format!("{}", pid - 1)).ok()?;
+        let other = std::process::Command::new("/bin/sh")
+            .args(["-c", "exit 42"])
+            .spawn()
+            .ok()?;
+        if other.id() as i32 == pid {
+            return Some(other);
+        }
+        let mut other = other;
+        let _ = other.wait();
+    }
+    None
+}
+
+#[test]
+fn reap_returns_its_own_child_while_another_reaper_races_it() {
+    let _serial = hooks::serial();
+    let mut stack = ChildStack::new().expect("map a child stack");
+    let child = program("/bin/true", &["true"])
+        .spawn(&SpawnOptions::default(), &mut stack)
+        .expect("spawn true");
+    let pid = child.pid();
+    hooks::REAP_PEEKED.store(false, Ordering::SeqCst);
+    hooks::REAP_PEEK_DELAY_MS.store(400, Ordering::SeqCst);
+    let reaping = std::thread::spawn(move || {
+        child
+            .reap()
+            .map(|(status, _)| status.code())
+            .map_err(|e| e.errno)
+    });
+    while !hooks::REAP_PEEKED.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Another reaper in the process, between the look at the zombie and the wait4: this
+    // crate's own wait4, for any child and then for this PID.
+    let any = crate::wait::wait4(-1, crate::wait::Wait4Options::NOHANG);
+    let by_pid = crate::wait::wait4(pid, crate::wait::Wait4Options::NOHANG);
+    // If either took the child, its PID is free: a new child exiting 42 is put on it.
+    let other = exit_42_on_pid(pid);
+    if let Some(other) = &other {
+        let deadline = std::time::Instant::now() + Duration::from_millis(300);
+        while std::fs::read_to_string(std::format!("/proc/{}/stat", other.id()))
+            .is_ok_and(|s| !s.contains(") Z "))
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let reaped = reaping.join().expect("the reaping thread");
+    hooks::REAP_PEEK_DELAY_MS.store(0, Ordering::SeqCst);
+    let leftovers = reap_leftovers();
+    std::eprintln!(
+        "wait4(-1): {:?}; wait4({pid}): {:?}; PID reused: {}; reap: {reaped:?}",
+        any.map(|r| r.map(|(p, s, _)| (p, s))),
+        by_pid.map(|r| r.map(|(p, s, _)| (p, s))),
+        other.is_some()
+    );
+    assert_eq!(
+        reaped,
+        Ok(Some(0)),
+        "reap returned another process's status"
+    );
+    assert!(any.is_err(), "wait4(-1) reaped a child that a Child owns");
+    assert!(
+        by_pid.is_err(),
+        "wait4(pid) reaped a child that a Child owns"
+    );
+    assert_eq!(leftovers, 0);
+    assert!(other.is_none() || !is_root() || any.is_ok() || by_pid.is_ok());
+}
+
+static HANDLER_RUNS: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn count(_signum: c_int) {
+    HANDLER_RUNS.fetch_add(1, Ordering::Relaxed);
+}
+
+#[test]
+fn failed_spawns_under_interrupting_signals_leave_no_zombie() {
+    const SPAWNS: usize = 20_000;
+    let _serial = hooks::serial();
+    assert!(install_handler(Signal::USR1.raw(), count, false));
+    let missing = CString::new("/nonexistent-directory").expect("no NUL");
+    let options = SpawnOptions {
+        cwd: Some(&missing),
+        ..SpawnOptions::default()
+    };
+    let prog = program("/bin/true", &["true"]);
+    let (done, tid) = (
+        AtomicBool::new(false),
+        core::sync::atomic::AtomicI32::new(0),
+    );
+    let mut failures = 0;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                let t = tid.load(Ordering::Relaxed);
+                if t != 0 {
+                    signal_thread(t, Signal::USR1.raw());
+                }
+                std::thread::yield_now();
+            }
+        });
+        tid.store(
+            rustix::thread::gettid().as_raw_nonzero().get(),
+            Ordering::Relaxed,
+        );
+        let mut stack = ChildStack::new().expect("map a child stack");
+        for _ in 0..SPAWNS {
+            match prog.spawn(&options, &mut stack) {
+                Err(SpawnError {
+                    stage: ChildStage::ChangeDirectory,
+                    errno: Errno::NOENT,
+                }) => failures += 1,
+                other => panic!("expected a chdir failure, got {other:?}"),
+            }
+        }
+        done.store(true, Ordering::Relaxed);
+    });
+    let zombies = reap_leftovers();
+    std::eprintln!(
+        "{failures} failed spawns, {} handler runs, {zombies} zombies",
+        HANDLER_RUNS.load(Ordering::Relaxed)
+    );
+    assert!(
+        HANDLER_RUNS.load(Ordering::Relaxed) > 0,
+        "no signal arrived"
+    );
+    assert_eq!(zombies, 0, "failed spawns left zombies");
+}
+
+/// The child's own descriptors, as `ls /proc/self/fd` lists them (its own listing fd included).
+fn child_fds(
+    prog: &Program,
+    stack: &mut ChildStack,
+    out: &std::fs::File,
+) -> Result<usize, SpawnError> {
+    use rustix::fd::AsFd;
+    let options = SpawnOptions {
+        stdout: Some(out.as_fd()),
+        ..SpawnOptions::default()
+    };
+    let len_before = out.metadata().expect("stat").len();
+    let (status, _) = prog.spawn(&options, stack)?.reap().expect("reap ls");
+    assert_eq!(status.code(), Some(0));
+    let text = std::fs::read_to_string(std::format!("/proc/self/fd/{}", {
+        use rustix::fd::AsRawFd;
+        out.as_raw_fd()
+    }))
+    .expect("read the listing");
+    Ok(text[len_before as usize..].lines().count())
+}
+
+/// A fresh file, readable and writable, for children's listings.
+fn listing_file(path: &std::path::Path) -> std::fs::File {
+    std::fs::File::options()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(path)
+        .expect("create the listing file")
+}
+
+#[test]
+fn without_close_range_no_descriptor_opened_meanwhile_leaks_into_a_child() {
+    const SPAWNS: usize = 300;
+    let _serial = hooks::serial();
+    let _fallback = Switch::on(&hooks::NO_CLOSE_RANGE);
+    let dir = std::env::temp_dir().join(std::format!("coldtrace-fdrace-{}", std::process::id()));
+    let out = listing_file(&dir);
+    let ls = program("/bin/ls", &["ls", "/proc/self/fd"]);
+    let done = AtomicBool::new(false);
+    let mut leaks = Vec::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            use rustix::fs::{Mode, OFlags};
+            while !done.load(Ordering::Relaxed) {
+                // Inheritable (no O_CLOEXEC): only the child's own closing keeps it out.
+                let fd = rustix::fs::open("/dev/null", OFlags::RDONLY, Mode::empty());
+                drop(fd);
+            }
+        });
+        let mut stack = ChildStack::new().expect("map a child stack");
+        for _ in 0..SPAWNS {
+            match child_fds(&ls, &mut stack, &out) {
+                Ok(4) => {}
+                other => leaks.push(other),
+            }
+        }
+        done.store(true, Ordering::Relaxed);
+    });
+    let _ = std::fs::remove_file(&dir);
+    assert!(
+        leaks.is_empty(),
+        "children saw extra descriptors: {leaks:?} (0, 1, 2 and ls's own expected)"
+    );
+    let _no_proc = Switch::on(&hooks::NO_PROC);
+    let out = listing_file(&dir);
+    let spare = rustix::fs::open(
+        "/dev/null",
+        rustix::fs::OFlags::RDONLY,
+        rustix::fs::Mode::empty(),
+    )
+    .expect("an inheritable descriptor");
+    let n = child_fds(&ls, &mut ChildStack::new().expect("stack"), &out);
+    drop(spare);
+    let _ = std::fs::remove_file(&dir);
+    assert_eq!(
+        n,
+        Ok(4),
+        "without /proc the child still closes what it must not inherit"
+    );
+}
+
+#[test]
+fn exec_failures_are_reported_when_the_child_does_not_share_memory() {
+    let _serial = hooks::serial();
+    crate::spawn::forget_memory_probe();
+    let copied = Switch::on(&hooks::NO_CLONE_VM);
+    let mut stack = ChildStack::new().expect("map a child stack");
+    let missing = program("/nonexistent/prog", &["prog"]);
+    let result = missing.spawn(&SpawnOptions::default(), &mut stack);
+    let seen = result.map(|c| c.reap().map(|(s, _)| s.code()).map_err(|e| e.errno));
+    assert_eq!(
+        seen.err(),
+        Some(SpawnError {
+            stage: ChildStage::Exec,
+            errno: Errno::NOENT
+        })
+    );
+    let bad_cwd = CString::new("/nonexistent-directory").expect("no NUL");
+    let options = SpawnOptions {
+        cwd: Some(&bad_cwd),
+        ..SpawnOptions::default()
+    };
+    let result = program("/bin/true", &["true"]).spawn(&options, &mut stack);
+    let seen = result.map(|c| c.reap().map(|(s, _)| s.code()).map_err(|e| e.errno));
+    assert_eq!(
+        seen.err(),
+        Some(SpawnError {
+            stage: ChildStage::ChangeDirectory,
+            errno: Errno::NOENT
+        })
+    );
+    let ok = program("/bin/true", &["true"]).spawn(&SpawnOptions::default(), &mut stack);
+    let status = ok.expect("spawn true").reap().map(|(s, _)| s.code());
+    assert_eq!(status.ok(), Some(Some(0)));
+    assert_eq!(crate::spawn::clone_vm_shares_memory(), Some(false));
+    drop(copied);
+    crate::spawn::forget_memory_probe();
+    let ok = program("/bin/true", &["true"]).spawn(&SpawnOptions::default(), &mut stack);
+    assert!(ok.expect("spawn true").reap().is_ok());
+    assert_eq!(crate::spawn::clone_vm_shares_memory(), Some(true));
+    assert_eq!(reap_leftovers(), 0);
+}
+
+#[test]
+fn a_started_child_is_never_started_twice_nor_left_behind() {
+    let _serial = hooks::serial();
+    let dir = std::env::temp_dir().join(std::format!("coldtrace-twice-{}", std::process::id()));
+    let _ = std::fs::remove_file(&dir);
+    let script = std::format!("echo ran >> {}", dir.display());
+    let sh = program("/bin/sh", &["sh", "-c", &script]);
+    let mask = crate::signal::sigprocmask(crate::signal::MaskHow::Block, None).expect("mask");
+    let result = {
+        let _failing = Switch::on(&hooks::FAIL_MASK_RESTORE);
+        sh.spawn(
+            &SpawnOptions::default(),
+            &mut ChildStack::new().expect("stack"),
+        )
+    };
+    let restored = crate::signal::sigprocmask(crate::signal::MaskHow::SetMask, Some(mask));
+    std::thread::sleep(Duration::from_millis(200));
+    let runs = std::fs::read_to_string(&dir)
+        .unwrap_or_default()
+        .lines()
+        .count();
+    let _ = std::fs::remove_file(&dir);
+    let leftovers = reap_leftovers();
+    let stage = result.as_ref().map(|_| ()).map_err(|e| e.stage);
+    if let Ok(child) = result {
+        let _ = child.reap();
+    }
+    assert!(restored.is_ok());
+    assert!(runs <= 1, "the command ran {runs} times");
+    assert_eq!(leftovers, 0, "a started child was left behind");
+    assert_ne!(
+        stage,
+        Err(ChildStage::Clone),
+        "a started child reported as a failed clone"
+    );
+}

@@ -1,0 +1,54 @@
+//! Test builds only: switches that hold a race window open or force a fallback path, so that
+//! `race_tests.rs` can show each failure mode on this machine. None exists in other builds.
+#![forbid(unsafe_code)]
+
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+/// Milliseconds `Child::reap` sleeps between its look at the zombie and its `wait4`.
+pub(crate) static REAP_PEEK_DELAY_MS: AtomicU32 = AtomicU32::new(0);
+/// Set by `Child::reap` once it has looked at the zombie (while the delay runs).
+pub(crate) static REAP_PEEKED: AtomicBool = AtomicBool::new(false);
+/// Spawn without `CLONE_VM`: the child gets a copy of the parent's memory, as under valgrind
+/// or qemu-user, which turn `CLONE_VM | CLONE_VFORK` into a fork.
+pub(crate) static NO_CLONE_VM: AtomicBool = AtomicBool::new(false);
+/// Behave as if `close_range` were refused.
+pub(crate) static NO_CLOSE_RANGE: AtomicBool = AtomicBool::new(false);
+/// Behave as if `/proc` were not mounted.
+pub(crate) static NO_PROC: AtomicBool = AtomicBool::new(false);
+/// Make the parent's restoring of its signal mask after the clone fail (EINVAL).
+pub(crate) static FAIL_MASK_RESTORE: AtomicBool = AtomicBool::new(false);
+
+/// In `Child::reap`, between the look at the zombie and the `wait4`: says it got there and
+/// sleeps [`REAP_PEEK_DELAY_MS`].
+pub(crate) fn hold_reap_window() {
+    REAP_PEEKED.store(true, Ordering::SeqCst);
+    let ms = REAP_PEEK_DELAY_MS.load(Ordering::SeqCst);
+    std::thread::sleep(core::time::Duration::from_millis(ms.into()));
+}
+
+pub(crate) fn on(switch: &AtomicBool) -> bool {
+    switch.load(Ordering::SeqCst)
+}
+
+/// The unit tests that spawn children, look at every child of the process or flip a switch
+/// above run one at a time.
+pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sets a switch for as long as the value lives.
+pub(crate) struct Switch(&'static AtomicBool);
+
+impl Switch {
+    pub(crate) fn on(switch: &'static AtomicBool) -> Switch {
+        switch.store(true, Ordering::SeqCst);
+        Switch(switch)
+    }
+}
+
+impl Drop for Switch {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
