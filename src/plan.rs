@@ -170,11 +170,13 @@ impl RunBounds {
 pub struct Exports {
     /// The batch document and every run's record, in one document (`coldtrace.export/1`).
     pub json: Option<PathBuf>,
-    /// hyperfine's `results` document, in seconds, over the counted runs.
+    /// hyperfine 2.0's export document, over the counted runs.
     pub hyperfine_json: Option<PathBuf>,
-    /// One row per run, every metric, units in the header.
+    /// hyperfine 2.0's summary CSV: one row per command.
     pub csv: Option<PathBuf>,
-    /// The table, and the notes under it as a list.
+    /// One row per run, every number of the record.
+    pub csv_runs: Option<PathBuf>,
+    /// hyperfine 2.0's Markdown table of the wall time.
     pub markdown: Option<PathBuf>,
 }
 
@@ -185,6 +187,7 @@ impl Exports {
             ("--export-json", &self.json),
             ("--export-hyperfine-json", &self.hyperfine_json),
             ("--export-csv", &self.csv),
+            ("--export-csv-runs", &self.csv_runs),
             ("--export-markdown", &self.markdown),
         ]
         .into_iter()
@@ -197,9 +200,9 @@ impl Exports {
         .collect()
     }
 
-    /// Whether any export needs every run's record kept until the end.
+    /// Whether any export needs every run's record kept until the end (all of them do).
     pub fn needs_records(&self) -> bool {
-        self.json.is_some() || self.hyperfine_json.is_some() || self.csv.is_some()
+        !self.targets().is_empty()
     }
 }
 
@@ -211,6 +214,9 @@ pub struct Plan {
     pub notices: Vec<String>,
     /// The command as given: argv\[0\] and its arguments.
     pub argv: Vec<OsString>,
+    /// The command as the user wrote it: `compare`'s string (or `run`'s one string), or the
+    /// words quoted as a shell would; parameters replaced, not escaped.
+    pub text: String,
     /// The program file, resolved through PATH in the parent (absolute or as given with a `/`).
     pub program_path: PathBuf,
     /// Counted runs: exactly these, or with [`Plan::bounds`] the minimum until the count is

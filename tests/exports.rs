@@ -1,8 +1,10 @@
-//! The exports, round-tripped: the CSV parsed by Python's `csv` module, every cell equal to
-//! the record in `runs.jsonl` at the place its header names (and the warm medians of its columns
-//! equal to batch.json's summary); the JSON export equal to batch.json and runs.jsonl; hyperfine's
-//! document from the counted runs; the Markdown table; a bad export path refused before any
-//! run; `run --json` never mixed with the command's stdout; schema fields on every document.
+//! The exports, round-tripped: the per-run CSV parsed by Python's `csv` module, every cell equal
+//! to the record in `runs.jsonl` at the place its header names, no column empty (and the warm
+//! medians of its columns equal to batch.json's summary); the JSON export equal to batch.json
+//! and runs.jsonl; hyperfine's document, Markdown and summary CSV from the counted runs (their
+//! shape against hyperfine's own files is `hyperfine_exports.rs`'s); a bad export path refused
+//! before any run; `run --json` never mixed with the command's stdout; schema fields on every
+//! document.
 #![forbid(unsafe_code)]
 
 mod common;
@@ -49,8 +51,10 @@ def leaves(v, path, out, lists):
         lists.add(path)
     elif isinstance(v, (int, float)) and not isinstance(v, bool):
         out[path] = v
-metric_cols = [i for i, h in enumerate(header) if h.endswith("]") and " [" in h]
-paths = {header[j].split(" [")[0]: j for j in metric_cols}
+RUN_COLUMNS = {"command", "index", "role", "counted", "failure_reason", "started_at"}
+metric_cols = [i for i, h in enumerate(header) if h not in RUN_COLUMNS]
+paths = {header[j]: j for j in metric_cols}
+empty_columns = [h for j, h in enumerate(header) if all(row[j] == "" for row in body)]
 missing, lists, leaf_count = [], set(), 0
 mismatches, medians, i = [], {}, 0
 commands = []
@@ -65,7 +69,7 @@ for row in body:
     if row[header.index("counted")] != ("true" if rec["counted"] else "false"):
         mismatches.append((row[1], "counted"))
     for j in metric_cols:
-        path = header[j].split(" [")[0]
+        path = header[j]
         want = at(rec, path)
         got = None if row[j] == "" else float(row[j])
         if (want is None) != (got is None) or (want is not None and float(want) != got):
@@ -85,6 +89,7 @@ for row in body:
             mismatches.append((row[1], path, row[j], want))
 print(json.dumps({
     "rows": len(body), "columns": len(header), "header": header, "mismatches": mismatches[:10],
+    "empty_columns": empty_columns,
     "missing": sorted(set(missing)), "leaves": leaf_count, "other_lists": sorted(lists - LISTS),
     "warm_medians": {k: statistics.median(v) for k, v in medians.items()},
 }))
@@ -123,6 +128,11 @@ fn assert_csv_complete(v: &Value, rows: usize) {
         "a new list in the record: {v}"
     );
     assert!(v["leaves"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(
+        v["empty_columns"],
+        Value::Array(vec![]),
+        "all-empty columns: {v}"
+    );
 }
 
 fn doc(path: &Path) -> Value {
@@ -143,12 +153,15 @@ fn every_export_of_a_batch_round_trips_to_its_records() {
             "1",
             "-o",
             "b",
+            "--keep-output",
             "--counters",
             "--evict",
             "data",
             "--cold-first-only",
-            "--export-csv",
+            "--export-csv-runs",
             "runs.csv",
+            "--export-csv",
+            "summary.csv",
             "--export-json",
             "all.json",
             "--export-hyperfine-json",
@@ -174,26 +187,27 @@ fn every_export_of_a_batch_round_trips_to_its_records() {
         .iter()
         .map(|h| h.as_str().unwrap())
         .collect();
-    for unit_header in [
-        "wall_ns [ns]",
-        "rusage.user_us [us]",
-        "rusage.max_rss_kib [KiB]",
-        "rusage.block_in [512-byte blocks]",
-        "child_io.read_bytes [bytes]",
-        "counters.task-clock [ns]",
-        "counters.task-clock.time_running_ns [ns]",
-        "sched.on_cpu_ns [ns]",
-        "sched.timeslices [count]",
-        "child_io.write_bytes [bytes]",
-        "system_delta.window_ns [ns]",
-        "cache.before.resident_bytes [bytes]",
-        "cache.paged_in_bytes [bytes]",
-        "cold_action.took_ns [ns]",
-        "artifacts.stdout_bytes [bytes]",
-        "runner.vm_hwm_kib [KiB]",
+    for plain in [
+        "wall_ns",
+        "rusage.user_us",
+        "rusage.max_rss_kib",
+        "rusage.block_in",
+        "counters.task-clock",
+        "counters.task-clock.time_running_ns",
+        "sched.on_cpu_ns",
+        "sched.timeslices",
+        "child_io.write_bytes",
+        "system_delta.window_ns",
+        "cache.before.resident_bytes",
+        "cache.paged_in_bytes",
+        "cold_action.took_ns",
+        "artifacts.stdout_bytes",
+        "runner.vm_hwm_kib",
     ] {
-        assert!(header.contains(&unit_header), "{unit_header} in {header:?}");
+        assert!(header.contains(&plain), "{plain} in {header:?}");
     }
+    // No run failed: no failure_reason column.
+    assert!(!header.contains(&"failure_reason"), "{header:?}");
     // Every metric column's warm median is batch.json's: the export reads the same values the
     // summary was made of.
     let mut checked = 0;
@@ -223,34 +237,77 @@ fn every_export_of_a_batch_round_trips_to_its_records() {
     assert_eq!(all["runs"], Value::Array(records.clone()));
 
     let hf = doc(&tmp.join("hf.json"));
+    assert_eq!(hf["schema_version"], 2);
     let result = &hf["results"][0];
-    let counted: Vec<f64> = records
+    let counted: Vec<&Value> = records.iter().filter(|r| r["counted"] == true).collect();
+    let walls: Vec<f64> = counted
         .iter()
-        .filter(|r| r["counted"] == true)
         .map(|r| r["wall_ns"].as_f64().unwrap() / 1e9)
         .collect();
-    assert_eq!(result["times"], serde_json::json!(counted), "{result}");
-    assert_eq!(result["exit_codes"], serde_json::json!([0, 0, 0, 0, 0]));
-    let mean = counted.iter().sum::<f64>() / counted.len() as f64;
+    let measured: Vec<f64> = result["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["time_wall_clock"]["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(measured, walls, "{result}");
+    let codes: Vec<&Value> = result["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["exit_code"])
+        .collect();
+    assert_eq!(codes, [&Value::from(0); 5]);
+    let user_s = counted[0]["rusage"]["user_us"].as_f64().unwrap() / 1e6;
+    let first = &result["measurements"][0];
+    assert_eq!(first["time_user"]["value"].as_f64(), Some(user_s));
+    let kib = counted[0]["rusage"]["max_rss_kib"].as_f64().unwrap();
+    assert_eq!(
+        first["memory_peak_resident"]["value"].as_f64(),
+        Some(kib * 1024.0)
+    );
+    let mean = walls.iter().sum::<f64>() / walls.len() as f64;
+    let wall = &result["summary"]["time_wall_clock"];
     assert!(
-        (result["mean"].as_f64().unwrap() - mean).abs() < 1e-12,
+        (wall["mean"].as_f64().unwrap() - mean).abs() < 1e-12,
         "{result}"
     );
+    assert_eq!(wall["count"], 5);
     assert_eq!(
         result["command"],
         "sh -c 'echo '\\''a, \"quoted\" line'\\''; exit 0'"
     );
 
+    // hyperfine's Markdown and summary CSV, of the same figures.
     let md = std::fs::read_to_string(tmp.join("table.md")).unwrap();
-    assert!(md.starts_with("**coldtrace: 5 runs of sh -c"), "{md}");
+    let mut lines = md.lines();
     assert!(
-        md.contains("| metric | unit | first | warm median | warm mean ± σ |"),
+        lines
+            .next()
+            .unwrap()
+            .starts_with("| Command | Mean Wall Time ["),
         "{md}"
     );
-    assert!(md
-        .lines()
-        .any(|l| l.starts_with("| wall | ms |") || l.starts_with("| wall | µs |")));
-    assert!(md.contains("\n- rejected: none\n"), "{md}");
+    assert_eq!(lines.next(), Some("|:---|---:|---:|:---|"), "{md}");
+    let row = lines.next().unwrap();
+    assert!(
+        row.starts_with("| `` sh -c 'echo ") || row.starts_with("| `sh -c"),
+        "{md}"
+    );
+    assert!(
+        row.ends_with(" |  |  |"),
+        "the first command has no change: {md}"
+    );
+    let summary = std::fs::read_to_string(tmp.join("summary.csv")).unwrap();
+    let rows: Vec<&str> = summary.lines().collect();
+    assert_eq!(rows.len(), 2, "{summary}");
+    assert!(rows[0].starts_with("command,time_wall_clock_unit,time_wall_clock_mean,"));
+    let mean_cell = rows[1].split(',').rev().nth(10).unwrap();
+    assert_eq!(
+        mean_cell.parse::<f64>().unwrap(),
+        wall["mean"].as_f64().unwrap(),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -264,7 +321,7 @@ fn a_comparison_exports_every_command() {
             "3",
             "-o",
             "c",
-            "--export-csv",
+            "--export-csv-runs",
             "c.csv",
             "--export-json",
             "c.json",
@@ -287,7 +344,7 @@ fn a_comparison_exports_every_command() {
     assert!(v["header"]
         .as_array()
         .unwrap()
-        .contains(&Value::from("slot.round [index]")));
+        .contains(&Value::from("slot.round")));
     let all = doc(&tmp.join("c.json"));
     assert_eq!(all["schema"], "coldtrace.export/1");
     assert_eq!(all["comparison"], read_batch(&tmp.join("c")));
@@ -308,10 +365,12 @@ fn a_comparison_exports_every_command() {
         .collect();
     assert_eq!(names, ["true", "sh -c true"]);
     let md = std::fs::read_to_string(tmp.join("c.md")).unwrap();
-    assert!(
-        md.contains("| metric | unit | [0] median | [1] median | ratio | 95% CI |"),
-        "{md}"
-    );
+    let commands: Vec<&str> = md
+        .lines()
+        .skip(2)
+        .map(|l| l.split(" | ").next().unwrap())
+        .collect();
+    assert_eq!(commands, ["| `true`", "| `sh -c true`"], "{md}");
 }
 
 #[test]

@@ -246,24 +246,12 @@ fn finish_comparison(
 
 /// Each command of the comparison as the document lists it.
 fn command_entries(plan: &ComparePlan, outcomes: &[BatchOutcome]) -> Vec<CommandEntry> {
-    let names: Vec<String> = plan
-        .plans
-        .iter()
-        .map(|p| {
-            crate::text::quote(
-                &p.argv
-                    .iter()
-                    .map(|a| a.to_string_lossy().into_owned())
-                    .collect::<Vec<_>>(),
-            )
-        })
-        .collect();
     outcomes
         .iter()
         .enumerate()
         .map(|(i, o)| CommandEntry {
             index: i as u64,
-            command: names[i].clone(),
+            command: plan.plans[i].text.clone(),
             name: plan.plans[i].name.clone(),
             parameters: plan.plans[i]
                 .parameters

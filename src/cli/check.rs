@@ -66,6 +66,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         notices,
         program_path: PathBuf::from(&program_name),
         argv: raw.command,
+        text: raw.text,
         runs,
         bounds,
         name: raw.name,

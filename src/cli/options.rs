@@ -54,6 +54,8 @@ pub(crate) struct RawRun {
     /// What to say once about how the flags were read.
     pub(crate) notices: Vec<String>,
     pub(crate) command: Vec<OsString>,
+    /// The command as the user gave it (their string, or their words quoted).
+    pub(crate) text: String,
 }
 
 impl RawRun {
@@ -61,6 +63,7 @@ impl RawRun {
     pub(crate) fn for_command(&self, spec: CommandSpec) -> RawRun {
         RawRun {
             command: spec.argv,
+            text: spec.text,
             setup: spec.setup,
             prepare: spec.prepare,
             conclude: spec.conclude,
@@ -121,10 +124,12 @@ pub(crate) fn raw_flags(read: &Read) -> RawRun {
             json: first("--export-json").map(PathBuf::from),
             hyperfine_json: first("--export-hyperfine-json").map(PathBuf::from),
             csv: first("--export-csv").map(PathBuf::from),
+            csv_runs: first("--export-csv-runs").map(PathBuf::from),
             markdown: first("--export-markdown").map(PathBuf::from),
         },
         notices: notices(read),
         command: Vec::new(),
+        text: String::new(),
     }
 }
 

@@ -89,12 +89,8 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
     let signals = Signals::install()?;
     let mut progress = ProgressLine::new(plan.quiet, plan.output == OutputMode::Inherit);
     let outcome = batch::run(plan, &signals, &mut progress)?;
-    let argv: Vec<String> = plan
-        .argv
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let command = escape_controls(&crate::text::quote(&argv));
+    // As the user wrote it (with --shell, the string the shell runs).
+    let command = escape_controls(&plan.text);
     let what = match outcome.counts.counted {
         _ if plan.is_single_run() => "1 run".to_string(),
         0 => "no counted run".to_string(),
@@ -123,12 +119,8 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
         let title = table::heading(&lead, &command, &tail, width);
         eprint!("{}", table::table(&outcome, &title, use_colour(), width));
     }
-    let title = format!("coldtrace: {what} of {command}{}{sink}", label(usize::MAX));
-    let shown = plan
-        .name
-        .as_deref()
-        .map_or(command.clone(), escape_controls);
-    let exit_code = match export::write_batch(&plan.exports, &outcome, &shown, &title) {
+    let name = plan.name.as_deref().map(escape_controls);
+    let exit_code = match export::write_batch(&plan.exports, &outcome, &command, name.as_deref()) {
         Ok(()) => outcome.exit_code,
         Err(e) => exported_error(&e),
     };

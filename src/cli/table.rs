@@ -404,28 +404,40 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "export-hyperfine-json", short: [], values: ["FILE"], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "hyperfine's JSON export (counted runs), to FILE",
-        description: "After the runs, write hyperfine's export document to FILE, for tools \
-            that read it: one entry per command in \"results\" with command, mean, stddev, \
-            median, user, system, min, max (seconds), times, memory_usage_byte, exit_codes and \
-            parameters, over the counted runs (the first run included, warm-ups and rejected \
-            runs left out).",
+        help: "hyperfine 2.0's JSON export (counted runs), to FILE",
+        description: "After the runs, write hyperfine 2.0's export document to FILE, field for \
+            field (schema_version 2, metadata, primary_metric, results), for hyperfine's own \
+            scripts and the tools that read it: per command its measurements (each run's wall, \
+            CPU, user and system time, peak memory, perf counters with --counters, exit code) \
+            and their summary (count, mean, stddev, median, min, max), over the counted runs \
+            (the first run included, warm-ups and rejected runs left out).",
     },
     opt! {
         long: "export-csv", short: [], values: ["FILE"], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "one row per run, every metric (units in the header)",
+        help: "hyperfine 2.0's summary CSV: one row per command, to FILE",
+        description: "After the runs, write hyperfine 2.0's summary CSV to FILE: one row per \
+            command, its wall time and peak memory as time_wall_clock_unit, _mean, _stddev, \
+            _median, _min, _max (seconds) and the same for memory_peak_resident (bytes), over \
+            the counted runs, then parameter_NAME per scanned parameter. Every run's every \
+            number: --export-csv-runs.",
+    },
+    opt! {
+        long: "export-csv-runs", short: [], values: ["FILE"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "one row per run, every number of the record, to FILE",
         description: "After the runs, write a CSV file: one row per recorded run (warm-ups and \
-            rejected runs included, marked by role and counted), one column per metric named \
-            by its place in the record and its unit (rusage.user_us [us]); an absent value is \
-            an empty cell.",
+            rejected runs included, marked by role and counted), one column per number of the \
+            record, headed by its place in it (rusage.user_us); a column no run has a value \
+            in is left out, an absent value is an empty cell.",
     },
     opt! {
         long: "export-markdown", short: [], values: ["FILE"], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "the whole table as Markdown, to FILE",
-        description: "After the runs, write the whole table as Markdown to FILE (nothing \
-            shortened), with the notes under it as a list.",
+        help: "hyperfine 2.0's Markdown table of the wall time, to FILE",
+        description: "After the runs, write hyperfine 2.0's Markdown table to FILE: Command, \
+            Mean Wall Time (mean ± σ of the counted runs, one unit for the table), Change and \
+            Factor against the first command.",
     },
     opt! {
         long: "output", short: [], values: ["WHERE"], choices: ["null", "pipe", "inherit"],
@@ -714,8 +726,8 @@ pub struct Foreign {
     pub instead: &'static str,
 }
 
-const EXPORTS: &str = "--export-markdown FILE writes the table as Markdown; --export-json and \
-                       --export-csv FILE write every run";
+const EXPORTS: &str = "--export-markdown FILE writes hyperfine's Markdown table; \
+                       --export-hyperfine-json and --export-csv FILE its JSON and CSV";
 
 /// Flags of hyperfine 2.0 and GNU time 1.9 that coldtrace does not take.
 static FOREIGN: &[Foreign] = &[

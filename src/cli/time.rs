@@ -70,6 +70,12 @@ fn single_run(argv: Vec<OsString>) -> Plan {
     Plan {
         notices: Vec::new(),
         program_path: PathBuf::from(&argv[0]),
+        text: crate::text::quote(
+            &argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>(),
+        ),
         argv,
         runs: 1,
         bounds: None,

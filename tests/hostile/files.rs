@@ -111,7 +111,7 @@ fn a_character_device_and_a_fifo_are_written_through_never_replaced() {
     let out = ct(dir.path(), line.split(' ')).run_within(DEADLINE);
     out.expect_code(0);
     assert!(out.stderr.is_empty(), "{}", out.describe());
-    assert!(reader.join().unwrap().contains("| metric |"));
+    assert!(reader.join().unwrap().contains("| Command | Mean Wall Time"));
     let kind = |p: &Path| std::fs::metadata(p).unwrap().file_type();
     assert!(kind(Path::new(&null)).is_char_device());
     assert!(kind(&dir.join("fifo")).is_fifo());
@@ -193,7 +193,7 @@ fn a_replaced_export_keeps_its_mode_and_its_owner() {
     assert_eq!(meta.uid(), owner);
     assert!(std::fs::read_to_string(&file)
         .unwrap()
-        .contains("| metric |"));
+        .contains("| Command | Mean Wall Time"));
     assert_eq!(tree(dir.path()), ["private.md"]);
 }
 

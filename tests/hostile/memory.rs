@@ -196,7 +196,7 @@ fn failures_kept_for_an_export_stay_out_of_the_floor() {
     let dir = TempDir::new("failedexport");
     let fail = fail_fast(&dir);
     let line = format!(
-        "run -q -i --minimal -n 20000 --json --export-csv x.csv -- {}",
+        "run -q -i --minimal -n 20000 --json --export-csv-runs x.csv -- {}",
         fail.display()
     );
     assert_flat_floor(&dir, &line);

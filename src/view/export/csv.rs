@@ -1,13 +1,19 @@
-//! `--export-csv FILE`: one row per recorded run (warm-ups and rejected runs included, marked),
-//! one column per number of the record: the metrics first (the table's order, then the perf
-//! events), then every other numeric leaf in record order ([`RECORD_NUMBERS`], each perf
-//! reading's [`COUNTER_NUMBERS`]). A column's header is where it is in the record and its unit
-//! (`rusage.user_us [us]`), so a column can be checked against `runs.jsonl`; numbers are written
-//! as the record has them; an absent or null value is an empty cell. RFC 4180 quoting. It copies
-//! what the records hold: it computes no figure, and opens no file (the caller replaces it).
+//! The CSV exports. `--export-csv FILE`: hyperfine 2.0's summary, as hyperfine 2.0.0 writes it
+//! (`tests/golden/hyperfine-2.0.0/*.csv`): one row per command, its wall time and peak memory
+//! (hyperfine's default metrics) as `<metric>_unit`, `_mean`, `_stddev`, `_median`, `_min`,
+//! `_max` in base units (`s`, `B`) over its counted runs, then `parameter_<name>` per scanned
+//! parameter. `--export-csv-runs FILE`: one row per recorded run (warm-ups and rejected runs
+//! included, marked by role and counted), one column per number of the record: the metrics
+//! first (the table's order, then the perf events), then every other numeric leaf in record
+//! order ([`RECORD_NUMBERS`], each perf reading's [`COUNTER_NUMBERS`]), each headed by where it
+//! is in the record (`rusage.user_us`; the unit is in the name or the README's record table),
+//! a column no run has a value in left out. Numbers are written as the record has them; an
+//! absent or null value is an empty cell. RFC 4180 quoting. It copies what the records hold
+//! (the summary through [`Measured`]); it opens no file (the caller replaces it).
 #![forbid(unsafe_code)]
 
 use crate::record::metrics::{number_at, record_path, Metric, COUNTER_NUMBERS, RECORD_NUMBERS};
+use crate::view::export::hyperfine::{summary as summarise, Measured, MEMORY, WALL};
 use crate::view::export::part::Part;
 use serde_json::Value;
 use std::io::{self, Write};
@@ -27,16 +33,15 @@ fn field(text: &str) -> String {
     crate::text::csv_field(text)
 }
 
-/// A number's column: where it is in the record and its unit.
+/// A number's column: where it is in the record.
 struct Column {
     path: Vec<String>,
-    unit: String,
 }
 
 impl Column {
-    /// `rusage.user_us [us]`.
+    /// `rusage.user_us`.
     fn header(&self) -> String {
-        format!("{} [{}]", self.path.join("."), self.unit)
+        self.path.join(".")
     }
 
     fn cell(&self, record: &Value) -> String {
@@ -51,26 +56,21 @@ fn columns(metrics: &[Metric]) -> Vec<Column> {
         .iter()
         .map(|m| Column {
             path: record_path(m).into_iter().map(String::from).collect(),
-            unit: m.unit.name().to_string(),
         })
         .collect();
-    for (path, unit) in RECORD_NUMBERS {
+    for (path, _) in RECORD_NUMBERS {
         let path: Vec<String> = path.split('.').map(String::from).collect();
         if !columns.iter().any(|c| c.path == path) {
-            columns.push(Column {
-                path,
-                unit: unit.to_string(),
-            });
+            columns.push(Column { path });
         }
     }
     for event in metrics
         .iter()
         .filter(|m| matches!(m.source, crate::record::metrics::Source::Counter))
     {
-        for (field, unit) in COUNTER_NUMBERS {
+        for (field, _) in COUNTER_NUMBERS {
             columns.push(Column {
                 path: vec!["counters".into(), event.name.into(), field.to_string()],
-                unit: unit.unwrap_or(event.unit.name()).to_string(),
             });
         }
     }
@@ -85,26 +85,99 @@ fn text_of(v: &Value) -> String {
     }
 }
 
-fn row(command: &str, record: &Value, columns: &[Column]) -> String {
+/// A run's cells: the run's own columns, then one per number.
+fn cells(command: &str, record: &Value, columns: &[Column]) -> Vec<String> {
     let mut cells = vec![command.to_string()];
     cells.extend(RUN_COLUMNS[1..].iter().map(|k| text_of(&record[*k])));
     cells.extend(columns.iter().map(|c| c.cell(record)));
-    cells.iter().map(|c| field(c)).collect::<Vec<_>>().join(",")
+    cells
 }
 
-/// The header, then one row per run of every command, in the order they were recorded.
+/// A line of fields, quoted where needed.
+fn line(fields: &[String]) -> String {
+    fields
+        .iter()
+        .map(|f| field(f))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `--export-csv-runs`: the header, then one row per run of every command, in the order they
+/// were recorded; a column no run has a value in is left out (a first pass finds them).
 pub fn runs(w: &mut dyn Write, parts: &[Part<'_>]) -> io::Result<()> {
     let metrics = parts.first().map_or(&[][..], |p| &p.outcome.metrics[..]);
     let columns = columns(metrics);
     let mut head: Vec<String> = RUN_COLUMNS.iter().map(|c| c.to_string()).collect();
     head.extend(columns.iter().map(Column::header));
-    writeln!(
-        w,
-        "{}",
-        head.iter().map(|h| field(h)).collect::<Vec<_>>().join(",")
-    )?;
+    let mut used = vec![false; head.len()];
+    used[0] = true;
     for part in parts {
-        part.each_record(|record| writeln!(w, "{}", row(part.command, record, &columns)))?;
+        part.each_record(|record| {
+            for (u, cell) in used.iter_mut().zip(cells(part.shown(), record, &columns)) {
+                *u |= !cell.is_empty();
+            }
+            Ok(())
+        })?;
+    }
+    let kept = |all: Vec<String>| -> Vec<String> {
+        all.into_iter()
+            .zip(&used)
+            .filter(|(_, u)| **u)
+            .map(|(c, _)| c)
+            .collect()
+    };
+    writeln!(w, "{}", line(&kept(head)))?;
+    for part in parts {
+        part.each_record(|record| {
+            writeln!(w, "{}", line(&kept(cells(part.shown(), record, &columns))))
+        })?;
+    }
+    Ok(())
+}
+
+/// A float as hyperfine's CSV writes it (Rust's shortest round-trip form).
+fn number(value: Option<f64>) -> String {
+    value.map_or(String::new(), |v| v.to_string())
+}
+
+/// `--export-csv`: hyperfine 2.0's summary, one row per command.
+pub fn summary(w: &mut dyn Write, parts: &[Part<'_>]) -> io::Result<()> {
+    let runs = parts
+        .iter()
+        .map(Measured::all)
+        .collect::<io::Result<Vec<Vec<Measured>>>>()?;
+    // A metric no command has is left out, as hyperfine leaves it out.
+    let metrics: Vec<_> = [(WALL, "s"), (MEMORY, "B")]
+        .into_iter()
+        .filter(|(m, _)| runs.iter().any(|r| summarise(m, r).is_some()))
+        .collect();
+    let mut head = vec!["command".to_string()];
+    for (metric, _) in &metrics {
+        let fields = ["unit", "mean", "stddev", "median", "min", "max"];
+        head.extend(fields.map(|f| format!("{}_{f}", metric.0)));
+    }
+    let parameters = parts.first().map(|p| {
+        let mut names: Vec<&str> = p.parameters.iter().map(|(n, _)| *n).collect();
+        names.sort_unstable();
+        names
+    });
+    let parameters = parameters.unwrap_or_default();
+    head.extend(parameters.iter().map(|n| format!("parameter_{n}")));
+    writeln!(w, "{}", line(&head))?;
+    for (part, runs) in parts.iter().zip(&runs) {
+        let mut row = vec![part.shown().to_string()];
+        for (metric, unit) in &metrics {
+            let s = summarise(metric, runs);
+            row.push(unit.to_string());
+            row.push(number(s.map(|s| s.mean)));
+            row.push(number(s.and_then(|s| s.stddev)));
+            row.extend([s.map(|s| s.median), s.map(|s| s.min), s.map(|s| s.max)].map(number));
+        }
+        for name in &parameters {
+            let value = part.parameters.iter().find(|(n, _)| n == name);
+            row.push(value.map_or(String::new(), |(_, v)| v.to_string()));
+        }
+        writeln!(w, "{}", line(&row))?;
     }
     Ok(())
 }
@@ -128,19 +201,19 @@ mod tests {
             .iter()
             .map(Column::header)
             .collect();
-        assert_eq!(heads[0], "wall_ns [ns]");
-        assert_eq!(heads[1], "rusage.user_us [us]");
+        assert_eq!(heads[0], "wall_ns");
+        assert_eq!(heads[1], "rusage.user_us");
         for (i, h) in heads.iter().enumerate() {
             assert_eq!(heads.iter().position(|o| o == h), Some(i), "{h} twice");
         }
         for want in [
-            "sched.on_cpu_ns [ns]",
-            "child_io.write_bytes [bytes]",
-            "system_delta.window_ns [ns]",
-            "cache.before.resident_bytes [bytes]",
-            "artifacts.stdout_bytes [bytes]",
-            "runner.vm_hwm_kib [KiB]",
-            "counters.task-clock.time_running_ns [ns]",
+            "sched.on_cpu_ns",
+            "child_io.write_bytes",
+            "system_delta.window_ns",
+            "cache.before.resident_bytes",
+            "artifacts.stdout_bytes",
+            "runner.vm_hwm_kib",
+            "counters.task-clock.time_running_ns",
         ] {
             assert!(heads.iter().any(|h| h == want), "{want} in {heads:?}");
         }

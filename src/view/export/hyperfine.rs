@@ -1,94 +1,298 @@
-//! `--export-hyperfine-json FILE`: hyperfine's export document, for the tools that read it —
-//! `results`, one entry per command: `command`, `mean`, `stddev`, `median`, `user`, `system`,
-//! `min`, `max` (seconds), `times`, `memory_usage_byte`, `exit_codes`, `parameters`. It reshapes
-//! what was recorded (its statistics through record's [`Summary`]); it measures nothing, adds no
-//! field of coldtrace's own, and opens no file (the caller replaces it).
+//! `--export-hyperfine-json FILE`: hyperfine 2.0's export document, field for field as
+//! hyperfine 2.0.0 writes it (its own files are in `tests/golden/hyperfine-2.0.0/`, with the
+//! commands that made them): `schema_version` 2, `metadata`, `primary_metric`, and `results`,
+//! one per command — `command`, `name` (when it differs), `measurements` (per run: each metric a
+//! value with its unit, and `exit_code`), `parameters` (when scanned) and `summary` (per metric:
+//! `count`, `mean`, `stddev`, `median`, `min`, `max`, in base units). hyperfine's own scripts
+//! (`scripts/*.py` of its crate) read it. It reshapes what was recorded (its statistics through
+//! record's [`Summary`]); it measures nothing, adds no field of coldtrace's own, and opens no
+//! file (the caller replaces it).
+//!
+//! [`Measured`] (the counted runs as hyperfine counts them) and [`METRICS`] also serve the
+//! Markdown and summary CSV exports, which 2.0 makes of the same figures.
 //!
 //! Over the counted runs, the first one included, as hyperfine counts them; warm-ups and
-//! rejected runs are left out. `memory_usage_byte` is each run's own wait4 max RSS (hyperfine
-//! 1.x read a cumulative figure); `exit_codes` is `null` for a run killed by a signal.
+//! rejected runs are left out. `memory_peak_resident` is each run's own wait4 max RSS; a perf
+//! counter (`--counters`) is in a run only where it was counted, and in `summary` only when
+//! every run has it, as hyperfine requires. `metadata.hyperfine_version` is `null`: hyperfine
+//! did not run.
 #![forbid(unsafe_code)]
 
 use crate::record::stats::Summary;
 use crate::view::export::part::Part;
-use serde_json::{json, Map, Value};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
 use std::io::{self, Write};
 
-/// What one command's counted runs say.
-#[derive(Default)]
-struct Counted {
-    times: Vec<f64>,
-    user: Vec<f64>,
-    system: Vec<f64>,
-    memory: Vec<Value>,
-    exit_codes: Vec<Value>,
+/// hyperfine 2.0's `schema_version`.
+const SCHEMA_VERSION: u32 = 2;
+
+/// hyperfine's perf counters and coldtrace's event of the same count.
+const COUNTERS: [(&str, &str); 5] = [
+    ("cpu_cycles", "cycles"),
+    ("instructions", "instructions"),
+    ("cache_references", "cache-references"),
+    ("cache_misses", "cache-misses"),
+    ("branch_misses", "branch-misses"),
+];
+
+/// One counted run, as hyperfine 2.0 measures one: seconds, bytes and counts.
+#[derive(Clone, Debug, Default)]
+pub struct Measured {
+    wall_s: f64,
+    user_s: f64,
+    system_s: f64,
+    memory_bytes: Option<f64>,
+    /// `COUNTERS`' values, in its order (`None`: not counted).
+    counters: [Option<f64>; 5],
+    exit_code: Option<i64>,
 }
 
-impl Counted {
-    fn of(part: &Part<'_>) -> io::Result<Counted> {
-        let mut c = Counted::default();
-        part.each_record(|r| {
-            if r["counted"] != true {
-                return Ok(());
-            }
-            let Some(wall) = r["wall_ns"].as_f64() else {
-                return Ok(());
-            };
-            c.times.push(wall / 1e9);
-            let rusage = &r["rusage"];
-            c.user.extend(rusage["user_us"].as_f64().map(|v| v / 1e6));
-            c.system.extend(rusage["sys_us"].as_f64().map(|v| v / 1e6));
-            c.memory.push(
-                rusage["max_rss_kib"]
-                    .as_u64()
-                    .map_or(Value::Null, |k| json!(k * 1024)),
-            );
-            c.exit_codes.push(match r["outcome"]["kind"].as_str() {
-                Some("exited") => r["outcome"]["code"].clone(),
-                _ => Value::Null,
-            });
+/// hyperfine 2.0's metrics (`Metric::ALL`, in its order): name, base unit as the JSON names it
+/// (`None` for a count), and the value of a run.
+pub type MetricOf = (
+    &'static str,
+    Option<&'static str>,
+    fn(&Measured) -> Option<f64>,
+);
+
+/// Every metric hyperfine 2.0 knows, in its order.
+pub const METRICS: [MetricOf; 10] = [
+    ("time_wall_clock", Some("second"), |m| Some(m.wall_s)),
+    ("time_cpu", Some("second"), |m| Some(m.user_s + m.system_s)),
+    ("time_user", Some("second"), |m| Some(m.user_s)),
+    ("time_system", Some("second"), |m| Some(m.system_s)),
+    ("memory_peak_resident", Some("byte"), |m| m.memory_bytes),
+    ("cpu_cycles", None, |m| m.counters[0]),
+    ("instructions", None, |m| m.counters[1]),
+    ("cache_references", None, |m| m.counters[2]),
+    ("cache_misses", None, |m| m.counters[3]),
+    ("branch_misses", None, |m| m.counters[4]),
+];
+
+/// The wall time, hyperfine's primary metric.
+pub const WALL: MetricOf = METRICS[0];
+/// The peak memory, with the wall time hyperfine's default metrics.
+pub const MEMORY: MetricOf = METRICS[4];
+
+impl Measured {
+    /// A counted run's record, as hyperfine would have measured it (`None`: not counted, or
+    /// no wall time).
+    fn of(record: &Value) -> Option<Measured> {
+        if record["counted"] != true {
+            return None;
+        }
+        let wall_ns = record["wall_ns"].as_f64()?;
+        let rusage = &record["rusage"];
+        let seconds = |field: &str| rusage[field].as_f64().map_or(0.0, |us| us / 1e6);
+        let counter = |event: &str| {
+            record["counters"]
+                .as_array()?
+                .iter()
+                .find(|c| c["event"] == event)?["value"]
+                .as_f64()
+        };
+        Some(Measured {
+            wall_s: wall_ns / 1e9,
+            user_s: seconds("user_us"),
+            system_s: seconds("sys_us"),
+            memory_bytes: rusage["max_rss_kib"].as_f64().map(|kib| kib * 1024.0),
+            counters: COUNTERS.map(|(_, event)| counter(event)),
+            exit_code: match record["outcome"]["kind"].as_str() {
+                Some("exited") => record["outcome"]["code"].as_i64(),
+                _ => None,
+            },
+        })
+    }
+
+    /// The counted runs of `part`, in order.
+    pub fn all(part: &Part<'_>) -> io::Result<Vec<Measured>> {
+        let mut runs = Vec::new();
+        part.each_record(|record| {
+            runs.extend(Measured::of(record));
             Ok(())
         })?;
-        Ok(c)
+        Ok(runs)
     }
 }
 
-fn mean(values: &[f64]) -> Value {
-    Summary::of(values).map_or(Value::Null, |s| json!(s.mean))
+/// `metric` over `runs`, as hyperfine summarises it: only when every run has it.
+pub fn summary(metric: &MetricOf, runs: &[Measured]) -> Option<Summary> {
+    let values: Option<Vec<f64>> = runs.iter().map(metric.2).collect();
+    Summary::of(&values?)
 }
 
-fn result(part: &Part<'_>) -> io::Result<Value> {
-    let c = Counted::of(part)?;
-    let s = Summary::of(&c.times);
-    let stat = |f: fn(&Summary) -> f64| s.as_ref().map_or(Value::Null, |s| json!(f(s)));
-    let parameters: Map<String, Value> = part
-        .parameters
-        .iter()
-        .map(|(k, v)| (k.to_string(), json!(v)))
-        .collect();
-    Ok(json!({
-        "command": part.command,
-        "mean": stat(|s| s.mean),
-        "stddev": s.as_ref().and_then(|s| s.stddev).map_or(Value::Null, |v| json!(v)),
-        "median": stat(|s| s.median),
-        "user": mean(&c.user),
-        "system": mean(&c.system),
-        "min": stat(|s| s.min),
-        "max": stat(|s| s.max),
-        "times": c.times,
-        "memory_usage_byte": c.memory,
-        "exit_codes": c.exit_codes,
-        "parameters": parameters,
-    }))
+/// `{"value": V, "unit": U}` (a count has no unit).
+struct Quantity(f64, Option<&'static str>);
+
+impl Serialize for Quantity {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("value", &self.0)?;
+        if let Some(unit) = self.1 {
+            map.serialize_entry("unit", unit)?;
+        }
+        map.end()
+    }
 }
 
-/// `{"results": [...]}`, one entry per command.
+impl Serialize for Measured {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        for (name, unit, value) in &METRICS {
+            if let Some(v) = value(self) {
+                // A count is an integer in hyperfine's file.
+                match unit {
+                    Some(_) => map.serialize_entry(name, &Quantity(v, *unit))?,
+                    None => map.serialize_entry(name, &serde_json::json!({ "value": v as u64 }))?,
+                }
+            }
+        }
+        map.serialize_entry("exit_code", &self.exit_code)?;
+        map.end()
+    }
+}
+
+/// One metric's `summary` entry.
+struct Stat(Summary, Option<&'static str>);
+
+impl Serialize for Stat {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let Stat(stat, unit) = self;
+        let mut map = s.serialize_map(None)?;
+        if let Some(unit) = unit {
+            map.serialize_entry("unit", unit)?;
+        }
+        map.serialize_entry("count", &stat.n)?;
+        map.serialize_entry("mean", &stat.mean)?;
+        map.serialize_entry("stddev", &stat.stddev)?;
+        map.serialize_entry("median", &stat.median)?;
+        map.serialize_entry("min", &stat.min)?;
+        map.serialize_entry("max", &stat.max)?;
+        map.end()
+    }
+}
+
+/// One command's entry of `results`.
+struct Entry<'a> {
+    part: &'a Part<'a>,
+    runs: Vec<Measured>,
+}
+
+impl Serialize for Entry<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let part = self.part;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("command", part.command)?;
+        if let Some(name) = part.name.filter(|n| *n != part.command) {
+            map.serialize_entry("name", name)?;
+        }
+        map.serialize_entry("measurements", &self.runs)?;
+        if !part.parameters.is_empty() {
+            let mut sorted = part.parameters.clone();
+            sorted.sort();
+            let parameters: serde_json::Map<String, Value> = sorted
+                .iter()
+                .map(|(k, v)| (k.to_string(), serde_json::json!({ "value": v })))
+                .collect();
+            map.serialize_entry("parameters", &parameters)?;
+        }
+        // By name, as hyperfine's BTreeMap has them.
+        let mut summary: Vec<(&str, Stat)> = METRICS
+            .iter()
+            .filter_map(|m| Some((m.0, Stat(self::summary(m, &self.runs)?, m.1))))
+            .collect();
+        summary.sort_by_key(|(name, _)| *name);
+        map.serialize_entry("summary", &ByName(summary))?;
+        map.end()
+    }
+}
+
+/// The `summary` object, in the order given.
+struct ByName<'a>(Vec<(&'a str, Stat)>);
+
+impl Serialize for ByName<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (name, stat) in &self.0 {
+            map.serialize_entry(name, stat)?;
+        }
+        map.end()
+    }
+}
+
+/// `metadata`: hyperfine did not run (its version is `null`); when the first command started
+/// (to the second, as hyperfine writes it) and the platform.
+struct Metadata {
+    start_time: Option<String>,
+}
+
+impl Metadata {
+    fn of(parts: &[Part<'_>]) -> Metadata {
+        let start_time = parts.first().and_then(|p| p.started_at()).map(|t| {
+            let seconds = t.split('.').next().unwrap_or(&t).trim_end_matches('Z');
+            format!("{seconds}Z")
+        });
+        Metadata { start_time }
+    }
+}
+
+impl Serialize for Metadata {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("hyperfine_version", &None::<&str>)?;
+        if let Some(time) = &self.start_time {
+            map.serialize_entry("start_time", time)?;
+        }
+        map.serialize_entry("platform", &Platform)?;
+        map.end()
+    }
+}
+
+/// `{"os": "Linux", "architecture": ARCH}` (uname's sysname and machine, on the two targets).
+struct Platform;
+
+impl Serialize for Platform {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("os", "Linux")?;
+        map.serialize_entry("architecture", std::env::consts::ARCH)?;
+        map.end()
+    }
+}
+
+/// The document, one entry of `results` per command.
 pub fn results(w: &mut dyn Write, parts: &[Part<'_>]) -> io::Result<()> {
-    let results = parts
+    let entries = parts
         .iter()
-        .map(result)
-        .collect::<io::Result<Vec<Value>>>()?;
-    let doc = json!({ "results": results });
+        .map(|part| {
+            Ok(Entry {
+                part,
+                runs: Measured::all(part)?,
+            })
+        })
+        .collect::<io::Result<Vec<Entry<'_>>>>()?;
+    let doc = Document {
+        metadata: Metadata::of(parts),
+        results: entries,
+    };
     serde_json::to_writer_pretty(&mut *w, &doc).map_err(io::Error::other)?;
     writeln!(w)
+}
+
+/// The whole document, in hyperfine's order.
+struct Document<'a> {
+    metadata: Metadata,
+    results: Vec<Entry<'a>>,
+}
+
+impl Serialize for Document<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(4))?;
+        map.serialize_entry("schema_version", &SCHEMA_VERSION)?;
+        map.serialize_entry("metadata", &self.metadata)?;
+        map.serialize_entry("primary_metric", WALL.0)?;
+        map.serialize_entry("results", &self.results)?;
+        map.end()
+    }
 }

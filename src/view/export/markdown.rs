@@ -1,7 +1,150 @@
-//! `--export-markdown FILE`: the table of a batch or a comparison, whole (nothing shortened),
-//! and the notes under it as a list. The tables themselves are drawn by `table.rs` and
-//! `compare.rs`; this names the export.
+//! `--export-markdown FILE`: hyperfine 2.0's Markdown table, as hyperfine 2.0.0 writes it
+//! (`tests/golden/hyperfine-2.0.0/*.md`): `Command | Mean Wall Time [UNIT] | Change | Factor`,
+//! one row per command — the mean ± σ of its counted runs' wall time in one unit for the whole
+//! table (chosen by the first command's mean), its change against the first command in per
+//! cent and, beyond 1.3× either way, the factor in words. It lays out figures of the records
+//! ([`Measured`]); coldtrace's own table is on the terminal and in `report --markdown`.
 #![forbid(unsafe_code)]
 
-pub use crate::view::compare::compare_markdown as comparison;
-pub use crate::view::table::markdown as batch;
+use crate::record::stats::Summary;
+use crate::view::export::hyperfine::{summary, Measured, WALL};
+use crate::view::export::part::Part;
+use std::io;
+
+/// A time unit as hyperfine names it, and how many seconds it holds.
+const TIME_UNITS: [(&str, f64); 6] = [
+    ("ns", 1e-9),
+    ("µs", 1e-6),
+    ("ms", 1e-3),
+    ("s", 1.0),
+    ("min", 60.0),
+    ("h", 3600.0),
+];
+
+/// The largest unit not above `mean` (seconds; `s` for 0).
+fn unit_for(mean: f64) -> (&'static str, f64) {
+    if mean == 0.0 {
+        return ("s", 1.0);
+    }
+    TIME_UNITS
+        .iter()
+        .rev()
+        .find(|(_, scale)| mean.abs() >= *scale)
+        .copied()
+        .unwrap_or(TIME_UNITS[0])
+}
+
+/// A value in `unit`: three decimals in seconds, one in any other unit (hyperfine's rule).
+fn value_in(value: f64, (symbol, scale): (&str, f64)) -> String {
+    let precision = if symbol == "s" { 3 } else { 1 };
+    format!("{:.precision$}", value / scale)
+}
+
+/// `+48.3%` against the reference's mean (`N/A` when it is 0).
+fn change(mean: f64, reference: f64) -> String {
+    if reference == 0.0 {
+        return "N/A".into();
+    }
+    let text = format!("{:+.1}%", 100.0 * (mean / reference - 1.0));
+    match text.as_str() {
+        "+0.0%" | "-0.0%" => "0.0%".into(),
+        _ => text,
+    }
+}
+
+/// `(1.5x slower)` beyond 1.3× either way, else nothing.
+fn factor(mean: f64, reference: f64) -> String {
+    if !(reference > 0.0 && (mean >= 1.3 * reference || mean <= 0.7 * reference)) {
+        return String::new();
+    }
+    let (by, direction) = if mean < reference {
+        (reference / mean, "faster")
+    } else {
+        (mean / reference, "slower")
+    };
+    let by = if by.is_infinite() {
+        "∞".to_string()
+    } else {
+        format!("{by:.1}")
+    };
+    format!("({by}x {direction})")
+}
+
+/// A command as Markdown code: in backticks, more of them than any run inside it.
+fn code(command: &str) -> String {
+    let longest = command.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    if longest == 0 {
+        format!("`{command}`")
+    } else {
+        let fence = "`".repeat(longest + 1);
+        format!("{fence} {command} {fence}")
+    }
+}
+
+fn row(cells: &[&str]) -> String {
+    format!("| {} |\n", cells.join(" | "))
+}
+
+/// The table of every command's counted runs.
+pub fn table(parts: &[Part<'_>]) -> io::Result<String> {
+    let stats: Vec<Option<Summary>> = parts
+        .iter()
+        .map(|part| Ok(summary(&WALL, &Measured::all(part)?)))
+        .collect::<io::Result<_>>()?;
+    // One unit for the table, from the first mean that is not 0.
+    let unit = unit_for(
+        stats
+            .iter()
+            .flatten()
+            .map(|s| s.mean)
+            .find(|m| *m != 0.0)
+            .unwrap_or(0.0),
+    );
+    let mut out = row(&[
+        "Command",
+        &format!("Mean Wall Time [{}]", unit.0),
+        "Change",
+        "Factor",
+    ]);
+    out.push_str("|:---|---:|---:|:---|\n");
+    let reference = stats.first().copied().flatten();
+    for (i, (part, stat)) in parts.iter().zip(&stats).enumerate() {
+        let command = code(&part.shown().replace('|', "\\|"));
+        let Some(stat) = stat else {
+            out.push_str(&row(&[&command, "no counted run", "", ""]));
+            continue;
+        };
+        let mean = match stat.stddev {
+            Some(sd) => format!("{} ± {}", value_in(stat.mean, unit), value_in(sd, unit)),
+            None => value_in(stat.mean, unit),
+        };
+        let (change, factor) = match (i, reference) {
+            (1.., Some(r)) => (change(stat.mean, r.mean), factor(stat.mean, r.mean)),
+            _ => (String::new(), String::new()),
+        };
+        out.push_str(&row(&[&command, &mean, &change, &factor]));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_follow_hyperfines_rules() {
+        assert_eq!(unit_for(0.0155), ("ms", 1e-3));
+        assert_eq!(unit_for(2.5).0, "s");
+        assert_eq!(unit_for(0.0).0, "s");
+        assert_eq!(value_in(0.0155567594, ("ms", 1e-3)), "15.6");
+        assert_eq!(value_in(1.23456, ("s", 1.0)), "1.235");
+        assert_eq!(change(0.0230772842, 0.0155567594), "+48.3%");
+        assert_eq!(change(1.0, 1.0), "0.0%");
+        assert_eq!(change(1.0, 0.0), "N/A");
+        assert_eq!(factor(0.0230772842, 0.0155567594), "(1.5x slower)");
+        assert_eq!(factor(0.000737, 0.0063058), "(8.6x faster)");
+        assert_eq!(factor(1.2, 1.0), "");
+        assert_eq!(code("echo `uname`"), "`` echo `uname` ``");
+        assert_eq!(code("true"), "`true`");
+    }
+}

@@ -1,5 +1,6 @@
 //! The exports written after the runs, one file per format (`--export-json`,
-//! `--export-hyperfine-json`, `--export-csv`, `--export-markdown`), each written by
+//! `--export-hyperfine-json`, `--export-csv`, `--export-csv-runs`, `--export-markdown`; the
+//! hyperfine ones as hyperfine 2.0 writes them), each written by
 //! [`export_file::write`] (a file replaced atomically, a device or FIFO written through).
 //! They render what the batch recorded; running and recording are the batch's job.
 #![forbid(unsafe_code)]
@@ -18,27 +19,24 @@ use crate::record::artifacts::ArtifactError;
 use crate::record::export_file::{self, Target};
 use std::path::Path;
 
-/// Writes every export `exports` asks for, of a one-command batch titled `title`.
+/// Writes every export `exports` asks for, of a one-command batch: `command` as given, its
+/// `--command-name`.
 pub fn write_batch(
     exports: &Exports,
     outcome: &BatchOutcome,
     command: &str,
-    title: &str,
+    name: Option<&str>,
 ) -> Result<(), ArtifactError> {
     let parts = [Part {
         command,
+        name,
         parameters: Vec::new(),
         outcome,
     }];
     if let Some(path) = &exports.json {
         write_file("--export-json", path, |w| json::batch(w, &parts[0]))?;
     }
-    if let Some(path) = &exports.markdown {
-        write_file("--export-markdown", path, |w| {
-            w.write_all(markdown::batch(outcome, title).as_bytes())
-        })?;
-    }
-    write_runs(exports, &parts)
+    write_hyperfine(exports, &parts)
 }
 
 /// Writes every export `exports` asks for, of a comparison.
@@ -48,7 +46,8 @@ pub fn write_compare(exports: &Exports, outcome: &CompareOutcome) -> Result<(), 
         .iter()
         .zip(&outcome.batches)
         .map(|(c, b)| Part {
-            command: c.name.as_deref().unwrap_or(&c.command),
+            command: &c.command,
+            name: c.name.as_deref(),
             parameters: c
                 .parameters
                 .iter()
@@ -62,23 +61,26 @@ pub fn write_compare(exports: &Exports, outcome: &CompareOutcome) -> Result<(), 
             json::comparison(w, &outcome.json, &parts)
         })?;
     }
-    if let Some(path) = &exports.markdown {
-        write_file("--export-markdown", path, |w| {
-            w.write_all(markdown::comparison(outcome).as_bytes())
-        })?;
-    }
-    write_runs(exports, &parts)
+    write_hyperfine(exports, &parts)
 }
 
-/// The exports made of every run: hyperfine's JSON and the CSV.
-fn write_runs(exports: &Exports, parts: &[Part<'_>]) -> Result<(), ArtifactError> {
+/// The exports hyperfine 2.0 has (its JSON, Markdown and summary CSV) and the per-run CSV.
+fn write_hyperfine(exports: &Exports, parts: &[Part<'_>]) -> Result<(), ArtifactError> {
     if let Some(path) = &exports.hyperfine_json {
         write_file("--export-hyperfine-json", path, |w| {
             hyperfine::results(w, parts)
         })?;
     }
+    if let Some(path) = &exports.markdown {
+        write_file("--export-markdown", path, |w| {
+            w.write_all(markdown::table(parts)?.as_bytes())
+        })?;
+    }
     if let Some(path) = &exports.csv {
-        write_file("--export-csv", path, |w| csv::runs(w, parts))?;
+        write_file("--export-csv", path, |w| csv::summary(w, parts))?;
+    }
+    if let Some(path) = &exports.csv_runs {
+        write_file("--export-csv-runs", path, |w| csv::runs(w, parts))?;
     }
     Ok(())
 }

@@ -8,8 +8,10 @@ use std::io;
 
 /// One command's part of an export: how it is shown, its batch and its records.
 pub struct Part<'a> {
-    /// The command as shown (its name, or its words).
+    /// The command as given (its words quoted as a shell would, or its string), escaped.
     pub command: &'a str,
+    /// Its `--command-name`, escaped.
+    pub name: Option<&'a str>,
     /// Its `-P`/`-L` values.
     pub parameters: Vec<(&'a str, &'a str)>,
     /// Its outcome.
@@ -17,6 +19,17 @@ pub struct Part<'a> {
 }
 
 impl Part<'_> {
+    /// How the command is shown: its name, else its words.
+    pub fn shown(&self) -> &str {
+        self.name.unwrap_or(self.command)
+    }
+
+    /// When its batch started (`batch.json`'s `started_at`).
+    pub fn started_at(&self) -> Option<String> {
+        let doc: serde_json::Value = serde_json::from_str(&self.outcome.document).ok()?;
+        doc["started_at"].as_str().map(str::to_owned)
+    }
+
     /// Calls `each` with every record of this command, parsed.
     pub fn each_record(
         &self,
