@@ -111,7 +111,10 @@ fn a_character_device_and_a_fifo_are_written_through_never_replaced() {
     let out = ct(dir.path(), line.split(' ')).run_within(DEADLINE);
     out.expect_code(0);
     assert!(out.stderr.is_empty(), "{}", out.describe());
-    assert!(reader.join().unwrap().contains("| Command | Mean Wall Time"));
+    assert!(reader
+        .join()
+        .unwrap()
+        .contains("| Command | Mean Wall Time"));
     let kind = |p: &Path| std::fs::metadata(p).unwrap().file_type();
     assert!(kind(Path::new(&null)).is_char_device());
     assert!(kind(&dir.join("fifo")).is_fifo());
