@@ -245,6 +245,9 @@ pub struct Plan {
     pub timeout_ns: Option<u64>,
     /// Grace period between SIGTERM and SIGKILL after a timeout, nanoseconds.
     pub kill_after_ns: u64,
+    /// `--kill-after` was given: this long after a request to stop (SIGTERM, SIGINT…) was
+    /// passed on to the command, its whole tree is killed (a second request kills it at once).
+    pub escalate_after_ns: Option<u64>,
     /// Shell command run (`/bin/sh -c`, not measured) once before the first run.
     pub setup: Option<std::ffi::OsString>,
     /// Shell command run (`/bin/sh -c`, not measured) before every run.

@@ -139,6 +139,8 @@ fn run_around(program: &Program, shared: &mut Shared<'_>) -> Result<u64, Failure
     let limits = RunLimits {
         timeout_ns: None,
         kill_after_ns: 0,
+        escalate_after_ns: None,
+        spared: &shared.spared,
         signals: Some(&shared.signals.fd),
         counters: &[],
         inspect_child: false,

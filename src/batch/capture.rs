@@ -199,7 +199,8 @@ impl Stream {
         let mut prober = self.prober.borrow_mut();
         if prober.is_none() {
             let path = format!("/proc/self/fd/{}", self.memfd.as_raw_fd());
-            *prober = std::fs::File::open(path).ok();
+            // Opened without blocking: only a regular file (the memfd) is kept.
+            *prober = crate::measure::procfs::open(&path).map(std::fs::File::from);
         }
         let Some(prober) = prober.as_ref() else {
             return Some((offset, u64::MAX));

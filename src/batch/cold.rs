@@ -49,7 +49,18 @@ impl CommandBatch<'_> {
                 .evict_until(&stop)
                 .map_err(|(_, sig)| NotRun::Interrupted(sig))?;
             self.say_evict_shortfall(set.is_empty(), &report);
-            let stayed = set.stayed_cached(STAYED_TOP);
+            // A signal during the probe that follows stops the batch before the run, as one
+            // during the eviction does.
+            let caught = std::cell::Cell::new(None);
+            let stop_and_keep = || {
+                let sig = stop();
+                caught.set(caught.get().or(sig));
+                sig
+            };
+            let stayed = set.stayed_cached(STAYED_TOP, &stop_and_keep);
+            if let Some(sig) = caught.get() {
+                return Err(NotRun::Interrupted(sig));
+            }
             if self.first_stayed.is_none() {
                 self.first_stayed = Some(stayed.clone());
             }

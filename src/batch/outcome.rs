@@ -135,6 +135,10 @@ pub(crate) fn describe(outcome: &Outcome) -> String {
         Outcome::FailedToStart { errno, .. } => format!("failed to start: {errno}"),
         Outcome::WaitFailed { errno, .. } => format!("waiting failed ({errno}); killed"),
         Outcome::Unreaped { errno } => format!("could not be reaped: {errno}"),
+        Outcome::Traced { stop, .. } => format!(
+            "stopped by {stop} for a tracer (it called PTRACE_TRACEME; coldtrace is none): \
+             killed with SIGKILL"
+        ),
     }
 }
 
@@ -152,5 +156,7 @@ pub(crate) fn single_exit_code(outcome: &Outcome) -> u8 {
         }
         Outcome::FailedToStart { stage, errno } => exit_code_for_failed_start(*stage, *errno),
         Outcome::WaitFailed { .. } | Outcome::Unreaped { .. } => 125,
+        // GNU time's code for a command it saw stopped: 128 + the stopping signal.
+        Outcome::Traced { stop, .. } => 128u8.saturating_add(stop.raw() as u8),
     }
 }

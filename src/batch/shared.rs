@@ -30,6 +30,8 @@ pub struct Shared<'s> {
     pub(crate) sampler: SystemSampler,
     /// Read once: a boot ID cannot change while this process lives.
     pub(crate) boot_id: Option<String>,
+    /// Processes that runs left running (PID and start time), never signalled by later runs.
+    pub(crate) spared: Vec<(i32, u64)>,
     /// Whether this is the first coldtrace batch since boot (the state file is consulted once,
     /// when the first command's checks have passed).
     boot_marker: std::cell::OnceCell<BootMarker>,
@@ -48,6 +50,7 @@ impl<'s> Shared<'s> {
             stdout_pipe: None,
             sampler: SystemSampler::default(),
             boot_id: context::read_boot_id(),
+            spared: Vec::new(),
             boot_marker: std::cell::OnceCell::new(),
         })
     }

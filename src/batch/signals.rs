@@ -39,6 +39,21 @@ fn as_started(mask: SigSet) -> SigSet {
     }
 }
 
+/// The signals that ask coldtrace to stop: the batch ends after the run in progress (whose
+/// command is sent the same signal, see [`crate::measure::runner`]), its records whole and
+/// `batch.json` written, exit 128+N. SIGUSR1, SIGUSR2 and SIGALRM are among them: left at
+/// their default action they would kill coldtrace mid-batch with no `batch.json`, and its
+/// command would run on.
+pub const STOP_REQUESTS: [Signal; 7] = [
+    Signal::INT,
+    Signal::QUIT,
+    Signal::TERM,
+    Signal::HUP,
+    Signal::USR1,
+    Signal::USR2,
+    Signal::ALRM,
+];
+
 /// The signals coldtrace takes over while it runs, and the mask children start with.
 pub struct Signals {
     pub(crate) fd: SignalFd,
@@ -50,9 +65,10 @@ pub struct Signals {
 impl Signals {
     /// Resets SIGCHLD to its default (an inherited `SIG_IGN` would auto-reap children and lose
     /// their usage), becomes a child subreaper (orphaned descendants are reaped, not left to
-    /// init), and blocks SIGINT, SIGQUIT, SIGTERM, SIGHUP and SIGCHLD into a signalfd: the
-    /// terminal's SIGINT still reaches a child in our process group, and coldtrace notices it
-    /// without a handler.
+    /// init), and blocks the [`STOP_REQUESTS`] and SIGCHLD into a signalfd: the terminal's
+    /// SIGINT still reaches a child in our process group, and coldtrace notices it without a
+    /// handler. Blocking installs no handler, so the set of handled signals that children
+    /// reset (read here, before) stays true; children start with the mask from before.
     ///
     /// A stop signal inherited as ignored stays ignored, by coldtrace and by its children (the
     /// child keeps an ignored disposition across exec): `nohup coldtrace …` survives SIGHUP and
@@ -64,7 +80,7 @@ impl Signals {
         let _ = coldtrace_syscalls::signal::set_default_disposition(Signal::CHLD);
         let subreaper = Subreaper::claim();
         let mut set = SigSet::EMPTY.with(Signal::CHLD);
-        for sig in [Signal::INT, Signal::QUIT, Signal::TERM, Signal::HUP] {
+        for sig in STOP_REQUESTS {
             if coldtrace_syscalls::signal::disposition(sig) != Ok(Disposition::Ignore) {
                 set = set.with(sig);
             }
@@ -78,7 +94,7 @@ impl Signals {
         })
     }
 
-    /// A pending request to stop (SIGINT, SIGQUIT, SIGTERM, SIGHUP), if any; SIGCHLD is dropped.
+    /// A pending request to stop (one of [`STOP_REQUESTS`]), if any; SIGCHLD is dropped.
     pub fn pending_interrupt(&self) -> Option<Signal> {
         while let Ok(Some(sig)) = self.fd.take() {
             if sig != Signal::CHLD {

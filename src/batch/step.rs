@@ -81,7 +81,7 @@ impl<'a> RecordBase<'a> {
             argv: self.argv,
             program: self.program,
             cwd: self.cwd,
-            outcome: OutcomeRecord(result.outcome),
+            outcome: OutcomeRecord(result.outcome, result.tree_killed),
             counted: self.counted,
             failure_reason: result.outcome.failure_reason(),
             wall_ns: result.wall_ns,
@@ -303,6 +303,8 @@ impl CommandBatch<'_> {
         let limits = RunLimits {
             timeout_ns: plan.timeout_ns,
             kill_after_ns: plan.kill_after_ns,
+            escalate_after_ns: plan.escalate_after_ns,
+            spared: &shared.spared,
             signals: Some(&shared.signals.fd),
             counters: &plan.counters,
             inspect_child: !plan.minimal,
@@ -327,7 +329,18 @@ impl CommandBatch<'_> {
             &mut watching,
         );
         let system_after = (!plan.minimal).then(|| shared.sampler.after_run());
-        let (cache, paged_in) = self.watch_after(residency_before).unzip();
+        // A signal during the probes after the run is this run's: the batch stops after it.
+        let caught = std::cell::Cell::new(None);
+        let stop_and_keep = || {
+            let sig = shared.signals.pending_interrupt();
+            caught.set(caught.get().or(sig));
+            sig
+        };
+        let (cache, paged_in) = self.watch_after(residency_before, &stop_and_keep).unzip();
+        let mut result = result;
+        if let Some(sig) = caught.get() {
+            result.interrupted_by.get_or_insert(sig);
+        }
         if self.watches_files() {
             shared.sampler.forget();
         }

@@ -40,10 +40,12 @@ impl CommandBatch<'_> {
         }
     }
 
-    /// The residency after the run and what each watched file gained during it.
+    /// The residency after the run and what each watched file gained during it. The probes
+    /// give up as soon as `stop` says (the files not probed are unknown).
     pub(super) fn watch_after(
         &mut self,
         before: Option<Residency>,
+        stop: Stop<'_>,
     ) -> Option<(CacheRecord, Vec<PagedFile>)> {
         let before = before?;
         let first = self.role_of(self.next_index) == Role::First;
@@ -55,13 +57,15 @@ impl CommandBatch<'_> {
                         all.push(f.clone());
                     }
                 };
-                let (after, paged) = ledger.after(PAGED_IN_TOP, &mut { keep });
+                let (after, paged) = ledger.after(PAGED_IN_TOP, stop, &mut { keep });
                 (after, Some(paged))
             }
-            None => (
-                FileSet::collect(&self.plan.cold.watch).ok()?.residency(),
-                None,
-            ),
+            None => {
+                let set = FileSet::collect_until(&self.plan.cold.watch, stop).ok()?;
+                match set.residency_until(stop) {
+                    Ok(r) | Err((r, _)) => (r, None),
+                }
+            }
         };
         let known = paged.as_ref().filter(|p| p.known_files > 0);
         let cache = CacheRecord {

@@ -43,7 +43,6 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         Some(v) => seconds("--kill-after", v)?,
         None => 2_000_000_000,
     };
-    let notices = notices(&raw);
     for (flag, cmd) in [
         ("--setup", &raw.setup),
         ("--prepare", &raw.prepare),
@@ -63,7 +62,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         ));
     }
     Ok(Plan {
-        notices,
+        notices: raw.notices,
         program_path: PathBuf::from(&program_name),
         argv: raw.command,
         text: raw.text,
@@ -79,6 +78,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         stdin,
         timeout_ns,
         kill_after_ns,
+        escalate_after_ns: raw.kill_after.is_some().then_some(kill_after_ns),
         setup: raw.setup,
         prepare: raw.prepare,
         conclude: raw.conclude,
@@ -92,21 +92,6 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         in_comparison: false,
         exports,
     })
-}
-
-/// What to say once about how the request was read: the reader's notices (an option given
-/// twice), and that `--kill-after` without `--timeout` has no effect.
-pub(crate) fn notices(raw: &RawRun) -> Vec<String> {
-    let kill_after_alone = (raw.kill_after.is_some() && raw.timeout.is_none()).then(|| {
-        "--kill-after has no effect without --timeout: it is the wait between the timeout's \
-         SIGTERM and SIGKILL"
-            .to_string()
-    });
-    raw.notices
-        .iter()
-        .cloned()
-        .chain(kill_after_alone)
-        .collect()
 }
 
 /// `--export-* FILE`, checked before anything runs (see [`crate::record::export_file`]):

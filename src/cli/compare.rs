@@ -4,7 +4,7 @@
 
 use crate::batch::{run_compare, Signals};
 use crate::cli::args;
-use crate::cli::check::{check_exports, check_run, notices, out_dir};
+use crate::cli::check::{check_exports, check_run, out_dir};
 use crate::cli::commands::{commands, CommandSpec, Given};
 use crate::cli::help;
 use crate::cli::options::{raw_flags, RawRun};
@@ -67,9 +67,8 @@ pub(crate) fn comparison(raw: RawRun, specs: Vec<CommandSpec>) -> Result<Compare
         plans.push(plan);
     }
     let exports = check_exports(&raw.exports, out_dir.as_deref())?;
-    let notices = notices(&raw);
     Ok(ComparePlan {
-        notices,
+        notices: raw.notices,
         plans,
         out_dir,
         shuffle_seed,

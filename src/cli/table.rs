@@ -535,9 +535,12 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "kill-after", short: [], values: ["SECONDS"], repeat: LastWins,
         subs: RUN_COMPARE, category: AroundRuns,
-        help: "grace period after SIGTERM (default 2)",
+        help: "grace period after SIGTERM (default 2); alone: after a forwarded stop",
         description: "The grace period between the timeout's SIGTERM and SIGKILL, in seconds \
-            (default 2).",
+            (default 2). Given, it also bounds a request to stop: that many seconds after \
+            coldtrace passed a SIGTERM, SIGINT, SIGHUP… on to the command, the command's whole \
+            tree is killed with SIGKILL (a second request kills it at once, with or without \
+            this option).",
     },
     opt! {
         long: "evict", short: [], values: ["PATH"], repeat: Many,

@@ -89,6 +89,7 @@ fn single_run(argv: Vec<OsString>) -> Plan {
         stdin: StdinMode::Inherit,
         timeout_ns: None,
         kill_after_ns: 0,
+        escalate_after_ns: None,
         setup: None,
         prepare: None,
         conclude: None,
@@ -152,7 +153,9 @@ pub fn execute_time(args: &TimeArgs) -> Result<Output, BatchError> {
         stdout: String::new(),
         exit_code: match ending {
             Ending::Exited(code) => code,
-            Ending::Signaled(signal) => 128u8.saturating_add(signal as u8),
+            Ending::Signaled(signal) | Ending::Stopped(signal) => {
+                128u8.saturating_add(signal as u8)
+            }
         },
     })
 }
@@ -182,6 +185,11 @@ fn ending_of(plan: &Plan, run: SingleRun) -> Result<Ran, BatchError> {
             return Err(BatchError::own(format!(
                 "the command ran but could not be reaped ({errno}): no status, no usage"
             )))
+        }
+        // GNU time reports a stopped command and exits 128 + the signal (it then leaves the
+        // command behind; coldtrace has killed it).
+        Outcome::Traced { stop, .. } => {
+            return Ok((Ending::Stopped(stop.raw()), run.wall_ns, run.rusage))
         }
     };
     let ending = match (status.code(), status.signal()) {

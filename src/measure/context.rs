@@ -15,13 +15,13 @@
 //! [proc_loadavg(5)]: https://man7.org/linux/man-pages/man5/proc_loadavg.5.html
 #![forbid(unsafe_code)]
 
-use rustix::fs::{Mode, OFlags};
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+/// A /proc file's text, opened without blocking (see [`crate::measure::procfs::open`]).
 fn read_text(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok()
+    crate::measure::procfs::read_text(path, 1 << 20)
 }
 
 fn non_empty(s: &str) -> Option<String> {
@@ -198,9 +198,7 @@ crate::serialize_struct!(Capabilities {
 impl Capabilities {
     /// Probes each capability.
     pub fn probe() -> Capabilities {
-        let writable = |path: &str| {
-            rustix::fs::open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty()).is_ok()
-        };
+        let writable = |path: &str| crate::measure::procfs::open_for_writing(path).is_ok();
         Capabilities {
             cachestat: crate::measure::cache::cachestat_available(),
             psi: read_text("/proc/pressure/io").is_some_and(|t| t.starts_with("some ")),

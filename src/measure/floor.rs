@@ -65,11 +65,14 @@ impl Floor {
     /// Opens `/proc/self/clear_refs` for writing (some containers forbid it).
     pub fn open() -> Floor {
         let (clear_refs, unavailable_reason) =
-            match File::options().write(true).open("/proc/self/clear_refs") {
-                Ok(f) => (Some(f), None),
+            match crate::measure::procfs::open_for_writing("/proc/self/clear_refs") {
+                Ok(fd) => (Some(File::from(fd)), None),
                 Err(e) => (
                     None,
-                    Some(format!("/proc/self/clear_refs is not writable ({e})")),
+                    Some(format!(
+                        "/proc/self/clear_refs is not writable ({})",
+                        std::io::Error::from(e)
+                    )),
                 ),
             };
         Floor {

@@ -7,6 +7,7 @@ pub mod boot_marker;
 pub mod cache;
 pub mod clock;
 pub mod context;
+pub mod descendants;
 pub mod floor;
 pub mod perf;
 pub mod perf_events;

@@ -66,8 +66,7 @@ fn attr(event: PerfEvent, exclude_kernel: bool) -> PerfEventAttr {
 
 /// `/proc/sys/kernel/perf_event_paranoid`, if readable.
 pub fn perf_event_paranoid() -> Option<i32> {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()?
+    crate::measure::procfs::read_text("/proc/sys/kernel/perf_event_paranoid", 64)?
         .trim()
         .parse()
         .ok()

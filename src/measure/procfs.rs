@@ -13,8 +13,18 @@
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 
-fn open(path: &str) -> Option<OwnedFd> {
-    rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()
+/// Opens a /proc (or /sys) file without blocking and keeps it only if it is a regular file: a
+/// FIFO bind-mounted over one would otherwise block the open until a writer came, beyond every
+/// signal coldtrace takes through its signalfd ([fstat(2)] on the descriptor, as in
+/// [`crate::untrusted`]). Reads of proc and sysfs files never return `EAGAIN`.
+///
+/// [fstat(2)]: https://man7.org/linux/man-pages/man2/fstat.2.html
+pub fn open(path: &str) -> Option<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::empty()).ok()?;
+    let stat = rustix::fs::fstat(&fd).ok()?;
+    (rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::RegularFile)
+        .then_some(fd)
 }
 
 /// Reads all of `fd` from offset 0 into `buf`, until a read returns 0. The buffer is kept at
@@ -120,9 +130,61 @@ pub fn read_small_once<'b>(path: &str, buf: &'b mut Vec<u8>) -> Option<&'b [u8]>
     read_up_to(&fd, buf, usize::MAX, true)
 }
 
+/// The text of a /proc or /sys file opened as [`open`] does, at most `limit` bytes of it
+/// (`None` when it cannot be opened, is no regular file, or is not UTF-8).
+pub fn read_text(path: &str, limit: usize) -> Option<String> {
+    let fd = open(path)?;
+    let mut buf = Vec::new();
+    let bytes = read_up_to(&fd, &mut buf, limit, false)?;
+    String::from_utf8(bytes.to_vec()).ok()
+}
+
+/// Opens a /proc, /sys or cgroup file for writing without blocking, and keeps it only if it is
+/// a regular file (`EINVAL` for anything else: a FIFO with a reader would take the write).
+///
+/// # Errors
+/// The kernel's error from [open(2)] or [fstat(2)], `ENXIO` for a FIFO without a reader.
+///
+/// [open(2)]: https://man7.org/linux/man-pages/man2/open.2.html
+/// [fstat(2)]: https://man7.org/linux/man-pages/man2/fstat.2.html
+pub fn open_for_writing<P: rustix::path::Arg>(path: P) -> rustix::io::Result<OwnedFd> {
+    let flags = OFlags::WRONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::empty())?;
+    let stat = rustix::fs::fstat(&fd)?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err(rustix::io::Errno::INVAL);
+    }
+    Ok(fd)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_is_neither_opened_blocking_nor_read_nor_written() {
+        let dir = std::env::temp_dir().join(format!("ct-procfs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let _ = std::fs::remove_file(&fifo);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let path = fifo.to_str().unwrap();
+        // Each would block for ever if it waited for the FIFO's other end.
+        assert!(open(path).is_none());
+        assert!(read_text(path, 100).is_none());
+        assert!(read_small_once(path, &mut Vec::new()).is_none());
+        assert_eq!(open_for_writing(path).err(), Some(rustix::io::Errno::NXIO));
+        assert!(ProcFile::open(path).read().is_none());
+        assert!(read_text("/proc/self/stat", 4096).is_some_and(|t| t.contains(')')));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn rereads_see_fresh_contents() {

@@ -95,6 +95,15 @@ pub enum Outcome {
         /// wait4's error (ECHILD).
         errno: Errno,
     },
+    /// The child stopped for a tracer that is coldtrace itself (it called `PTRACE_TRACEME`,
+    /// then exec'd: the kernel stops it with SIGTRAP and waits for its debugger, which
+    /// coldtrace is not). Seen at once, never waited on: coldtrace killed its tree with SIGKILL.
+    Traced {
+        /// The signal of the tracing stop (SIGTRAP after an exec).
+        stop: Signal,
+        /// The final wait status (killed by SIGKILL).
+        status: WaitStatus,
+    },
     /// The program never started.
     FailedToStart {
         /// The failed step.
@@ -121,6 +130,36 @@ impl Outcome {
                 Some(format!("waiting failed ({errno}); killed with SIGKILL"))
             }
             Outcome::Unreaped { errno } => Some(format!("could not be reaped: {errno}")),
+            Outcome::Traced { stop, .. } => Some(format!(
+                "stopped by {stop} for a tracer (PTRACE_TRACEME); killed"
+            )),
+        }
+    }
+}
+
+/// Why coldtrace killed a run's whole tree with SIGKILL (beyond a `--timeout`'s own SIGKILL
+/// to the command's process group, which [`Outcome::TimedOut`] tells).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TreeKill {
+    /// The `--timeout`: its grace period ended, or the command ended within it and left
+    /// processes behind.
+    Timeout,
+    /// A second request to stop (SIGTERM, SIGINT…) arrived while the first was being acted on.
+    SecondRequest(Signal),
+    /// `--kill-after` passed after the first request to stop.
+    KillAfter,
+    /// The command stopped for coldtrace as its tracer ([`Outcome::Traced`]).
+    Traced,
+}
+
+impl TreeKill {
+    /// In words, for records: `timeout`, `second SIGTERM`, `--kill-after`, `traced`.
+    pub fn name(self) -> String {
+        match self {
+            TreeKill::Timeout => "timeout".into(),
+            TreeKill::SecondRequest(sig) => format!("second {sig}"),
+            TreeKill::KillAfter => "--kill-after".into(),
+            TreeKill::Traced => "traced".into(),
         }
     }
 }
@@ -131,6 +170,12 @@ pub struct RunLimits<'a> {
     pub timeout_ns: Option<u64>,
     /// Grace period after SIGTERM before SIGKILL.
     pub kill_after_ns: u64,
+    /// After a request to stop was forwarded to the command, SIGKILL to its whole tree this
+    /// long after (`--kill-after` given); a second request kills it at once either way.
+    pub escalate_after_ns: Option<u64>,
+    /// Processes left running by earlier runs (PID and start time): never signalled, and
+    /// neither are their descendants.
+    pub spared: &'a [(i32, u64)],
     /// The signals coldtrace watches while waiting (SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD).
     pub signals: Option<&'a SignalFd>,
     /// Perf events to count (empty: none).
@@ -180,6 +225,8 @@ pub struct RunResult {
     pub no_descendant_left: bool,
     /// Kernel perf counters, from the child's exec to its exit (`None` unless asked for).
     pub counters: Option<Vec<CounterReading>>,
+    /// Why coldtrace killed the run's whole tree, if it did.
+    pub tree_killed: Option<TreeKill>,
 }
 
 /// Runs `program` once and measures it: the steps of the module's note, in that order.
@@ -211,7 +258,13 @@ pub fn measure(
     waiting.attribute_queued_signals();
     let (child_io, sched) = waiting.inspect();
     let (interrupted_by, stopped_by) = (waiting.interrupted_by, waiting.stopped_by);
+    let tree_killed = waiting.tree_killed;
     let (outcome, rusage) = waiting.reap();
+    if tree_killed.is_some() {
+        // What the kill of the command's group could not reach (a descendant in a session
+        // or group of its own) was reparented to coldtrace when its parent died.
+        kill_descendants(limits);
+    }
     let sweep = limits.orphans.map(Subreaper::reap_orphans);
     let orphans_reaped = sweep.map_or(0, |s| s.reaped as u64);
     let no_descendant_left = sweep.is_some_and(|s| s.no_descendant_left);
@@ -228,8 +281,33 @@ pub fn measure(
         orphans_reaped,
         no_descendant_left,
         counters,
+        tree_killed,
     }
 }
+
+/// SIGKILL to every live descendant of coldtrace but the spared ones, until none is left
+/// (each round reaps what died; at most [`TREE_KILL_ROUNDS`] rounds of up to 10 ms).
+fn kill_descendants(limits: &RunLimits<'_>) {
+    for _ in 0..TREE_KILL_ROUNDS {
+        if let Some(orphans) = limits.orphans {
+            orphans.reap_orphans();
+        }
+        if crate::measure::descendants::signal_all(Signal::KILL, limits.spared) == 0 {
+            break;
+        }
+        let _ = rustix::event::poll(
+            &mut [],
+            Some(&rustix::time::Timespec {
+                tv_sec: 0,
+                tv_nsec: 10_000_000,
+            }),
+        );
+    }
+}
+
+/// Rounds of [`kill_descendants`]: a process that forks while it is being killed is found in
+/// the next round.
+const TREE_KILL_ROUNDS: u32 = 100;
 
 /// The result of a run whose program never started: the failed step, and nothing measured.
 fn not_started(
@@ -252,6 +330,7 @@ fn not_started(
         orphans_reaped: 0,
         no_descendant_left: false,
         counters: session.map(PerfSession::read_after_exit),
+        tree_killed: None,
     }
 }
 
@@ -263,6 +342,12 @@ struct Waiting<'w> {
     group: bool,
     /// When `--timeout` (then its grace period) runs out.
     deadline: Option<u64>,
+    /// When `--kill-after` runs out after a request to stop was forwarded.
+    escalate_at: Option<u64>,
+    /// Why the whole tree was killed, if it was.
+    tree_killed: Option<TreeKill>,
+    /// The stop of a tracing stop for coldtrace (the child called `PTRACE_TRACEME`).
+    traced: Option<Signal>,
     /// The last signal of a `--timeout`, and whom it reached.
     sent: Option<(Signal, SignalTarget)>,
     interrupted_by: Option<Signal>,
@@ -286,6 +371,9 @@ impl<'w> Waiting<'w> {
             limits,
             group,
             deadline: limits.timeout_ns.map(|t| start_ns.saturating_add(t)),
+            escalate_at: None,
+            tree_killed: None,
+            traced: None,
             sent: None,
             interrupted_by: None,
             stopped_by: None,
@@ -314,10 +402,15 @@ impl<'w> Waiting<'w> {
             .limits
             .tick
             .map(|_| crate::measure::clock::monotonic_ns().saturating_add(TICK_NS));
-        [self.deadline, trim_at, self.ticks.next_ns()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.deadline,
+            self.escalate_at,
+            trim_at,
+            self.ticks.next_ns(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// One wake-up of the wait; `Break` once the child has exited or waiting failed.
@@ -326,12 +419,13 @@ impl<'w> Waiting<'w> {
         event: Result<WaitEvent, Errno>,
         watcher: &mut dyn WhileWaiting,
     ) -> ControlFlow<()> {
+        let now = crate::measure::clock::monotonic_ns();
         match event {
-            Ok(WaitEvent::TimedOut)
-                if self
-                    .deadline
-                    .is_none_or(|d| crate::measure::clock::monotonic_ns() < d) =>
-            {
+            Ok(WaitEvent::TimedOut) if self.escalate_at.is_some_and(|at| at <= now) => {
+                self.escalate_at = None;
+                self.kill_tree(TreeKill::KillAfter);
+            }
+            Ok(WaitEvent::TimedOut) if self.deadline.is_none_or(|d| now < d) => {
                 if let Some(tick) = self.limits.tick {
                     let child = &self.child;
                     tick(&|| child.has_exited().unwrap_or(true));
@@ -339,25 +433,11 @@ impl<'w> Waiting<'w> {
                 self.ticks.fire_if_due(watcher);
             }
             Ok(WaitEvent::Exited) => {
-                self.end_ns = Some(crate::measure::clock::monotonic_ns());
+                self.end_ns = Some(now);
                 return ControlFlow::Break(());
             }
-            Ok(WaitEvent::Signal(sig)) if sig == Signal::CHLD => {
-                if let Ok(Some(stop)) = self.child.stopped_by() {
-                    if self.stopped_by.is_none() {
-                        self.stopped_by = Some(stop);
-                        watcher.stopped(stop);
-                    }
-                }
-            }
-            Ok(WaitEvent::Signal(sig)) => {
-                self.interrupted_by.get_or_insert(sig);
-                // The terminal's SIGINT/SIGQUIT already reached a child in our process group;
-                // forward what would not reach it otherwise.
-                if sig == Signal::TERM || sig == Signal::HUP || self.group {
-                    send(&self.child, sig, self.group);
-                }
-            }
+            Ok(WaitEvent::Signal(sig)) if sig == Signal::CHLD => self.on_child_changed(watcher),
+            Ok(WaitEvent::Signal(sig)) => self.on_stop_request(sig),
             Ok(WaitEvent::TimedOut) => self.time_out(),
             Err(errno) => {
                 // Never lose a --timeout or a forwarded signal: end the command now.
@@ -367,6 +447,54 @@ impl<'w> Waiting<'w> {
             }
         }
         ControlFlow::Continue(())
+    }
+
+    /// A SIGCHLD: the child may have stopped. A tracing stop for coldtrace itself (the child
+    /// called `PTRACE_TRACEME` and exec'd) would last for ever: the tree is killed at once and
+    /// the stop is the run's outcome. Any other stop is told once and waited out.
+    fn on_child_changed(&mut self, watcher: &mut dyn WhileWaiting) {
+        let Ok(Some(stop)) = self.child.stopped_by() else {
+            return;
+        };
+        if self.traced.is_none() && traced_by_us(self.child.pid()) {
+            self.end_ns = Some(crate::measure::clock::monotonic_ns());
+            self.traced = Some(stop);
+            self.kill_tree(TreeKill::Traced);
+            return;
+        }
+        if self.stopped_by.is_none() {
+            self.stopped_by = Some(stop);
+            watcher.stopped(stop);
+        }
+    }
+
+    /// A request to stop (SIGTERM, SIGINT…). The first is passed on to the command, followed
+    /// by SIGCONT for a command that is stopped (a stopped process acts on nothing else); the
+    /// terminal's SIGINT and SIGQUIT already reached a command in coldtrace's process group.
+    /// A second request, or `--kill-after` after the first, kills the whole tree.
+    fn on_stop_request(&mut self, sig: Signal) {
+        if self.interrupted_by.is_some() {
+            self.kill_tree(TreeKill::SecondRequest(sig));
+            return;
+        }
+        self.interrupted_by = Some(sig);
+        if (sig != Signal::INT && sig != Signal::QUIT) || self.group {
+            send(&self.child, sig, self.group);
+            send(&self.child, Signal::CONT, self.group);
+        }
+        self.escalate_at = self
+            .limits
+            .escalate_after_ns
+            .map(|after| crate::measure::clock::monotonic_ns().saturating_add(after));
+    }
+
+    /// SIGKILL to the command, its group, and every descendant of coldtrace but the spared
+    /// ones (the rest, reparented when their parents die, after the reap: [`measure`]).
+    fn kill_tree(&mut self, why: TreeKill) {
+        send(&self.child, Signal::KILL, self.group);
+        crate::measure::descendants::signal_all(Signal::KILL, self.limits.spared);
+        self.tree_killed.get_or_insert(why);
+        self.escalate_at = None;
     }
 
     /// The deadline passed: SIGTERM (and SIGCONT) first, SIGKILL after the grace period.
@@ -385,6 +513,7 @@ impl<'w> Waiting<'w> {
             );
         } else {
             self.deadline = None;
+            self.kill_tree(TreeKill::Timeout);
         }
         self.sent = Some((next, to));
     }
@@ -416,16 +545,36 @@ impl<'w> Waiting<'w> {
     fn reap(self) -> (Outcome, Option<ResourceUsage>) {
         match self.child.reap() {
             Ok((status, usage)) => {
-                let outcome = match (self.wait_error, self.sent) {
-                    (Some(errno), _) => Outcome::WaitFailed { errno, status },
-                    (None, Some((sent, to))) => Outcome::TimedOut { status, sent, to },
-                    (None, None) => Outcome::Finished(status),
+                let outcome = match (self.wait_error, self.traced, self.sent) {
+                    (Some(errno), _, _) => Outcome::WaitFailed { errno, status },
+                    (None, Some(stop), _) => Outcome::Traced { stop, status },
+                    (None, None, Some((sent, to))) => Outcome::TimedOut { status, sent, to },
+                    (None, None, None) => Outcome::Finished(status),
                 };
                 (outcome, Some(usage))
             }
             Err(e) => (Outcome::Unreaped { errno: e.errno }, None),
         }
     }
+}
+
+/// Whether process `pid` is in a tracing stop (`t`) with coldtrace as its tracer
+/// (`TracerPid`, [proc_pid_status(5)]): a debugger that attached to it on its own is left to
+/// do its work.
+///
+/// [proc_pid_status(5)]: https://man7.org/linux/man-pages/man5/proc_pid_status.5.html
+fn traced_by_us(pid: i32) -> bool {
+    let in_tracing_stop =
+        crate::measure::descendants::Proc::read(pid).is_some_and(|p| p.state == 't');
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    in_tracing_stop
+        && crate::measure::procfs::read_text(&format!("/proc/{pid}/status"), 1 << 16).and_then(
+            |text| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix("TracerPid:"))
+                    .and_then(|v| v.trim().parse::<i32>().ok())
+            },
+        ) == Some(me)
 }
 
 /// Says once per process that children are watched without pidfds or close fds one by one.

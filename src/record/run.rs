@@ -8,7 +8,7 @@
 use crate::measure::cache::{PagedFile, Residency, Stayed, StayedFile};
 use crate::measure::context::ProgramInfo;
 use crate::measure::floor::FloorReading;
-use crate::measure::runner::Outcome;
+use crate::measure::runner::{Outcome, TreeKill};
 use crate::measure::system::SystemDelta;
 use crate::measure::zombie::{ChildIo, ChildSched};
 use crate::serialize_struct;
@@ -70,9 +70,11 @@ impl Serialize for RusageRecord {
     }
 }
 
-/// The outcome as its own object, tagged by `kind`.
+/// The outcome as its own object, tagged by `kind`; with `tree_killed` when coldtrace killed
+/// the command's whole tree with SIGKILL, and why (`second SIGTERM`, `--kill-after`,
+/// `timeout`, `traced`).
 #[derive(Clone, Copy, Debug)]
-pub struct OutcomeRecord(pub Outcome);
+pub struct OutcomeRecord(pub Outcome, pub Option<TreeKill>);
 
 fn serialize_status<M: SerializeMap>(m: &mut M, kind: WaitStatusKind) -> Result<(), M::Error> {
     match kind {
@@ -124,6 +126,14 @@ impl Serialize for OutcomeRecord {
                 m.serialize_entry("status_kind", status_kind_name(status.kind()))?;
                 serialize_status(&mut m, status.kind())?;
             }
+            Outcome::Traced { stop, status } => {
+                m.serialize_entry("kind", "traced")?;
+                m.serialize_entry("stop_signal", &stop.raw())?;
+                m.serialize_entry("stop_signal_name", &stop.to_string())?;
+                m.serialize_entry("sent_signal", "SIGKILL")?;
+                m.serialize_entry("status_kind", status_kind_name(status.kind()))?;
+                serialize_status(&mut m, status.kind())?;
+            }
             Outcome::Unreaped { errno } => {
                 m.serialize_entry("kind", "unreaped")?;
                 m.serialize_entry("errno", &errno.raw())?;
@@ -136,6 +146,9 @@ impl Serialize for OutcomeRecord {
                 m.serialize_entry("message", &errno.to_string())?;
                 m.serialize_entry("stage", &format!("{stage:?}"))?;
             }
+        }
+        if let Some(why) = self.1 {
+            m.serialize_entry("tree_killed", &why.name())?;
         }
         m.end()
     }

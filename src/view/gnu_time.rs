@@ -67,6 +67,8 @@ pub enum Ending {
     Exited(u8),
     /// It was killed by this signal number.
     Signaled(i32),
+    /// It was seen stopped by this signal number (a tracing stop: it called `PTRACE_TRACEME`).
+    Stopped(i32),
 }
 
 /// The `wait4(2)` figures GNU time prints (the ones Linux fills in).
@@ -120,6 +122,9 @@ pub fn render(layout: Layout<'_>, quiet: bool, facts: &Facts<'_>) -> Vec<u8> {
         match facts.ending {
             Ending::Signaled(signal) => {
                 out.extend_from_slice(format!("Command terminated by signal {signal}\n").as_bytes())
+            }
+            Ending::Stopped(signal) => {
+                out.extend_from_slice(format!("Command stopped by signal {signal}\n").as_bytes())
             }
             Ending::Exited(0) => {}
             Ending::Exited(code) => out.extend_from_slice(
@@ -202,11 +207,13 @@ fn convert(conversion: u8, facts: &Facts<'_>, out: &mut Vec<u8>) {
     }
 }
 
-/// `%x`: `WEXITSTATUS` of the status word, which is 0 for a command killed by a signal.
+/// `%x`: `WEXITSTATUS` of the status word, which is 0 for a command killed by a signal and
+/// the signal for a stopped one (its status word holds the signal where an exit code goes).
 fn exit_status(ending: Ending) -> u8 {
     match ending {
         Ending::Exited(code) => code,
         Ending::Signaled(_) => 0,
+        Ending::Stopped(signal) => signal as u8,
     }
 }
 

@@ -31,17 +31,29 @@ pub fn cachestat(fd: BorrowedFd<'_>, off: u64, len: u64) -> Result<CacheStat, Er
 /// [mmap(2)](https://man7.org/linux/man-pages/man2/mmap.2.html)
 #[doc(alias = "mincore")]
 pub fn mincore_resident_pages(fd: BorrowedFd<'_>, len: u64) -> Result<u64, Errno> {
+    mincore_resident_pages_in(fd, 0, len)
+}
+
+/// [`mincore_resident_pages`] over the `len` bytes from `off` (rounded down to a page): a
+/// caller that probes a large file a piece at a time (its data only, between holes, and
+/// checking for a request to stop between pieces) counts each piece with this.
+///
+/// # Errors
+/// As `mmap` and `mincore` fail (`EINVAL` for an offset past what a mapping can address).
+pub fn mincore_resident_pages_in(fd: BorrowedFd<'_>, off: u64, len: u64) -> Result<u64, Errno> {
     const WINDOW_PAGES: usize = 4096;
     let page = rustix::param::page_size() as u64;
     let mut vec = [0u8; WINDOW_PAGES];
     let mut resident = 0u64;
-    let mut off = 0u64;
-    while off < len {
-        let window = (len - off).min(WINDOW_PAGES as u64 * page) as usize;
-        crate::raw::mincore_window(fd, off, window, &mut vec)?;
+    let start = off - off % page;
+    let end = off.saturating_add(len);
+    let mut at = start;
+    while at < end {
+        let window = (end - at).min(WINDOW_PAGES as u64 * page) as usize;
+        crate::raw::mincore_window(fd, at, window, &mut vec)?;
         let pages = (window as u64).div_ceil(page) as usize;
         resident += vec.iter().take(pages).filter(|&&b| b & 1 != 0).count() as u64;
-        off += window as u64;
+        at += window as u64;
     }
     Ok(resident)
 }

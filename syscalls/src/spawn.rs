@@ -584,7 +584,8 @@ impl Child {
         }
     }
 
-    /// If the child is stopped, the signal that stopped it (without consuming the report).
+    /// If the child is stopped, the signal that stopped it (without consuming the report); a
+    /// tracing stop for this process as the child's tracer counts (see [`wait::stopped_by`]).
     pub fn stopped_by(&self) -> Result<Option<Signal>, Errno> {
         wait::stopped_by(self.pid, self.pidfd())
     }

@@ -274,7 +274,9 @@ pub(crate) fn still_unreaped(pid: i32, pidfd: Option<BorrowedFd<'_>>) -> Result<
     }
 }
 
-/// `waitid(WSTOPPED | WNOHANG | WNOWAIT)`: the stopping signal, if stopped.
+/// `waitid(WSTOPPED | WNOHANG | WNOWAIT)`: the stopping signal, if stopped — by a signal
+/// (`CLD_STOPPED`) or in a tracing stop for this process as its tracer (`CLD_TRAPPED`: a child
+/// that called `PTRACE_TRACEME` stops with SIGTRAP at its exec).
 pub(crate) fn stopped_by(pid: i32, pidfd: Option<BorrowedFd<'_>>) -> Result<Option<Signal>, Errno> {
     let id = match pidfd {
         Some(fd) => WaitId::PidFd(fd),
@@ -282,7 +284,7 @@ pub(crate) fn stopped_by(pid: i32, pidfd: Option<BorrowedFd<'_>>) -> Result<Opti
     };
     let options = WaitIdOptions::STOPPED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
     Ok(rustix::process::waitid(id, options)?
-        .and_then(|status| status.stopping_signal())
+        .and_then(|status| status.stopping_signal().or(status.trapping_signal()))
         .map(Signal::from_raw))
 }
 

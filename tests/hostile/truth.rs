@@ -285,28 +285,56 @@ fn html_in_names_and_labels_is_text_in_markdown() {
 }
 
 #[test]
-fn kill_after_without_a_timeout_says_it_does_nothing() {
+fn kill_after_without_a_timeout_bounds_a_request_to_stop_in_a_comparison_too() {
+    // Alone, --kill-after is not ignored: that long after a request to stop was passed on,
+    // the command's whole tree is killed (tests/hostile/signals.rs has the single command).
     let dir = TempDir::new("killafter");
-    for line in [
-        "run -n 2 --kill-after 1 -- true",
-        "compare -n 1 --kill-after 1 true true",
-    ] {
-        let out = ct(dir.path(), line.split(' ')).run_within(DEADLINE);
-        out.expect_code(0);
-        let text = out.stderr.replace("\n  ", " ");
-        assert!(
-            text.contains("--kill-after has no effect without --timeout"),
-            "{}",
-            out.describe()
-        );
-    }
-    let out = ct(
+    let ready = dir.join("ready");
+    let stubborn = dir.join("stubborn");
+    super::common::write_file(
+        &stubborn,
+        format!(
+            "#!/bin/sh\ntrap '' TERM\n: > {}\nsleep 30\n",
+            ready.display()
+        )
+        .as_bytes(),
+        0o755,
+    );
+    let s = stubborn.to_str().unwrap();
+    let c = ct(
         dir.path(),
-        "run -n 2 --timeout 5 --kill-after 1 -- true".split(' '),
-    )
-    .run_within(DEADLINE);
-    out.expect_code(0);
+        [
+            "compare",
+            "-n",
+            "2",
+            "-o",
+            "c",
+            "--kill-after",
+            "0.3",
+            s,
+            "true",
+        ],
+    );
+    let (out, took) = super::signal_when(c, rustix::process::Signal::TERM, |pid| {
+        super::wait_until_blocking_sigint(pid);
+        while !ready.exists() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    });
+    out.expect_code(143);
     assert!(!out.stderr.contains("no effect"), "{}", out.describe());
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "{took:?}{}",
+        out.describe()
+    );
+    let records = super::common::read_records(&dir.join("c/commands/00"));
+    assert_eq!(
+        records[0]["outcome"]["tree_killed"], "--kill-after",
+        "{}",
+        records[0]
+    );
+    assert_eq!(read_batch(&dir.join("c"))["interrupted_by"], "SIGTERM");
 }
 
 #[test]

@@ -9,7 +9,7 @@ use super::residency::{cachestat_available, choose_method, FsTypes, Method};
 use coldtrace_syscalls::cache as raw;
 use coldtrace_syscalls::{Errno, Signal};
 use rustix::fd::{AsFd, OwnedFd};
-use rustix::fs::{Advice, Mode, OFlags};
+use rustix::fs::Advice;
 use std::path::Path;
 
 impl FileSet {
@@ -158,8 +158,7 @@ pub fn check_drop_caches() -> Result<(), CacheError> {
 }
 
 fn open_drop_caches() -> Result<OwnedFd, CacheError> {
-    rustix::fs::open(DROP_CACHES, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(drop_caches_error)
+    crate::measure::procfs::open_for_writing(DROP_CACHES).map_err(drop_caches_error)
 }
 
 fn drop_caches_error(e: rustix::io::Errno) -> CacheError {

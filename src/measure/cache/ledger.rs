@@ -103,13 +103,15 @@ impl Ledger {
         let mut out = Vec::with_capacity(CHUNK);
         let mut ok = self.file.set_len(0).is_ok() && self.file.rewind().is_ok();
         for (n, file) in set.files().iter().enumerate() {
-            if n % 256 == 255 {
-                if let Some(sig) = stop() {
-                    let _ = self.file.set_len(0);
-                    return Err(sig);
-                }
+            let asked = match prober.interrupted() {
+                None if n % 256 == 255 => stop(),
+                other => other,
+            };
+            if let Some(sig) = asked {
+                let _ = self.file.set_len(0);
+                return Err(sig);
             }
-            let probe = prober.probe(file);
+            let probe = prober.probe(file, stop);
             let pages = match probe {
                 FileProbe::Known { cached_pages, .. } => cached_pages.min(UNKNOWN - 1),
                 FileProbe::Unknown(_) => UNKNOWN,
@@ -120,6 +122,10 @@ impl Ledger {
                 ok = ok && self.file.write_all(&out).is_ok();
                 out.clear();
             }
+        }
+        if let Some(sig) = prober.interrupted() {
+            let _ = self.file.set_len(0);
+            return Err(sig);
         }
         ok = ok && self.file.write_all(&out).is_ok();
         if !ok {
@@ -133,14 +139,21 @@ impl Ledger {
 
     /// Probes the files remembered by [`Ledger::before`] again: their residency now, and what
     /// each gained, keeping the `top` largest; `each` sees every file that gained pages.
-    pub fn after(&mut self, top: usize, each: &mut dyn FnMut(&PagedFile)) -> (Residency, PagedIn) {
+    /// `stop` is asked as [`Prober::probe`] asks it: once it has said to stop, the files not
+    /// probed yet are unknown.
+    pub fn after(
+        &mut self,
+        top: usize,
+        stop: Stop<'_>,
+        each: &mut dyn FnMut(&PagedFile),
+    ) -> (Residency, PagedIn) {
         let mut prober = Prober::new();
         let mut totals = Totals::new(page_size());
         let fallback = prober.default_method();
         let mut paged = PagedIn::default();
         let mut reader = EntryReader::new(&mut self.file);
         while let Some((file, before_pages)) = reader.next_entry() {
-            let probe = prober.probe(&file);
+            let probe = prober.probe(&file, stop);
             let now = totals.resident_bytes(file.size_bytes, &probe);
             let cap = totals.cap(file.size_bytes);
             let before = (before_pages != UNKNOWN)

@@ -13,6 +13,7 @@
 use super::files::FileSet;
 use super::residency::Residency;
 use super::residency::{page_size, Prober, Totals, OVERLAYFS_MAGIC};
+use crate::measure::procfs::read_text;
 use std::path::PathBuf;
 
 /// `TMPFS_MAGIC` and `RAMFS_MAGIC` from `<linux/magic.h>`.
@@ -81,14 +82,15 @@ pub struct Stayed {
 
 impl FileSet {
     /// Probes the set right after its eviction: what stayed, and why, for the `top` largest.
-    pub fn stayed_cached(&self, top: usize) -> Stayed {
+    /// `stop` is asked as [`Prober::probe`] asks it (the files not probed are unknown).
+    pub fn stayed_cached(&self, top: usize, stop: super::error::Stop<'_>) -> Stayed {
         let mut prober = Prober::new();
         let fallback = prober.default_method();
         let mut totals = Totals::new(page_size());
         let mut files = 0u64;
         let mut largest: Vec<(u64, usize, Option<rustix::fs::FsWord>)> = Vec::new();
         for (i, file) in self.files.iter().enumerate() {
-            let probe = prober.probe(file);
+            let probe = prober.probe(file, stop);
             let bytes = totals.resident_bytes(file.size_bytes, &probe).unwrap_or(0);
             totals.add(file.size_bytes, probe);
             if bytes == 0 {
@@ -174,7 +176,7 @@ fn mapping_processes(wanted: &[(u64, u64)]) -> Vec<Option<(u32, String)>> {
         else {
             continue;
         };
-        let Ok(maps) = std::fs::read_to_string(entry.path().join("maps")) else {
+        let Some(maps) = read_text(&format!("/proc/{pid}/maps"), 64 << 20) else {
             continue;
         };
         if pid == me {
@@ -183,7 +185,7 @@ fn mapping_processes(wanted: &[(u64, u64)]) -> Vec<Option<(u32, String)>> {
         for key in maps.lines().filter_map(parse_maps_line) {
             for (slot, wanted) in found.iter_mut().zip(&keys) {
                 if slot.is_none() && key == *wanted && key.1 != 0 {
-                    let comm = std::fs::read_to_string(entry.path().join("comm"))
+                    let comm = read_text(&format!("/proc/{pid}/comm"), 64)
                         .map(|c| c.trim().to_string())
                         .unwrap_or_default();
                     *slot = Some((pid, comm));

@@ -1,0 +1,429 @@
+//! Signals: every request to stop ends the batch — a second one, or `--kill-after` after the
+//! first, kills the command's whole tree; a forwarded signal reaches a stopped command; a
+//! command that stops for a tracer is seen, reported and killed, never waited on; nothing
+//! coldtrace opens blocks (a FIFO planted over a /proc file), and a huge sparse file is probed
+//! in bounded time.
+
+use super::common::{compile, ct, read_batch, Ct, Output, TempDir};
+use super::{
+    assert_no_raw_controls, assert_no_survivor, assert_records_whole, listing, script,
+    wait_until_blocking_sigint, DEADLINE,
+};
+use rustix::process::Signal;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Waits until `path` exists (the command got as far as creating it).
+fn wait_for(path: &Path) {
+    let until = Instant::now() + Duration::from_secs(10);
+    while !path.exists() {
+        assert!(Instant::now() < until, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Starts coldtrace; once `ready` exists, sends each signal after its pause; collects it.
+/// Returns the output and how long coldtrace took to end after the last signal.
+fn signals_once(c: Ct, ready: &Path, signals: &[(Duration, Signal)]) -> (Output, Duration) {
+    let shown = c.shown();
+    let mut cmd = c.cmd;
+    let started = Instant::now();
+    let child = cmd.spawn().expect("spawn coldtrace");
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    wait_until_blocking_sigint(child.id());
+    wait_for(ready);
+    let mut last = Instant::now();
+    for &(pause, sig) in signals {
+        std::thread::sleep(pause);
+        rustix::process::kill_process(pid, sig).expect("signal coldtrace");
+        last = Instant::now();
+    }
+    let out = super::common::finish(child, shown, started, DEADLINE);
+    (out, last.elapsed())
+}
+
+/// A script that creates `dir/ready` once its traps are set, then runs `body`.
+fn ready_script(dir: &TempDir, tag: &str, traps: &str, body: &str) -> PathBuf {
+    let ready = dir.join("ready");
+    script(
+        dir,
+        tag,
+        &format!("{traps}\n: > {}\n{body}", ready.display()),
+    )
+}
+
+/// The batch in `dir/b` stopped by `signal`: whole records, `batch.json` written and marked.
+fn assert_interrupted(dir: &TempDir, signal: &str) -> Vec<Value> {
+    let records = assert_records_whole(&dir.join("b"), true);
+    let doc = read_batch(&dir.join("b"));
+    assert_eq!(doc["complete"], false, "{doc:#}");
+    assert_eq!(doc["interrupted_by"], signal, "{doc:#}");
+    records
+}
+
+/// What the test directory holds besides the batch and the scripts: nothing new.
+fn assert_nothing_else_written(dir: &TempDir, before: &[String]) {
+    let now: Vec<String> = listing(dir.path())
+        .into_iter()
+        .filter(|n| n != "b" && n != "ready" && !before.contains(n))
+        .collect();
+    assert!(now.is_empty(), "written outside the batch: {now:?}");
+}
+
+/// `coldtrace run -n 3 -o b EXTRA -- CMD` in `dir` (no `b` or `ready` left from before),
+/// sent `signals` once the command is ready; it must end with `code` within 5 s of the last.
+fn interrupt(
+    dir: &TempDir,
+    extra: &[&str],
+    cmd: &Path,
+    signals: &[(Duration, Signal)],
+    code: i32,
+) -> Output {
+    let _ = std::fs::remove_dir_all(dir.join("b"));
+    let _ = std::fs::remove_file(dir.join("ready"));
+    let mut args = vec!["run", "-n", "3", "-o", "b"];
+    args.extend_from_slice(extra);
+    args.extend(["--", cmd.to_str().unwrap()]);
+    let (out, took) = signals_once(ct(dir.path(), &args), &dir.join("ready"), signals);
+    out.expect_code(code);
+    assert!(took < Duration::from_secs(5), "{took:?}{}", out.describe());
+    assert_no_raw_controls(&out);
+    out
+}
+
+/// A request to stop now, and another `after` it.
+fn twice(sig: Signal, after: Duration) -> [(Duration, Signal); 2] {
+    [(Duration::ZERO, sig), (after, sig)]
+}
+
+#[test]
+fn a_second_request_to_stop_kills_a_command_that_ignores_the_first() {
+    let dir = TempDir::new("sig2nd");
+    let term = ready_script(&dir, "st", "trap '' TERM", "sleep 30; sleep 30");
+    let int = ready_script(&dir, "si", "trap '' INT", "sleep 30; sleep 30");
+    let before = listing(dir.path());
+    // SIGTERM is passed on. Without --timeout the command shares coldtrace's process group,
+    // where a terminal's SIGINT reaches both: the first SIGINT is not passed on again.
+    for (stubborn, sig, name, code) in [
+        (&term, Signal::TERM, "SIGTERM", 143),
+        (&int, Signal::INT, "SIGINT", 130),
+    ] {
+        let pause = Duration::from_millis(300);
+        interrupt(&dir, &[], stubborn, &twice(sig, pause), code);
+        let records = assert_interrupted(&dir, name);
+        assert_eq!(records.len(), 1);
+        let outcome = &records[0]["outcome"];
+        assert_eq!(outcome["signal_name"], "SIGKILL", "{outcome}");
+        assert_eq!(
+            outcome["tree_killed"],
+            format!("second {name}"),
+            "{outcome}"
+        );
+        assert_eq!(records[0]["interrupted_by"], name);
+        assert_no_survivor(stubborn);
+        assert_nothing_else_written(&dir, &before);
+    }
+}
+
+#[test]
+fn kill_after_without_timeout_ends_a_command_that_ignores_the_forwarded_signal() {
+    let dir = TempDir::new("sigkillafter");
+    let stubborn = ready_script(&dir, "ka", "trap '' TERM HUP", "sleep 30");
+    for (sig, name, code) in [(Signal::TERM, "SIGTERM", 143), (Signal::HUP, "SIGHUP", 129)] {
+        let once = [(Duration::ZERO, sig)];
+        let out = interrupt(&dir, &["--kill-after", "0.3"], &stubborn, &once, code);
+        eprintln!("{name} then --kill-after 0.3: {:?} in all", out.elapsed);
+        let outcome = &assert_interrupted(&dir, name)[0]["outcome"];
+        assert_eq!(outcome["signal_name"], "SIGKILL", "{outcome}");
+        assert_eq!(outcome["tree_killed"], "--kill-after", "{outcome}");
+        assert_no_survivor(&stubborn);
+    }
+}
+
+#[test]
+fn sigusr1_sigusr2_and_sigalrm_end_the_batch_as_sigterm_does() {
+    let dir = TempDir::new("sigusr");
+    let sleeper = ready_script(&dir, "us", "", "sleep 30");
+    for (sig, name, n) in [
+        (Signal::USR1, "SIGUSR1", 10),
+        (Signal::USR2, "SIGUSR2", 12),
+        (Signal::ALARM, "SIGALRM", 14),
+    ] {
+        let once = [(Duration::ZERO, sig)];
+        let out = interrupt(&dir, &["--timeout", "20"], &sleeper, &once, 128 + n);
+        let said = format!("interrupted by {name}");
+        assert!(out.stderr.contains(&said), "{}", out.describe());
+        // Passed on to the command's group, where it kills the shell at its default action.
+        let outcome = &assert_interrupted(&dir, name)[0]["outcome"];
+        assert_eq!(outcome["signal_name"], name, "{outcome}");
+        assert_no_survivor(&sleeper);
+    }
+}
+
+#[test]
+fn a_signal_passed_on_to_a_stopped_command_is_followed_by_sigcont() {
+    let dir = TempDir::new("sigstopped");
+    // The command stops itself; SIGTERM to coldtrace must still end it.
+    let stops = ready_script(&dir, "sp", "", "kill -STOP $$; sleep 30");
+    for (sig, name, code) in [(Signal::TERM, "SIGTERM", 143), (Signal::HUP, "SIGHUP", 129)] {
+        let later = [(Duration::from_millis(200), sig)];
+        interrupt(&dir, &[], &stops, &later, code);
+        let records = assert_interrupted(&dir, name);
+        assert_eq!(records[0]["stopped_by"], "SIGSTOP", "{}", records[0]);
+        assert_eq!(records[0]["outcome"]["signal_name"], name);
+        assert_no_survivor(&stops);
+    }
+}
+
+/// A directory with a program that asks to be traced by its parent (`PTRACE_TRACEME`), then
+/// execs its arguments (the kernel stops it with SIGTRAP at the exec), and a script that
+/// sleeps for it to exec.
+fn traced(tag: &str) -> (TempDir, PathBuf, PathBuf) {
+    let dir = TempDir::new(tag);
+    let sleeper = script(&dir, tag, "sleep 30");
+    let traceme = compile(
+        dir.path(),
+        "traceme",
+        "#include <sys/ptrace.h>\n#include <unistd.h>\n\
+         int main(int argc, char **argv) {\n\
+           (void)argc;\n\
+           ptrace(PTRACE_TRACEME, 0, 0, 0);\n\
+           execvp(argv[1], argv + 1);\n\
+           return 127;\n\
+         }\n",
+        &[],
+    );
+    (dir, traceme, sleeper)
+}
+
+#[test]
+fn a_command_that_stops_for_a_tracer_is_reported_and_killed_never_waited_on() {
+    let (dir, traceme, sleeper) = traced("trac");
+    let (t, s) = (traceme.to_str().unwrap(), sleeper.to_str().unwrap());
+    // One run: GNU time's exit code for a stopped command, 128 + SIGTRAP.
+    let out = ct(dir.path(), ["run", "-n", "1", "--json", "--", t, s]).run_within(DEADLINE);
+    out.expect_code(133);
+    assert!(out.elapsed < Duration::from_secs(5), "{}", out.describe());
+    let r = out.json();
+    assert_eq!(r["outcome"]["kind"], "traced", "{r:#}");
+    assert_eq!(r["outcome"]["stop_signal_name"], "SIGTRAP", "{r:#}");
+    assert_eq!(r["outcome"]["signal_name"], "SIGKILL", "{r:#}");
+    assert_eq!(r["outcome"]["tree_killed"], "traced", "{r:#}");
+    assert_no_survivor(&sleeper);
+    // A batch rejects it and stops after it, one line saying why.
+    let out = ct(dir.path(), ["run", "-n", "3", "-o", "b", "--", t, s]).run_within(DEADLINE);
+    out.expect_code(1);
+    assert!(out.stderr.contains("PTRACE_TRACEME"), "{}", out.describe());
+    let records = assert_records_whole(&dir.join("b"), true);
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["counted"], false);
+    assert_no_survivor(&sleeper);
+}
+
+#[test]
+fn time_reports_a_command_stopped_for_a_tracer_as_gnu_time_does() {
+    let (dir, traceme, sleeper) = traced("trti");
+    let (t, s) = (traceme.to_str().unwrap(), sleeper.to_str().unwrap());
+    let out = ct(dir.path(), ["time", "-f", "x=%x", t, s]).run_within(DEADLINE);
+    out.expect_code(133);
+    assert_eq!(
+        out.stderr,
+        "Command stopped by signal 5\nx=5\n",
+        "{}",
+        out.describe()
+    );
+    assert_no_survivor(&sleeper);
+    if !Path::new("/usr/bin/time").exists() {
+        eprintln!("skipped the side-by-side part: /usr/bin/time (GNU time) is not installed");
+        return;
+    }
+    let gnu = Command::new("/usr/bin/time")
+        .args(["-f", "x=%x", t, s])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(gnu.status.code(), Some(133));
+    assert_eq!(String::from_utf8_lossy(&gnu.stderr), out.stderr);
+    // GNU time leaves its stopped command to run on, untraced: end it here.
+    let _ = Command::new("pkill").args(["-KILL", "-f", s]).status();
+    assert_no_survivor(&sleeper);
+}
+
+/// Whether this test may mount (root); says why not when it may not.
+fn may_mount(what: &str) -> bool {
+    let root = rustix::process::geteuid().is_root();
+    if !root {
+        eprintln!("skipped {what}: mounting needs root (CI runs as root)");
+    }
+    root
+}
+
+/// `unshare -m sh -c 'SETUP; exec coldtrace ARGS'` in `dir`, not started: a private mount
+/// namespace, so the mounts of SETUP are seen by coldtrace alone and vanish with it.
+fn in_private_mounts(dir: &TempDir, setup: &str, args: &[&str]) -> Command {
+    let script = format!("set -e; {setup}; exec \"$@\"");
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "-m",
+        "--propagation",
+        "private",
+        "/bin/sh",
+        "-c",
+        &script,
+        "sh",
+    ])
+    .arg(super::common::BIN)
+    .args(args)
+    .current_dir(dir.path())
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    cmd
+}
+
+/// [`in_private_mounts`], run to its end.
+fn run_in_private_mounts(dir: &TempDir, setup: &str, args: &[&str]) -> Output {
+    let child = in_private_mounts(dir, setup, args)
+        .spawn()
+        .expect("spawn unshare");
+    let shown = format!("unshare -m … coldtrace {}", args.join(" "));
+    super::common::finish(child, shown, Instant::now(), DEADLINE)
+}
+
+#[test]
+fn a_fifo_bind_mounted_over_proc_files_neither_blocks_nor_hides_a_signal() {
+    if !may_mount("the FIFO over /proc files") {
+        return;
+    }
+    let dir = TempDir::new("sigprocfifo");
+    super::mkfifo(&dir.join("fifo"));
+    let fifo = dir.join("fifo");
+    let f = fifo.display();
+    // Files read before and after every run, by the runner and for the context.
+    let setup = format!(
+        "for p in /proc/vmstat /proc/pressure/io /proc/pressure/cpu /proc/loadavg \
+         /proc/sys/kernel/perf_event_paranoid /proc/$$/status /proc/$$/statm; do \
+         mount --bind {f} $p; done"
+    );
+    let marker = script(&dir, "pf", "echo ran");
+    let args = format!("run -q -n 3 -o b -- {}", marker.display());
+    let args: Vec<&str> = args.split(' ').collect();
+    let out = run_in_private_mounts(&dir, &setup, &args);
+    out.expect_code(0);
+    assert!(out.elapsed < Duration::from_secs(10), "{}", out.describe());
+    assert_no_raw_controls(&out);
+    let records = assert_records_whole(&dir.join("b"), true);
+    assert_eq!(records.len(), 3);
+    // What could not be read is null, never a figure read from the FIFO.
+    assert_eq!(
+        records[0]["system_delta"]["pgmajfault"],
+        Value::Null,
+        "{}",
+        records[0]
+    );
+}
+
+/// As root: a directory with a 1 TiB sparse file holding 1 MiB of data at 100 GiB (synced),
+/// the command that mounts an overlay over it, and the file's path in that overlay.
+fn sparse_overlay(tag: &str) -> Option<(TempDir, String, PathBuf)> {
+    if !may_mount("the overlayfs probe") {
+        return None;
+    }
+    let dir = TempDir::new(tag);
+    for d in ["lower", "upper", "work", "merged"] {
+        std::fs::create_dir(dir.join(d)).unwrap();
+    }
+    let big = std::fs::File::create(dir.join("lower/big")).unwrap();
+    big.set_len(1 << 40).unwrap();
+    use std::os::unix::fs::FileExt;
+    big.write_all_at(&[7u8; 1 << 20], 100 << 30).unwrap();
+    big.sync_all().unwrap();
+    let mount = format!(
+        "mount -t overlay overlay -o lowerdir={d}/lower,upperdir={d}/upper,workdir={d}/work \
+         {d}/merged",
+        d = dir.path().display()
+    );
+    let path = dir.join("merged/big");
+    Some((dir, mount, path))
+}
+
+#[test]
+fn a_terabyte_sparse_file_on_overlayfs_is_probed_in_bounded_time_data_counted() {
+    let Some((dir, mount, big)) = sparse_overlay("sigsparse") else {
+        return;
+    };
+    // Evicted before each run, the file's 1 MiB of data (100 GiB into it) is read by the
+    // command: the probe after the run must find it between the holes.
+    let reader = script(
+        &dir,
+        "sr",
+        &format!(
+            "dd if={} bs=1M skip=102400 count=1 of=/dev/null 2>/dev/null",
+            big.display()
+        ),
+    );
+    let args = format!(
+        "run -q -n 2 -o b --evict {} -- {}",
+        big.display(),
+        reader.display()
+    );
+    let args: Vec<&str> = args.split(' ').collect();
+    let out = run_in_private_mounts(&dir, &mount, &args);
+    out.expect_code(0);
+    eprintln!(
+        "two runs evicting a 1 TiB sparse file on overlayfs: {:?}",
+        out.elapsed
+    );
+    assert!(out.elapsed < Duration::from_secs(10), "{}", out.describe());
+    let records = assert_records_whole(&dir.join("b"), true);
+    let first = &records[0]["cache"];
+    assert_eq!(first["after"]["method"], "mincore", "{first:#}");
+    assert!(
+        first["paged_in_bytes"].as_u64().unwrap() >= 1 << 20,
+        "the data between the holes is counted: {first:#}"
+    );
+}
+
+#[test]
+fn sigint_while_a_huge_sparse_file_is_watched_ends_the_batch_at_once() {
+    let Some((dir, mount, big)) = sparse_overlay("sigsparseint") else {
+        return;
+    };
+    let args = format!("run -q -n 100000 -o b --watch {} -- true", big.display());
+    let args: Vec<&str> = args.split(' ').collect();
+    let mut cmd = in_private_mounts(&dir, &mount, &args);
+    let started = Instant::now();
+    let child = cmd.spawn().unwrap();
+    // The shell execs coldtrace under the same PID; runs are under way once records appear.
+    wait_for(&dir.join("b/runs.jsonl"));
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, Signal::INT).unwrap();
+    let signalled = Instant::now();
+    let out = super::common::finish(child, "coldtrace --watch 1 TiB".into(), started, DEADLINE);
+    let took = signalled.elapsed();
+    eprintln!("SIGINT to the end of a batch watching a 1 TiB sparse file: {took:?}");
+    out.expect_code(130);
+    assert!(took < Duration::from_secs(2), "{took:?}{}", out.describe());
+    assert_records_whole(&dir.join("b"), true);
+}
+
+#[test]
+fn a_second_sigterm_during_a_prepare_command_that_ignores_it_ends_the_batch() {
+    let dir = TempDir::new("sigprepare");
+    let ready = dir.join("ready");
+    let prepare = format!("trap '' TERM; : > {}; sleep 30; sleep 30", ready.display());
+    let marker = script(&dir, "pr", "echo ran");
+    let pause = Duration::from_millis(300);
+    interrupt(
+        &dir,
+        &["--prepare", &prepare],
+        &marker,
+        &twice(Signal::TERM, pause),
+        143,
+    );
+    let records = assert_interrupted(&dir, "SIGTERM");
+    assert!(records.is_empty(), "the run never started: {records:?}");
+}
