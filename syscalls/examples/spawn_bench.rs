@@ -58,16 +58,18 @@ enum Path {
     Vfork,
     PosixSpawn,
     Fork,
+    Clone,
 }
 
 impl Path {
-    const ALL: [Path; 3] = [Path::Vfork, Path::PosixSpawn, Path::Fork];
+    const ALL: [Path; 4] = [Path::Vfork, Path::PosixSpawn, Path::Fork, Path::Clone];
 
     fn label(self) -> &'static str {
         match self {
             Path::Vfork => "(a) coldtrace vfork + wait4",
             Path::PosixSpawn => "(b) std Command (posix_spawn)",
             Path::Fork => "(c) std Command + uid (fork)",
+            Path::Clone => "(d) coldtrace clone + 64 queries",
         }
     }
 
@@ -76,6 +78,7 @@ impl Path {
             Path::Vfork => 'a',
             Path::PosixSpawn => 'b',
             Path::Fork => 'c',
+            Path::Clone => 'd',
         }
     }
 }
@@ -159,12 +162,14 @@ impl Vfork {
         Vfork { program, stack }
     }
 
-    /// One spawn + reap; returns the child's max RSS in KiB.
-    fn run(&mut self) -> u64 {
-        let child = self
-            .program
-            .spawn(&SpawnOptions::default(), &mut self.stack)
-            .expect("spawn");
+    /// One spawn + reap (through `clone` and the child's 64 signal queries with `legacy`, else
+    /// `clone3`); returns the child's max RSS in KiB.
+    fn run(&mut self, legacy: bool) -> u64 {
+        let options = SpawnOptions {
+            legacy_clone: legacy,
+            ..SpawnOptions::default()
+        };
+        let child = self.program.spawn(&options, &mut self.stack).expect("spawn");
         let (status, usage) = child.reap().expect("wait4");
         assert_eq!(
             status.kind(),
@@ -185,7 +190,8 @@ fn fork_command(uid: u32) -> Command {
 fn timed(path: Path, vfork: &mut Vfork, uid: u32) -> (u64, Option<u64>) {
     let start = monotonic_ns();
     let rss = match path {
-        Path::Vfork => Some(vfork.run()),
+        Path::Vfork => Some(vfork.run(false)),
+        Path::Clone => Some(vfork.run(true)),
         Path::PosixSpawn => {
             let status = Command::new(TRUE).status().expect("posix_spawn");
             assert!(status.success(), "{TRUE}: {status}");
@@ -273,9 +279,9 @@ fn median_u64(mut v: Vec<u64>) -> Option<u64> {
 /// What one heap size accumulates over its blocks.
 #[derive(Default)]
 struct Acc {
-    samples: [Vec<u64>; 3],
-    block_medians: [Vec<f64>; 3],
-    rss: [Vec<u64>; 3],
+    samples: [Vec<u64>; 4],
+    block_medians: [Vec<f64>; 4],
+    rss: [Vec<u64>; 4],
     parent_rss: Vec<(u64, u64)>,
     ns: u64,
 }
@@ -306,7 +312,7 @@ fn block(
             }
         }
     }
-    let mut samples: [Vec<u64>; 3] = Default::default();
+    let mut samples: [Vec<u64>; 4] = Default::default();
     let n = config.paths.len();
     for round in 0..rounds {
         for i in 0..n {
@@ -447,7 +453,7 @@ fn main() {
     println!();
     println!("| heap | path | runs | median µs | p10 µs | p90 µs | child max_rss_kib (median) |");
     println!("|---|---|---:|---:|---:|---:|---|");
-    let mut medians = vec![[0.0f64; 3]; phases.len()];
+    let mut medians = vec![[0.0f64; 4]; phases.len()];
     for (k, (label, acc)) in phases.iter_mut().enumerate() {
         for &path in &config.paths {
             let i = path as usize;
@@ -455,7 +461,7 @@ fn main() {
             medians[k][i] = s.median_us;
             let rss = median_u64(acc.rss[i].clone());
             let cell = match (path, rss) {
-                (Path::Vfork, Some(kib)) => format!("{kib} (timed runs' wait4)"),
+                (Path::Vfork | Path::Clone, Some(kib)) => format!("{kib} (timed runs' wait4)"),
                 (_, Some(kib)) => format!("n/a from std; {kib} via raw::wait4 on spawn()"),
                 (_, None) => "n/a".to_string(),
             };
