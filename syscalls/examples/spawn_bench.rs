@@ -15,6 +15,10 @@
 //!   `setuid(<uid>)` (and, when running as root, `setgroups(0, NULL)`) before `execve`: two cheap
 //!   syscalls that do not depend on the heap. Run with `--paths c` to see path (c) alone.
 //!
+//! - **(d) clone**: (a) with `SpawnOptions::legacy_clone`: `clone` instead of `clone3`, and the
+//!   child asks the kernel about each of the 64 signals instead of the kernel clearing handlers
+//!   (`CLONE_CLEAR_SIGHAND`): the path of kernels before 5.5. Not in the default `--paths abc`.
+//!
 //! Interleaving, to spread the machine's noise (other jobs share its two cores):
 //! - the heap sizes alternate in blocks (default 8 of each, 250 rounds per block): small, big,
 //!   small, big, … The big heap is allocated and touched before each big block and freed after
@@ -63,6 +67,7 @@ enum Path {
 
 impl Path {
     const ALL: [Path; 4] = [Path::Vfork, Path::PosixSpawn, Path::Fork, Path::Clone];
+    const DEFAULT: [Path; 3] = [Path::Vfork, Path::PosixSpawn, Path::Fork];
 
     fn label(self) -> &'static str {
         match self {
@@ -107,7 +112,7 @@ fn parse_args() -> Config {
         fork_big_runs: 400,
         rss_samples: 20,
         blocks: 8,
-        paths: Path::ALL.to_vec(),
+        paths: Path::DEFAULT.to_vec(),
     };
     if let Ok(v) = std::env::var("SPAWN_BENCH_HEAP_MIB") {
         config.heap_mib = v.parse().unwrap_or_else(|_| usage());
