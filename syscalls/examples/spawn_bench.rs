@@ -174,7 +174,10 @@ impl Vfork {
             legacy_clone: legacy,
             ..SpawnOptions::default()
         };
-        let child = self.program.spawn(&options, &mut self.stack).expect("spawn");
+        let child = self
+            .program
+            .spawn(&options, &mut self.stack)
+            .expect("spawn");
         let (status, usage) = child.reap().expect("wait4");
         assert_eq!(
             status.kind(),
