@@ -897,7 +897,7 @@ static SUBCOMMANDS: &[SubSpec] = &[
                 many machines); - reads the directories from stdin, one a line. Reads \
                 complete, interrupted or truncated batches: a cut last line of runs.jsonl is \
                 skipped with a notice. Groups batches by host, boot and kernel.",
-        epilogue: "",
+        epilogue: "Exit 1: some input passed over (named on stderr); 125: none readable.",
         layout: Layout::Free,
         operands: Operands::Directories,
     },

@@ -55,8 +55,10 @@ enum Way {
     },
 }
 
-/// The descriptor a path names when it is one of coldtrace's own standard outputs.
-fn own_descriptor(path: &Path) -> Option<u8> {
+/// The descriptor a path names when it is one of coldtrace's own standard outputs (1 for
+/// `/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1`; 2 likewise): what decides where else
+/// coldtrace may write (an export on stdout shares it with the table or `--json`).
+pub fn own_descriptor(path: &Path) -> Option<u8> {
     let text = path.to_str()?;
     let number = match text {
         "/dev/stdout" => return Some(1),
