@@ -13,8 +13,10 @@ macro_rules! eprintln {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<_> = std::env::args_os().skip(1).collect();
-    let command = match cli::parse(args) {
+    let mut argv = std::env::args_os();
+    let invoked = argv.next();
+    let args: Vec<_> = argv.collect();
+    let command = match cli::parse_invoked(invoked.as_deref(), args) {
         Ok(command) => command,
         Err(e) => {
             eprintln!("coldtrace: error: {e}");

@@ -360,3 +360,51 @@ fn the_title_names_where_the_output_went_with_or_without_out() {
         );
     }
 }
+
+#[test]
+fn a_script_without_a_shebang_line_says_how_to_run_it() {
+    let dir = TempDir::new("noexec");
+    common::write_file(&dir.join("script"), b"echo hi\n", 0o755);
+    for args in [
+        &["run", "-n", "1", "--", "./script"][..],
+        &["run", "-n", "3", "--", "./script"],
+    ] {
+        let out = ct(dir.path(), args).run();
+        out.expect_code(126);
+        assert!(
+            out.stderr.contains("Exec format error")
+                && out.stderr.contains(
+                    "a script needs a #! line (#!/bin/sh), or a shell to run it: -S, or sh SCRIPT"
+                ),
+            "{}",
+            out.describe()
+        );
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.describe());
+    }
+    // The hint works: through sh, it runs.
+    let out = ct(dir.path(), ["run", "-n", "2", "-q", "-S", "--", "./script"]).run();
+    out.expect_code(0);
+}
+
+#[test]
+fn report_walks_past_a_commands_folder_that_is_no_comparison() {
+    let dir = TempDir::new("report-commands");
+    ct(
+        dir.path(),
+        ["run", "-q", "-n", "2", "-o", "work/batch", "--", "true"],
+    )
+    .run()
+    .expect_code(0);
+    // A source tree beside the batch, with its own `commands/` folder.
+    std::fs::create_dir_all(dir.join("work/tool/src/commands/deploy")).unwrap();
+    std::fs::write(dir.join("work/tool/src/commands/deploy/mod.rs"), "").unwrap();
+    let out = ct(dir.path(), ["report", "work"]).run();
+    out.expect_code(0);
+    assert!(out.stdout.contains("work/batch"), "{}", out.describe());
+    assert_eq!(
+        out.stderr,
+        "",
+        "nothing skipped, nothing said{}",
+        out.describe()
+    );
+}

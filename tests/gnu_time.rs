@@ -747,3 +747,24 @@ fn stdin_stdout_and_stderr_are_the_commands() {
     );
     assert_eq!((ours.stdout, ours.stderr), (gnu.stdout, gnu.stderr));
 }
+
+#[test]
+fn installed_or_linked_as_time_it_is_coldtrace_time() {
+    let dir = TempDir::new("gt-argv0");
+    let linked = dir.join("time");
+    std::os::unix::fs::symlink(shipped_binary(), &linked).unwrap();
+    let args = ["-f", "%x %C", aux(), "-e", "3"];
+    let ours = Command::new(&linked)
+        .args(args)
+        .current_dir(dir.path())
+        .env("LC_ALL", "C")
+        .env_remove("TIME")
+        .output()
+        .unwrap();
+    let gnu = run(Tool::Gnu, dir.path(), &args);
+    assert_eq!(ours.status.code(), gnu.code, "{}", gnu.describe());
+    assert_eq!(String::from_utf8_lossy(&ours.stderr), gnu.stderr);
+    // Its help is `coldtrace time`'s.
+    let help = Command::new(&linked).arg("--help").output().unwrap();
+    assert!(String::from_utf8_lossy(&help.stdout).contains("a drop-in for GNU time"));
+}

@@ -2,7 +2,8 @@
 //! `script`, an 80×24 pty), its output replayed on a small screen model (carriage return, erase
 //! line, newline; colours ignored), read while runs are held open and after they end. Each run
 //! blocks reading a FIFO until the test releases it, so every state is waited for, never timed.
-//! Also: nothing but plain lines with `TERM=dumb`, `NO_COLOR`, `-q`, or off a terminal.
+//! Also: nothing but plain lines with `TERM=dumb`, `-q`, or off a terminal; the line without
+//! colour with `NO_COLOR`; an eviction named while it runs.
 #![forbid(unsafe_code)]
 
 mod common;
@@ -338,26 +339,55 @@ fn quick(args: &[&str], env: &[(&str, &str)]) -> (Vec<String>, Vec<u8>) {
     (screen, bytes)
 }
 
+/// Whether `bytes` set a colour or bold (`ESC [ … m`).
+fn has_colour(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(bytes);
+    text.split('\x1b').skip(1).any(|seq| {
+        let body: String = seq
+            .chars()
+            .take_while(|c| !c.is_ascii_alphabetic())
+            .collect();
+        seq[body.len()..].starts_with('m') && body.starts_with('[')
+    })
+}
+
 #[test]
-fn a_dumb_terminal_and_no_color_get_no_escape_code_at_all() {
+fn a_dumb_terminal_gets_no_escape_code_and_no_color_an_uncoloured_line() {
     let (_, bytes) = quick(&[], &[]);
     assert!(
-        bytes.contains(&0x1b),
+        has_colour(&bytes),
         "a capable terminal gets the line and bold"
     );
-    for env in [[("TERM", "dumb")], [("NO_COLOR", "1")]] {
-        let (screen, bytes) = quick(&[], &env);
-        assert!(
-            !bytes.contains(&0x1b),
-            "{env:?}: {}",
-            String::from_utf8_lossy(&bytes)
-        );
-        assert!(!screen.iter().any(|l| is_progress(l)), "{env:?}");
-        assert!(
-            screen.iter().any(|l| l.contains("3 runs of true")),
-            "{env:?}"
-        );
-    }
+    let (screen, bytes) = quick(&[], &[("TERM", "dumb")]);
+    assert!(
+        !bytes.contains(&0x1b),
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+    assert!(!screen.iter().any(|l| is_progress(l)));
+    assert!(screen.iter().any(|l| l.contains("3 runs of true")));
+    // NO_COLOR is about colour: the line is drawn (and cleared), as hyperfine keeps its bar.
+    let (screen, bytes) = quick(&[], &[("NO_COLOR", "1")]);
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(!has_colour(&bytes), "{text:?}");
+    assert!(
+        text.contains("coldtrace ▕") && text.contains("1/3 first"),
+        "{text:?}"
+    );
+    assert!(screen.iter().any(|l| l.contains("3 runs of true")));
+}
+
+#[test]
+fn an_eviction_is_named_on_the_line_while_it_runs() {
+    let tmp = TempDir::new("tty-evict");
+    std::fs::create_dir(tmp.join("cold")).unwrap();
+    std::fs::write(tmp.join("cold/f"), b"some bytes").unwrap();
+    let args = ["run", "-n", "3", "--evict", "cold", "--", "true"];
+    let (code, screen, bytes) = OnTerminal::start(tmp.path(), &args, &[]).finish();
+    assert_eq!(code, 0, "{}", screen.join("\n"));
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.contains(" 1/3 first (cold) · evicting "), "{text:?}");
+    assert!(text.contains(" 2/3 cold · evicting "), "{text:?}");
 }
 
 #[test]

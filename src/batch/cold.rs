@@ -4,6 +4,7 @@
 
 use crate::batch::command::CommandBatch;
 use crate::batch::error::{BatchError, NotRun};
+use crate::batch::progress::Observer;
 use crate::batch::signals::Signals;
 use crate::measure::cache::{self, CacheError, EvictReport, FileSet};
 use crate::plan::ColdWhen;
@@ -11,6 +12,48 @@ use crate::record::run::{ColdAction, Role, StayedRecord};
 
 /// Files named, with their reason, when some evicted pages stayed cached.
 const STAYED_TOP: usize = 5;
+
+/// How often a slow step is said again while it goes on.
+const TICK_NS: u64 = 250_000_000;
+
+/// Tells an observer what a slow step is doing, when it begins and then every [`TICK_NS`],
+/// from the per-file checks of the walk and the eviction (which only borrow it).
+struct Ticker<'o> {
+    observer: std::cell::RefCell<&'o mut dyn Observer>,
+    began: u64,
+    last: std::cell::Cell<Option<u64>>,
+}
+
+impl<'o> Ticker<'o> {
+    fn new(observer: &'o mut dyn Observer, began: u64) -> Ticker<'o> {
+        Ticker {
+            observer: std::cell::RefCell::new(observer),
+            began,
+            last: std::cell::Cell::new(None),
+        }
+    }
+
+    /// `what` is under way: said at once the first time, then at most every [`TICK_NS`].
+    fn tick(&self, what: &'static str) {
+        let now = crate::measure::clock::monotonic_ns();
+        if self
+            .last
+            .get()
+            .is_none_or(|t| now.saturating_sub(t) >= TICK_NS)
+        {
+            self.last.set(Some(now));
+            if let Ok(mut observer) = self.observer.try_borrow_mut() {
+                observer.preparing(what, now.saturating_sub(self.began));
+            }
+        }
+    }
+
+    /// `what` begins now.
+    fn say(&self, what: &'static str) {
+        self.last.set(None);
+        self.tick(what);
+    }
+}
 
 impl CommandBatch<'_> {
     /// Whether a run of `role` starts cold (the plan evicts or drops before it). Every run
@@ -25,12 +68,14 @@ impl CommandBatch<'_> {
         }
     }
 
-    /// Establishes the cold state before a run of `role`, when due. The walk and the eviction
-    /// give up at once when a signal asks coldtrace to stop (the run then does not happen).
+    /// Establishes the cold state before a run of `role`, when due, telling `observer` what it
+    /// is doing while it takes time. The walk and the eviction give up at once when a signal
+    /// asks coldtrace to stop (the run then does not happen).
     pub(super) fn cold_action(
         &mut self,
         role: Role,
         signals: &Signals,
+        observer: &mut dyn Observer,
     ) -> Result<Option<ColdAction>, NotRun> {
         let plan = self.plan;
         if !self.cold_due(role) {
@@ -38,7 +83,11 @@ impl CommandBatch<'_> {
         }
         let began = crate::measure::clock::monotonic_ns();
         let mut action = ColdAction::default();
-        let stop = || signals.pending_interrupt();
+        let ticker = Ticker::new(observer, began);
+        let stop = || {
+            ticker.tick("evicting");
+            signals.pending_interrupt()
+        };
         if !plan.cold.evict.is_empty() {
             let set = match FileSet::collect_until(&plan.cold.evict, &stop) {
                 Ok(set) => set,
@@ -70,6 +119,7 @@ impl CommandBatch<'_> {
             action.evict_failed_files = Some(report.failed);
         }
         if plan.cold.drop_caches {
+            ticker.say("dropping caches");
             cache::drop_caches().map_err(|e| NotRun::from(BatchError::own(e.to_string())))?;
             action.dropped_caches = true;
         }

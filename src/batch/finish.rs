@@ -5,7 +5,7 @@
 use crate::batch::command::CommandBatch;
 use crate::batch::error::BatchError;
 use crate::batch::outcome::{describe, single_exit_code, BatchOutcome};
-use crate::batch::program::exit_code_for_failed_start;
+use crate::batch::program::{cannot_start, exit_code_for_failed_start};
 use crate::measure::tick::Tick;
 use crate::plan::{ColdWhen, Plan};
 use crate::record::anomaly::{noise, series_anomalies, Noise, RunAnomaly};
@@ -130,7 +130,7 @@ impl CommandBatch<'_> {
             failure_stop: self.failure_stop,
             start_failure: self
                 .start_failure
-                .map(|(_, errno)| format!("{}: cannot start: {errno}", self.argv[0])),
+                .map(|(_, errno)| cannot_start(&self.argv[0], errno)),
         })
     }
 

@@ -30,6 +30,18 @@ pub(crate) fn exit_code_for_failed_start(stage: ChildStage, errno: Errno) -> u8 
     }
 }
 
+/// Why `program` did not start, in one line, with what to do when the reason is a script
+/// without a `#!` line (ENOEXEC: the kernel cannot run it; a shell would, as execvp does, but
+/// coldtrace runs no shell unless asked).
+pub(crate) fn cannot_start(program: &str, errno: Errno) -> String {
+    let hint = if errno == Errno::NOEXEC {
+        "; a script needs a #! line (#!/bin/sh), or a shell to run it: -S, or sh SCRIPT"
+    } else {
+        ""
+    };
+    format!("{program}: cannot start: {errno}{hint}")
+}
+
 pub(crate) fn lossy(s: &std::ffi::OsStr) -> String {
     s.to_string_lossy().into_owned()
 }

@@ -1,5 +1,6 @@
 //! What a running batch tells whoever watches it: the batch starts, a run starts (its role, and
-//! whether it is cold), a long run is still running, a run ended, a notice that cannot wait.
+//! whether it is cold), a slow step before it (an eviction) is under way, a long run is still
+//! running, a run ended, a notice that cannot wait.
 //! The batch only reports these events; drawing them (or not) is the view's job.
 #![forbid(unsafe_code)]
 
@@ -59,6 +60,13 @@ pub trait Observer {
     /// The current run has been running for `running_ns` (long runs only, a few times a second).
     fn running(&mut self, running_ns: u64) {
         let _ = running_ns;
+    }
+
+    /// Before the run starts, a slow step of its own is under way (`what`: "evicting",
+    /// "dropping caches") and has taken `for_ns` so far: said when it begins, then a few times
+    /// a second while it goes on.
+    fn preparing(&mut self, what: &'static str, for_ns: u64) {
+        let _ = (what, for_ns);
     }
 
     /// A run ended and is recorded.

@@ -179,7 +179,7 @@ impl CommandBatch<'_> {
         if let Some(stop) = self.around_step(shared, Around::Prepare, index) {
             return Ok(stop);
         }
-        let cold_action = self.cold_action(role, shared.signals)?;
+        let cold_action = self.cold_action(role, shared.signals, observer)?;
         if cold_action.is_some() {
             shared.sampler.forget();
         }
@@ -576,8 +576,8 @@ impl CommandBatch<'_> {
         if let Outcome::FailedToStart { stage, errno } = run.outcome {
             self.start_failure = Some((stage, errno));
             self.stopped_reason = Some(format!(
-                "{}: cannot start: {errno}; the batch stops",
-                self.argv[0]
+                "{}; the batch stops",
+                crate::batch::program::cannot_start(&self.argv[0], errno)
             ));
             return Step::Stop;
         }

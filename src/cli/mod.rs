@@ -33,6 +33,19 @@ use crate::batch::BatchError;
 use std::ffi::OsString;
 use usage::usage;
 
+/// Parses the arguments of a coldtrace invoked as `program` (argv\[0\]): installed or linked
+/// as `time`, it is `coldtrace time` (a drop-in for `/usr/bin/time`, as GNU time is called).
+pub fn parse_invoked(
+    program: Option<&std::ffi::OsStr>,
+    args: Vec<OsString>,
+) -> Result<Command, UsageError> {
+    let name = program.and_then(|p| std::path::Path::new(p).file_name());
+    if name.is_some_and(|n| n == "time") {
+        return time::parse_time(args, std::env::var_os("TIME"));
+    }
+    parse(args)
+}
+
 /// Parses the whole argument list (without argv\[0\]).
 pub fn parse(args: Vec<OsString>) -> Result<Command, UsageError> {
     let Some(first) = args.first() else {

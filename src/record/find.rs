@@ -1,8 +1,8 @@
 //! Which batch directories `report` reads: each operand as it is when it is a batch (or a
 //! comparison), else every batch found below it. It lists directories; it reads no record.
 //!
-//! A batch directory holds `runs.jsonl`; a comparison directory holds `commands/` and no
-//! `runs.jsonl`. Below any other directory the walk goes on, in name order, without following
+//! A batch directory holds `runs.jsonl`; a comparison directory holds `commands/` (with
+//! `batch.json` or `commands/00/runs.jsonl`) and no `runs.jsonl`. Below any other directory the walk goes on, in name order, without following
 //! symlinks (a link loop cannot trap it) and without entering a batch (its `runs/` is not
 //! searched). This is how records gathered from many machines are read at once: a job array
 //! writes one batch directory per task under a shared directory, and `report SHARED` reads
@@ -21,17 +21,23 @@ pub const MAX_DEPTH: usize = 16;
 pub enum Kind {
     /// It holds `runs.jsonl`.
     Batch,
-    /// It holds `commands/` and no `runs.jsonl`.
+    /// It holds `commands/` with `batch.json` or `commands/00/runs.jsonl`, and no `runs.jsonl`.
     Comparison,
     /// Neither: batches may be below it.
     Other,
 }
 
-/// What `dir` is (symlinks at `dir` itself are followed, as for any path the user names).
+/// What `dir` is (symlinks at `dir` itself are followed, as for any path the user names). A
+/// `commands/` folder makes a comparison only beside its `batch.json` or with the first
+/// command's records (`commands/00/runs.jsonl`): a source tree's `commands/` is no batch, and
+/// the walk goes on below it.
 pub fn kind(dir: &Path) -> Kind {
+    let comparison = dir.join("commands").is_dir()
+        && (exists_no_follow(&dir.join("batch.json"))
+            || exists_no_follow(&dir.join("commands/00/runs.jsonl")));
     if exists_no_follow(&dir.join("runs.jsonl")) {
         Kind::Batch
-    } else if dir.join("commands").is_dir() {
+    } else if comparison {
         Kind::Comparison
     } else {
         Kind::Other
@@ -186,6 +192,11 @@ mod tests {
         fs::write(root.join("c/runs/000/runs.jsonl"), b"").unwrap();
         fs::create_dir_all(root.join("d/cmp/commands/00")).unwrap();
         fs::write(root.join("d/cmp/commands/00/runs.jsonl"), b"").unwrap();
+        // A source tree's `commands/` is no comparison: the walk goes on below it.
+        fs::create_dir_all(root.join("e/src/commands/deploy")).unwrap();
+        fs::write(root.join("e/src/commands/deploy/main.rs"), b"fn main() {}").unwrap();
+        fs::create_dir_all(root.join("e/src/commands/bench/runs")).unwrap();
+        fs::write(root.join("e/src/commands/bench/runs.jsonl"), b"").unwrap();
         // A symlink loop is not followed.
         std::os::unix::fs::symlink(&root, root.join("a/loop")).unwrap();
         let found = batch_dirs(std::slice::from_ref(&root)).unwrap().dirs;
@@ -195,7 +206,14 @@ mod tests {
             .collect();
         assert_eq!(
             rel,
-            ["a/host1/001", "a/host1/002", "b/host2/001", "c", "d/cmp"]
+            [
+                "a/host1/001",
+                "a/host1/002",
+                "b/host2/001",
+                "c",
+                "d/cmp",
+                "e/src/commands/bench"
+            ]
         );
         // An operand that is a batch is kept as given.
         let direct = batch_dirs(&[root.join("c")]).unwrap().dirs;

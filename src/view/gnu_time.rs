@@ -113,8 +113,8 @@ pub struct Facts<'a> {
 /// then the layout, then a newline — except after a format that ends in a lone `%`, where GNU
 /// time 1.9 stops without one.
 ///
-/// Only the values may differ from GNU time's: each is the measured value rounded at the
-/// printed precision, where GNU time truncates. One deliberate difference in the words: a
+/// Only the values may differ from GNU time's: they are measured where GNU time's are off
+/// (see the README), and truncated at the printed precision as GNU time truncates them. One deliberate difference in the words: a
 /// trailing `\` prints `?\` as GNU time 1.10 does (1.9 reads past the end of the string).
 pub fn render(layout: Layout<'_>, quiet: bool, facts: &Facts<'_>) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
@@ -221,14 +221,10 @@ fn us_to_ns(us: u64) -> u64 {
     us.saturating_mul(1000)
 }
 
-/// Nanoseconds rounded to the nearest hundredth of a second.
+/// Nanoseconds in whole hundredths of a second, truncated as GNU time truncates
+/// (`tv_usec / 10000`): a 0.549 s time prints `0.54`, as in every figure written with it.
 fn centiseconds(ns: u64) -> u64 {
-    rounded_div(ns, 10_000_000)
-}
-
-/// `n / d` rounded half up, exact for every `u64`.
-fn rounded_div(n: u64, d: u64) -> u64 {
-    n / d + u64::from(n % d >= d - d / 2)
+    ns / 10_000_000
 }
 
 /// `12.34`: seconds with two decimals.
@@ -240,7 +236,7 @@ fn seconds(centis: u64) -> String {
 fn clock(wall_ns: u64) -> String {
     let centis = centiseconds(wall_ns);
     if centis >= 3600 * 100 {
-        let s = rounded_div(wall_ns, 1_000_000_000);
+        let s = wall_ns / 1_000_000_000;
         format!("{}:{:02}:{:02}", s / 3600, (s % 3600) / 60, s % 60)
     } else {
         let s = centis / 100;
@@ -300,7 +296,7 @@ mod tests {
     fn every_conversion() {
         let a = argv(&["sh", "-c", "echo  \"a b\""]);
         let f = facts(&a, Ending::Exited(0));
-        assert_eq!(fmt("%e|%E|%U|%S|%P", &f), "2.35|0:02.35|1.23|0.09|56%\n");
+        assert_eq!(fmt("%e|%E|%U|%S|%P", &f), "2.34|0:02.34|1.23|0.08|56%\n");
         assert_eq!(
             fmt("%M %F %R %I %O %w %c %Z %x", &f),
             "52428 3 1234 16 8 7 2 4096 0\n"
@@ -329,7 +325,7 @@ mod tests {
         let f = facts(&a, Ending::Exited(0));
         assert_eq!(
             text(Layout::Format(DEFAULT_FORMAT), false, &f),
-            "1.23user 0.09system 0:02.35elapsed 56%CPU (0avgtext+0avgdata 52428maxresident)k\n\
+            "1.23user 0.08system 0:02.34elapsed 56%CPU (0avgtext+0avgdata 52428maxresident)k\n\
              16inputs+8outputs (3major+1234minor)pagefaults 0swaps\n"
         );
     }
@@ -341,7 +337,7 @@ mod tests {
             let f = facts(&a, ending);
             assert_eq!(
                 text(Layout::Posix, false, &f),
-                "real 2.35\nuser 1.23\nsys 0.09\n"
+                "real 2.34\nuser 1.23\nsys 0.08\n"
             );
         }
     }
@@ -356,7 +352,7 @@ mod tests {
         assert_eq!(lines[0], "\tCommand being timed: \"sleep 1\"");
         assert_eq!(
             lines[4],
-            "\tElapsed (wall clock) time (h:mm:ss or m:ss): 0:02.35"
+            "\tElapsed (wall clock) time (h:mm:ss or m:ss): 0:02.34"
         );
         assert_eq!(lines[9], "\tMaximum resident set size (kbytes): 52428");
         assert_eq!(lines[21], "\tPage size (bytes): 4096");
@@ -400,19 +396,20 @@ mod tests {
     }
 
     #[test]
-    fn times_round_at_the_printed_precision() {
+    fn times_are_truncated_at_the_printed_precision_as_gnu_time_does() {
         assert_eq!(seconds(centiseconds(0)), "0.00");
-        assert_eq!(seconds(centiseconds(4_999_999)), "0.00");
-        assert_eq!(seconds(centiseconds(5_000_000)), "0.01");
-        assert_eq!(seconds(centiseconds(1_999_000_000)), "2.00");
-        assert_eq!(seconds(centiseconds(123_456_789_000)), "123.46");
-        assert_eq!(clock(59_996_000_000), "1:00.00");
+        assert_eq!(seconds(centiseconds(9_999_999)), "0.00");
+        assert_eq!(seconds(centiseconds(10_000_000)), "0.01");
+        assert_eq!(seconds(centiseconds(549_000_000)), "0.54");
+        assert_eq!(seconds(centiseconds(1_999_000_000)), "1.99");
+        assert_eq!(seconds(centiseconds(123_456_789_000)), "123.45");
+        assert_eq!(clock(59_996_000_000), "0:59.99");
         assert_eq!(clock(61_234_000_000), "1:01.23");
-        assert_eq!(clock(3_599_994_000_000), "59:59.99");
-        assert_eq!(clock(3_599_996_000_000), "1:00:00");
-        assert_eq!(clock(3_725_400_000_000), "1:02:05");
-        assert_eq!(clock(90_061_600_000_000), "25:01:02");
-        assert_eq!(clock(u64::MAX), "5124095:34:34");
+        assert_eq!(clock(3_599_999_000_000), "59:59.99");
+        assert_eq!(clock(3_600_000_000_000), "1:00:00");
+        assert_eq!(clock(3_725_900_000_000), "1:02:05");
+        assert_eq!(clock(90_062_600_000_000), "25:01:02");
+        assert_eq!(clock(u64::MAX), "5124095:34:33");
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! first, cold, warm), the running estimate (mean ± σ of the warm runs so far) and the time
 //! left; and notices as they happen. It draws a batch's events; it decides nothing about it.
 //!
-//! Drawn only where escape codes are allowed (a terminal, no `NO_COLOR`, `TERM` not `dumb`),
-//! never with `-q`, and never while the command itself writes to the terminal. It is redrawn
+//! Drawn only where the line can be redrawn (a terminal, `TERM` not `dumb`; it has no colour,
+//! so `NO_COLOR` keeps it, as hyperfine does), never with `-q`, and never while the command
+//! itself writes to the terminal. A slow step before a run (an eviction) is named on it while
+//! it goes on, and counted in the time left. It is redrawn
 //! when a run starts (at most every [`REDRAW_NS`] for fast runs) and, for a run longer than a
 //! second, from the waiting loop a few times a second (see [`crate::measure::waiting`]).
 #![forbid(unsafe_code)]
@@ -78,6 +80,11 @@ pub struct Progress {
     pub current: Option<RunStart>,
     /// How long it has been running, once the waiting loop says so.
     pub running_ns: Option<u64>,
+    /// A slow step before it (an eviction) and how long it has taken so far.
+    pub preparing: Option<(&'static str, u64)>,
+    /// Time since the current run's turn began (its `--prepare`, cold action and the run), for
+    /// the time left.
+    pub in_run_ns: Option<u64>,
     /// Each command's warm runs so far.
     pub warm: Vec<Running>,
     /// Each command's first run.
@@ -111,7 +118,9 @@ impl Progress {
         if let Some(run) = &self.current {
             tail.push_str(&format!(" {}", role_word(run)));
         }
-        if let Some(ns) = self.running_ns {
+        if let Some((what, ns)) = self.preparing {
+            tail.push_str(&format!(" · {what} {:.1} s", ns as f64 / 1e9));
+        } else if let Some(ns) = self.running_ns {
             tail.push_str(&format!(" {:.1} s", ns as f64 / 1e9));
         }
         let warm = self.warm.get(command).and_then(Running::estimate);
@@ -143,16 +152,17 @@ impl Progress {
         format!("{}{}", "█".repeat(full), "░".repeat(width - full))
     }
 
-    /// Time left: the time per run so far times the runs left, less what the current run has
-    /// already taken.
+    /// Time left: the time per run so far (its eviction and the commands around it included)
+    /// times the runs left, less what the current run's turn has already taken.
     fn eta_ns(&self) -> Option<f64> {
         let elapsed = self.elapsed_ns? as f64;
         if self.done == 0 {
             return None;
         }
-        let per_run = elapsed / self.done as f64;
+        let in_run = self.in_run_ns.or(self.running_ns).unwrap_or(0) as f64;
+        let per_run = (elapsed - in_run).max(0.0) / self.done as f64;
         let left = per_run * self.total.saturating_sub(self.done) as f64;
-        Some((left - self.running_ns.unwrap_or(0) as f64).max(0.0))
+        Some((left - in_run).max(0.0))
     }
 }
 
@@ -163,6 +173,8 @@ pub struct ProgressLine {
     drawn: bool,
     width: usize,
     started_ns: Option<u64>,
+    /// When the current run's turn began.
+    turn_ns: Option<u64>,
     last_draw_ns: Option<u64>,
     said: Vec<String>,
     state: Progress,
@@ -173,11 +185,12 @@ impl ProgressLine {
     /// and when the command's own output does not go to the terminal (`command_on_terminal`).
     pub fn new(quiet: bool, command_on_terminal: bool) -> ProgressLine {
         ProgressLine {
-            draw: !quiet && !command_on_terminal && terminal::escapes_allowed(Stream::Stderr),
+            draw: !quiet && !command_on_terminal && terminal::redraw_allowed(Stream::Stderr),
             quiet,
             drawn: false,
             width: terminal::width(Stream::Stderr),
             started_ns: None,
+            turn_ns: None,
             last_draw_ns: None,
             said: Vec::new(),
             state: Progress::default(),
@@ -190,6 +203,16 @@ impl ProgressLine {
         let _ = std::io::stderr().flush();
         self.drawn = true;
         self.last_draw_ns = Some(now);
+    }
+
+    /// Redraws from inside a run's turn, the times brought up to now.
+    fn tick(&mut self) {
+        let now = monotonic_ns();
+        if let Some(started) = self.started_ns {
+            self.state.elapsed_ns = Some(now.saturating_sub(started));
+        }
+        self.state.in_run_ns = self.turn_ns.map(|t| now.saturating_sub(t));
+        self.redraw(now);
     }
 
     fn clear(&mut self) {
@@ -218,6 +241,9 @@ impl Observer for ProgressLine {
         let started = *self.started_ns.get_or_insert(now);
         self.state.current = Some(*run);
         self.state.running_ns = None;
+        self.state.preparing = None;
+        self.state.in_run_ns = None;
+        self.turn_ns = Some(now);
         self.state.elapsed_ns = (self.state.done > 0).then(|| now.saturating_sub(started));
         let due = self
             .last_draw_ns
@@ -233,12 +259,16 @@ impl Observer for ProgressLine {
     }
 
     fn running(&mut self, running_ns: u64) {
-        let now = monotonic_ns();
         self.state.running_ns = Some(running_ns);
-        if let Some(started) = self.started_ns {
-            self.state.elapsed_ns = Some(now.saturating_sub(started));
+        self.state.preparing = None;
+        self.tick();
+    }
+
+    fn preparing(&mut self, what: &'static str, for_ns: u64) {
+        self.state.preparing = Some((what, for_ns));
+        if self.draw && self.state.total > 1 {
+            self.tick();
         }
-        self.redraw(now);
     }
 
     fn run_finished(&mut self, end: &RunEnd) {
@@ -347,11 +377,14 @@ mod tests {
             warm: vec![Running::default(), warm],
             first_ns: vec![None, Some(120e6 as u64)],
             elapsed_ns: Some(7_000_000_000),
+            preparing: None,
+            in_run_ns: None,
         };
         let line = p.line(80);
         assert!(line.starts_with("[1] python3 -S -c 'imp…▕█░░░░▏"), "{line}");
         assert!(
-            line.ends_with("▏ 8/20 cold 1.2 s  mean 99.33 ± 1.53 ms  ETA 00:12"),
+            // 7 runs in the 5.75 s before this one's 1.25 s: 13 more at 0.82 s, less 1.25 s.
+            line.ends_with("▏ 8/20 cold 1.2 s  mean 99.33 ± 1.53 ms  ETA 00:09"),
             "{line}"
         );
         let wide = p.line(120);
@@ -362,5 +395,29 @@ mod tests {
         for width in [40, 60, 80, 120] {
             assert!(display_width(&p.line(width)) < width, "{}", p.line(width));
         }
+    }
+
+    #[test]
+    fn a_slow_eviction_is_named_and_counted_in_the_time_left() {
+        // Four runs done in 8 s, each a 1.5 s eviction and a 0.5 s run; the fifth has spent
+        // 1.2 s evicting.
+        let p = Progress {
+            commands: vec!["cat data".into()],
+            total: 10,
+            done: 4,
+            current: run(0, Role::Cold, true),
+            preparing: Some(("evicting", 1_200_000_000)),
+            in_run_ns: Some(1_200_000_000),
+            warm: vec![Running::default()],
+            first_ns: vec![Some(500_000_000)],
+            elapsed_ns: Some(9_200_000_000),
+            ..Progress::default()
+        };
+        let line = p.line(80);
+        // Six runs of 2 s left, less the 1.2 s this one has taken: 10.8 s.
+        assert!(
+            line.contains(" 5/10 cold · evicting 1.2 s  first 500 ms  ETA 00:11"),
+            "{line}"
+        );
     }
 }

@@ -64,3 +64,9 @@ pub fn escapes_forbidden() -> bool {
 pub fn escapes_allowed(stream: Stream) -> bool {
     stream.is_terminal() && !escapes_forbidden()
 }
+
+/// Whether a line may be redrawn on `stream` (`\r` and erase-line, no colour): a terminal
+/// that can do it (`TERM` not `dumb`); `NO_COLOR` is about colour only.
+pub fn redraw_allowed(stream: Stream) -> bool {
+    stream.is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+}
