@@ -245,6 +245,8 @@ pub struct Plan {
     pub timeout_ns: Option<u64>,
     /// Grace period between SIGTERM and SIGKILL after a timeout, nanoseconds.
     pub kill_after_ns: u64,
+    /// What to do with processes the command leaves running when it exits (`--survivors`).
+    pub survivors: crate::measure::survivors::SurvivorPolicy,
     /// `--kill-after` was given: this long after a request to stop (SIGTERM, SIGINT…) was
     /// passed on to the command, its whole tree is killed (a second request kills it at once).
     pub escalate_after_ns: Option<u64>,

@@ -3,7 +3,7 @@
 //! code, that a one-line error stays one escaped line, that no process of the command survives
 //! (running or as a zombie), and that the records are whole. The cases of this file come first;
 //! each class with its own file below `tests/hostile/` follows (files, crashes, memory, truth,
-//! signals).
+//! signals, processes).
 #![forbid(unsafe_code)]
 
 mod common;
@@ -13,6 +13,8 @@ mod crashes;
 mod files;
 #[path = "hostile/memory.rs"]
 mod memory;
+#[path = "hostile/processes.rs"]
+mod processes;
 #[path = "hostile/signals.rs"]
 mod signals;
 #[path = "hostile/truth.rs"]
@@ -101,7 +103,7 @@ fn assert_no_survivor(path: &Path) {
 fn assert_records_whole(dir: &Path, finished: bool) -> Vec<Value> {
     let records = read_records(dir);
     for (i, r) in records.iter().enumerate() {
-        assert_eq!(r["schema"], "coldtrace.run/1", "{r}");
+        assert_eq!(r["schema"], "coldtrace.run/2", "{r}");
         assert_eq!(r["index"], i as u64, "{r}");
     }
     if finished {

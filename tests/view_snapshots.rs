@@ -92,6 +92,7 @@ fn outcome(summaries: Vec<MetricSummary>, counts: Counts) -> BatchOutcome {
         columns: coldtrace::record::columns::Columns::new(metrics()),
         first: None,
         first_paged_in: None,
+        survivors: Default::default(),
         first_stayed: None,
         watching: false,
         cache_unknown: None,

@@ -163,6 +163,7 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
         walls_ns: c.values(),
         first,
         first_paged_in: None,
+        survivors: survivors(c),
         first_stayed: None,
         watching: c.byte() & 1 == 1,
         cache_unknown: c.some_text(),
@@ -183,6 +184,36 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
         start_failure: c.some_text(),
         failure_stop,
     }
+}
+
+/// Survivors of a few runs, with arbitrary names (a `comm` is whatever a process set).
+fn survivors(c: &mut Cursor<'_>) -> coldtrace::batch::SurvivorsSeen {
+    let mut seen = coldtrace::batch::SurvivorsSeen::default();
+    for run in 0..u64::from(c.byte() % 3) {
+        let processes = (0..c.byte() % 7)
+            .map(|i| coldtrace::measure::descendants::Proc {
+                pid: i32::from(c.byte()) + 2,
+                ppid: 1,
+                pgid: 1,
+                start_ticks: u64::from(i),
+                comm: c.text(),
+                state: 'S',
+            })
+            .collect();
+        let action = match c.byte() % 3 {
+            0 => coldtrace::measure::survivors::SurvivorAction::Left,
+            1 => coldtrace::measure::survivors::SurvivorAction::Killed,
+            _ => coldtrace::measure::survivors::SurvivorAction::Waited,
+        };
+        let survivors = coldtrace::measure::survivors::Survivors {
+            processes,
+            action: Some(action),
+            looked: true,
+            ..Default::default()
+        };
+        seen.add(run, &survivors);
+    }
+    seen
 }
 
 /// No control character but `\n` (colour is off, so not even ESC).

@@ -9,6 +9,7 @@ use crate::batch::command::CommandBatch;
 use crate::batch::outcome::Step;
 use crate::batch::shared::Shared;
 use crate::measure::runner::{self, RunLimits};
+use crate::measure::survivors::Survivors;
 use coldtrace_syscalls::{Program, Signal, SpawnOptions};
 use std::os::fd::AsFd;
 
@@ -70,7 +71,16 @@ impl CommandBatch<'_> {
         index: u64,
     ) -> Option<Step> {
         let (program, text) = self.around_program(around)?;
-        let failure = match run_around(program, shared) {
+        let (ran, survivors) = run_around(program, shared);
+        if let Some(named) = crate::batch::outcome::named_processes(&survivors.processes, 5) {
+            self.notices.push(format!(
+                "{} left {} running: {named}; later runs leave {} alone",
+                around.flag(),
+                crate::batch::outcome::processes_count(survivors.count()),
+                if survivors.count() == 1 { "it" } else { "them" },
+            ));
+        }
+        let failure = match ran {
             Ok(wall_ns) => {
                 self.around_ns = self.around_ns.saturating_add(wall_ns);
                 return None;
@@ -123,14 +133,18 @@ struct Failure {
 }
 
 /// Runs one of them through `/bin/sh -c`, unmeasured; its stdout is discarded, its stderr
-/// shown. Its wall time, or why it failed (and the signal if coldtrace was asked to stop).
-fn run_around(program: &Program, shared: &mut Shared<'_>) -> Result<u64, Failure> {
+/// shown. Its wall time, or why it failed (and the signal if coldtrace was asked to stop); and
+/// the processes it left running (spared by the runs from now on).
+fn run_around(program: &Program, shared: &mut Shared<'_>) -> (Result<u64, Failure>, Survivors) {
     // A hook command moves system-wide counters: the next run's delta must not include it.
     shared.sampler.forget();
-    shared.dev_null().map_err(|e| Failure {
-        reason: e.message,
-        interrupted: None,
-    })?;
+    if let Err(e) = shared.dev_null() {
+        let failure = Failure {
+            reason: e.message,
+            interrupted: None,
+        };
+        return (Err(failure), Survivors::default());
+    }
     let options = SpawnOptions {
         stdout: shared.dev_null_out.as_ref().map(|f| f.as_fd()),
         signal_mask: Some(shared.signals.child_mask),
@@ -141,6 +155,9 @@ fn run_around(program: &Program, shared: &mut Shared<'_>) -> Result<u64, Failure
         kill_after_ns: 0,
         escalate_after_ns: None,
         spared: &shared.spared,
+        // A command around the runs may start a server on purpose: it is left running,
+        // and spared by the runs.
+        survivors: crate::measure::survivors::SurvivorPolicy::Leave,
         signals: Some(&shared.signals.fd),
         counters: &[],
         inspect_child: false,
@@ -155,11 +172,13 @@ fn run_around(program: &Program, shared: &mut Shared<'_>) -> Result<u64, Failure
         &limits,
         &mut crate::measure::waiting::Quietly,
     );
-    match (result.outcome.failure_reason(), result.interrupted_by) {
+    shared.spared.extend(result.survivors.keys());
+    let ran = match (result.outcome.failure_reason(), result.interrupted_by) {
         (None, None) => Ok(result.wall_ns.unwrap_or(0)),
         (reason, interrupted) => Err(Failure {
             reason: reason.unwrap_or_else(|| "interrupted".into()),
             interrupted,
         }),
-    }
+    };
+    (ran, result.survivors)
 }

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::error::{stdin_error, BatchError};
+use crate::batch::outcome::SurvivorsSeen;
 use crate::batch::outcome::{FirstPagedIn, SingleRun};
 use crate::batch::program::{lossy, resolve, sh_program};
 use crate::batch::shared::Shared;
@@ -84,6 +85,8 @@ pub struct CommandBatch<'p> {
     pub(super) cut_said: bool,
     /// What stayed cached after the first eviction.
     pub(super) first_stayed: Option<Stayed>,
+    /// The processes runs left running when their commands exited, and what became of them.
+    pub(super) survivors: SurvivorsSeen,
 }
 
 /// A command's plan checked against the system before anything is created or run: the program
@@ -196,6 +199,7 @@ impl<'p> Checked<'p> {
             evict_said: false,
             cut_said: false,
             first_stayed: None,
+            survivors: SurvivorsSeen::default(),
         })
     }
 }

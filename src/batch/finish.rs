@@ -113,6 +113,7 @@ impl CommandBatch<'_> {
             watching: !plan.cold.watch.is_empty(),
             cache_unknown: self.cache_unknown,
             first_paged_in: self.first_paged_in,
+            survivors: self.survivors,
             first_stayed: self.first_stayed.map(|s| {
                 let roots = plan.cold.evict.iter();
                 (s, roots.map(|p| p.display().to_string()).collect())

@@ -33,7 +33,10 @@ mod wiring;
 pub use command::CommandBatch;
 pub use compare::{round_order, run_compare, CompareOutcome};
 pub use error::BatchError;
-pub use outcome::{BatchOutcome, FailureStop, FirstPagedIn, SingleRun, Step};
+pub use outcome::{
+    named_processes, processes_count, BatchOutcome, FailureStop, FirstPagedIn, SingleRun, Step,
+    SurvivorsSeen,
+};
 pub use program::exit_code_for_start_failure;
 pub use progress::{BatchStart, Observer, RunEnd, RunStart, Unobserved};
 pub use shared::Shared;

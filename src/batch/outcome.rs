@@ -44,6 +44,8 @@ pub struct BatchOutcome {
     pub first_stayed: Option<(Stayed, Vec<String>)>,
     /// What the first run brought into the page cache (with `--watch`/`--evict`).
     pub first_paged_in: Option<FirstPagedIn>,
+    /// The processes runs left running when their commands exited.
+    pub survivors: SurvivorsSeen,
     /// The first run's penalty over the reference warm run, or why there is none.
     pub first_penalty: Result<FirstPenalty, &'static str>,
     /// What stood out about warm runs, over the whole series.
@@ -140,6 +142,75 @@ pub(crate) fn describe(outcome: &Outcome) -> String {
              killed with SIGKILL"
         ),
     }
+}
+
+/// The processes the runs of a batch left running when their commands exited, counted, the
+/// first runs' named (bounded: a command that leaves a daemon every run holds no more).
+#[derive(Clone, Debug, Default)]
+pub struct SurvivorsSeen {
+    /// Runs that left any.
+    pub runs: u64,
+    /// Processes, over all runs, by what became of them: left, killed, waited for.
+    pub left: u64,
+    /// Killed (`--survivors kill`, or a wait cut short).
+    pub killed: u64,
+    /// Waited for (`--survivors wait`).
+    pub waited: u64,
+    /// The first [`SURVIVING_RUNS_NAMED`] runs that left any: index, and the processes.
+    pub first: Vec<(u64, Vec<crate::measure::descendants::Proc>)>,
+}
+
+/// Runs named in [`SurvivorsSeen::first`].
+pub const SURVIVING_RUNS_NAMED: usize = 3;
+
+impl SurvivorsSeen {
+    /// Counts the survivors of run `index`.
+    pub fn add(&mut self, index: u64, survivors: &crate::measure::survivors::Survivors) {
+        use crate::measure::survivors::SurvivorAction;
+        let n = survivors.count() as u64;
+        let Some(action) = survivors.action.filter(|_| n > 0) else {
+            return;
+        };
+        self.runs += 1;
+        match action {
+            SurvivorAction::Left => self.left += n,
+            SurvivorAction::Killed => self.killed += n,
+            SurvivorAction::Waited => self.waited += n,
+        }
+        if self.first.len() < SURVIVING_RUNS_NAMED {
+            let named = survivors.processes.iter().take(5).cloned().collect();
+            self.first.push((index, named));
+        }
+    }
+}
+
+/// `N processes` / `1 process`.
+pub fn processes_count(n: usize) -> String {
+    if n == 1 {
+        "1 process".into()
+    } else {
+        format!("{n} processes")
+    }
+}
+
+/// The first `most` of `processes` as `1234 (sleep), 1240 (sh)` (names escaped), and how many
+/// more; `None` for none.
+pub fn named_processes(
+    processes: &[crate::measure::descendants::Proc],
+    most: usize,
+) -> Option<String> {
+    if processes.is_empty() {
+        return None;
+    }
+    let mut named: Vec<String> = processes
+        .iter()
+        .take(most)
+        .map(|p| format!("{} ({})", p.pid, crate::text::escape_controls(&p.comm)))
+        .collect();
+    if processes.len() > most {
+        named.push(format!("{} more", processes.len() - most));
+    }
+    Some(named.join(", "))
 }
 
 /// The exit code of a single run: the child's code, 128+N for signal N.

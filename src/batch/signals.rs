@@ -67,8 +67,7 @@ impl Signals {
     /// their usage), becomes a child subreaper (orphaned descendants are reaped, not left to
     /// init), and blocks the [`STOP_REQUESTS`] and SIGCHLD into a signalfd: the terminal's
     /// SIGINT still reaches a child in our process group, and coldtrace notices it without a
-    /// handler. Blocking installs no handler, so the set of handled signals that children
-    /// reset (read here, before) stays true; children start with the mask from before.
+    /// handler (blocking installs none); children start with the mask from before.
     ///
     /// A stop signal inherited as ignored stays ignored, by coldtrace and by its children (the
     /// child keeps an ignored disposition across exec): `nohup coldtrace …` survives SIGHUP and

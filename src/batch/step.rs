@@ -15,6 +15,7 @@ use crate::measure::cache::PagedFile;
 use crate::measure::clock;
 use crate::measure::context::ProgramInfo;
 use crate::measure::runner::{self, Outcome, RunLimits, RunResult};
+use crate::measure::survivors::SurvivorAction;
 use crate::measure::system::{SystemDelta, SystemSampler, SystemSnapshot};
 use crate::measure::waiting::WhileWaiting;
 use crate::plan::{ColdWhen, IgnoreFailure};
@@ -98,6 +99,7 @@ impl<'a> RecordBase<'a> {
             interrupted_by: run::signal_name(result.interrupted_by),
             stopped_by: run::signal_name(result.stopped_by),
             orphans_reaped: result.orphans_reaped,
+            survivors: run::SurvivorsRecord(result.survivors),
             artifacts: kept.map(|(out, err)| ArtifactPaths {
                 stdout: out.path.clone(),
                 stderr: err.path.clone(),
@@ -305,6 +307,7 @@ impl CommandBatch<'_> {
             kill_after_ns: plan.kill_after_ns,
             escalate_after_ns: plan.escalate_after_ns,
             spared: &shared.spared,
+            survivors: plan.survivors,
             signals: Some(&shared.signals.fd),
             counters: &plan.counters,
             inspect_child: !plan.minimal,
@@ -328,6 +331,8 @@ impl CommandBatch<'_> {
             &limits,
             &mut watching,
         );
+        let mut result = result;
+        self.take_survivors(shared, &mut result);
         let system_after = (!plan.minimal).then(|| shared.sampler.after_run());
         // A signal during the probes after the run is this run's: the batch stops after it.
         let caught = std::cell::Cell::new(None);
@@ -337,7 +342,6 @@ impl CommandBatch<'_> {
             sig
         };
         let (cache, paged_in) = self.watch_after(residency_before, &stop_and_keep).unzip();
-        let mut result = result;
         if let Some(sig) = caught.get() {
             result.interrupted_by.get_or_insert(sig);
         }
@@ -358,6 +362,30 @@ impl CommandBatch<'_> {
                 _ => None,
             },
         })
+    }
+
+    /// Counts what the run left running; what is left running is spared by later runs, and
+    /// said once in the batch. A request to stop that ended a wait for them stops the batch.
+    fn take_survivors(&mut self, shared: &mut Shared<'_>, result: &mut RunResult) {
+        let survivors = &result.survivors;
+        let index = self.next_index;
+        self.survivors.add(index, survivors);
+        if let Some(sig) = survivors.interrupted_by {
+            result.interrupted_by.get_or_insert(sig);
+        }
+        if survivors.action != Some(SurvivorAction::Left) {
+            return;
+        }
+        shared.spared.extend(survivors.keys());
+        if self.survivors.runs == 1 {
+            if let Some(named) = crate::batch::outcome::named_processes(&survivors.processes, 5) {
+                self.notices.push(format!(
+                    "run #{index} left {} running after its command exited: {named}; left \
+                     running (--survivors kill or wait ends them)",
+                    crate::batch::outcome::processes_count(survivors.count())
+                ));
+            }
+        }
     }
 
     /// The context sampled right before the spawn, outside the timed window (only the start

@@ -7,6 +7,7 @@ use crate::cli::args;
 use crate::cli::options::{count, seconds, RawRun};
 use crate::cli::usage::{usage, UsageError};
 use crate::measure::perf::{default_events, PerfEvent};
+use crate::measure::survivors::SurvivorPolicy;
 use crate::plan::{
     ColdPlan, ColdWhen, Exports, IgnoreFailure, OutputMode, Plan, RunBounds, StdinMode,
 };
@@ -79,6 +80,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         timeout_ns,
         kill_after_ns,
         escalate_after_ns: raw.kill_after.is_some().then_some(kill_after_ns),
+        survivors: survivor_policy(raw.survivors.as_deref())?,
         setup: raw.setup,
         prepare: raw.prepare,
         conclude: raw.conclude,
@@ -179,6 +181,19 @@ fn run_count(raw: &RawRun) -> Result<(u32, Option<RunBounds>), UsageError> {
 
 /// `--output` and `--keep-output`, or the default: inherit for one run (`-n 1`), else
 /// `/dev/null` — with or without `--out` (where records go changes nothing measured).
+/// `--survivors leave|kill|wait` (default: leave).
+fn survivor_policy(value: Option<&str>) -> Result<SurvivorPolicy, UsageError> {
+    match value {
+        None => Ok(SurvivorPolicy::Leave),
+        Some(v) => SurvivorPolicy::parse(v).ok_or_else(|| {
+            usage(format!(
+                "--survivors: expected leave, kill or wait, got '{}'",
+                crate::text::escape_controls(v)
+            ))
+        }),
+    }
+}
+
 fn output_mode(
     value: Option<&std::ffi::OsStr>,
     keep: bool,

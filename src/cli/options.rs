@@ -28,6 +28,7 @@ pub(crate) struct RawRun {
     pub(crate) stdin: Option<OsString>,
     pub(crate) timeout: Option<String>,
     pub(crate) kill_after: Option<String>,
+    pub(crate) survivors: Option<String>,
     pub(crate) setup: Option<OsString>,
     pub(crate) prepare: Option<OsString>,
     pub(crate) conclude: Option<OsString>,
@@ -98,6 +99,7 @@ pub(crate) fn raw_flags(read: &Read) -> RawRun {
         stdin: first("--stdin"),
         timeout: read.text("--timeout"),
         kill_after: read.text("--kill-after"),
+        survivors: read.text("--survivors"),
         // One per command: assigned by `commands.rs` (`for_command`).
         setup: None,
         prepare: None,

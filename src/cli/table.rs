@@ -543,6 +543,17 @@ static OPTIONS: &[OptSpec] = &[
             this option).",
     },
     opt! {
+        long: "survivors", short: [], values: ["leave|kill|wait"], repeat: LastWins,
+        subs: RUN_COMPARE, category: AroundRuns,
+        help: "processes left running by a command that exited: leave (default), kill, wait",
+        description: "What to do with the processes a command leaves running when it exits \
+            (a daemon, a background job): leave them running and name them (the default; \
+            later runs leave them alone), kill them with SIGKILL, or wait until they have \
+            exited (--timeout bounds the wait). Recorded in each run's survivors. After a \
+            --timeout or a second request to stop, the whole tree is killed whatever this \
+            says.",
+    },
+    opt! {
         long: "evict", short: [], values: ["PATH"], repeat: Many,
         subs: RUN_COMPARE, category: ColdState,
         help: "drop the page cache of the files under PATH (no root)",

@@ -90,6 +90,7 @@ fn single_run(argv: Vec<OsString>) -> Plan {
         timeout_ns: None,
         kill_after_ns: 0,
         escalate_after_ns: None,
+        survivors: crate::measure::survivors::SurvivorPolicy::Leave,
         setup: None,
         prepare: None,
         conclude: None,

@@ -32,6 +32,8 @@ pub struct Proc {
     pub pid: i32,
     /// Its parent's.
     pub ppid: i32,
+    /// Its process group's.
+    pub pgid: i32,
     /// When it started, in clock ticks after boot (with the PID, it names the process).
     pub start_ticks: u64,
     /// Its name (`comm`, at most 15 bytes), control characters as they are.
@@ -64,11 +66,13 @@ pub fn parse_stat(pid: i32, text: &[u8]) -> Option<Proc> {
     let mut fields = rest.split_ascii_whitespace();
     let state = fields.next()?.chars().next()?;
     let ppid = fields.next()?.parse().ok()?;
-    // Fields 5 to 21 lie between the parent and the start time.
-    let start_ticks = fields.nth(17)?.parse().ok()?;
+    let pgid = fields.next()?.parse().ok()?;
+    // Fields 6 to 21 lie between the process group and the start time.
+    let start_ticks = fields.nth(16)?.parse().ok()?;
     Some(Proc {
         pid,
         ppid,
+        pgid,
         start_ticks,
         comm,
         state,
@@ -146,6 +150,15 @@ pub fn signal_all(sig: Signal, skip: &[(i32, u64)]) -> usize {
     walk(skip).iter().filter(|p| signal(p, sig)).count()
 }
 
+/// Sends `sig` to every live descendant outside `skip` and outside process group `pgid` (which
+/// a group kill reaches already: none gets it twice); how many it reached.
+pub fn signal_outside_group(sig: Signal, skip: &[(i32, u64)], pgid: i32) -> usize {
+    walk(skip)
+        .iter()
+        .filter(|p| p.pgid != pgid && signal(p, sig))
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,7 +169,10 @@ mod tests {
                      1000 50 18446744073709551615\n";
         let p = parse_stat(4242, text).unwrap();
         assert_eq!(p.comm, "a) b (c)");
-        assert_eq!((p.state, p.ppid, p.start_ticks), ('S', 17, 98765));
+        assert_eq!(
+            (p.state, p.ppid, p.pgid, p.start_ticks),
+            ('S', 17, 4242, 98765)
+        );
         assert!(parse_stat(1, b"1 (init").is_none());
         assert!(parse_stat(1, b"1 (x) S").is_none());
     }

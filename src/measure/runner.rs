@@ -7,8 +7,10 @@
 //! `Waiting` holds the child from the spawn to its reaping, one method per step.
 #![forbid(unsafe_code)]
 
+use crate::measure::descendants;
 use crate::measure::floor::{Floor, FloorReading};
 use crate::measure::perf::{CounterReading, PerfEvent, PerfSession};
+use crate::measure::survivors::{SurvivorAction, SurvivorPolicy, Survivors, Sweep};
 use crate::measure::waiting::{TickSchedule, WhileWaiting};
 use crate::measure::zombie::{ChildIo, ChildSched};
 use coldtrace_syscalls::spawn::{ChildStage, SpawnError};
@@ -176,6 +178,8 @@ pub struct RunLimits<'a> {
     /// Processes left running by earlier runs (PID and start time): never signalled, and
     /// neither are their descendants.
     pub spared: &'a [(i32, u64)],
+    /// What to do with processes the command leaves running when it exits normally.
+    pub survivors: SurvivorPolicy,
     /// The signals coldtrace watches while waiting (SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD).
     pub signals: Option<&'a SignalFd>,
     /// Perf events to count (empty: none).
@@ -227,6 +231,8 @@ pub struct RunResult {
     pub counters: Option<Vec<CounterReading>>,
     /// Why coldtrace killed the run's whole tree, if it did.
     pub tree_killed: Option<TreeKill>,
+    /// The processes the run left running when its command exited, and what became of them.
+    pub survivors: Survivors,
 }
 
 /// Runs `program` once and measures it: the steps of the module's note, in that order.
@@ -258,16 +264,17 @@ pub fn measure(
     waiting.attribute_queued_signals();
     let (child_io, sched) = waiting.inspect();
     let (interrupted_by, stopped_by) = (waiting.interrupted_by, waiting.stopped_by);
-    let tree_killed = waiting.tree_killed;
+    let mut tree_killed = waiting.tree_killed;
+    let grace_ns = waiting.grace_deadline();
     let (outcome, rusage) = waiting.reap();
-    if tree_killed.is_some() {
-        // What the kill of the command's group could not reach (a descendant in a session
-        // or group of its own) was reparented to coldtrace when its parent died.
-        kill_descendants(limits);
-    }
     let sweep = limits.orphans.map(Subreaper::reap_orphans);
     let orphans_reaped = sweep.map_or(0, |s| s.reaped as u64);
     let no_descendant_left = sweep.is_some_and(|s| s.no_descendant_left);
+    let survivors = survivors_of(limits, &outcome, &mut tree_killed, grace_ns, start_ns)
+        .after_exit(no_descendant_left);
+    if survivors.action == Some(SurvivorAction::Killed) && grace_ns.is_some() {
+        tree_killed.get_or_insert(TreeKill::Timeout);
+    }
     let counters = session.map(PerfSession::read_after_exit);
     RunResult {
         outcome,
@@ -282,32 +289,39 @@ pub fn measure(
         no_descendant_left,
         counters,
         tree_killed,
+        survivors,
     }
 }
 
-/// SIGKILL to every live descendant of coldtrace but the spared ones, until none is left
-/// (each round reaps what died; at most [`TREE_KILL_ROUNDS`] rounds of up to 10 ms).
-fn kill_descendants(limits: &RunLimits<'_>) {
-    for _ in 0..TREE_KILL_ROUNDS {
-        if let Some(orphans) = limits.orphans {
-            orphans.reap_orphans();
-        }
-        if crate::measure::descendants::signal_all(Signal::KILL, limits.spared) == 0 {
-            break;
-        }
-        let _ = rustix::event::poll(
-            &mut [],
-            Some(&rustix::time::Timespec {
-                tv_sec: 0,
-                tv_nsec: 10_000_000,
-            }),
-        );
+/// How the processes left after the command's reap are dealt with. After a kill of the whole
+/// tree, what it could not reach (a descendant in a session or group of its own, reparented
+/// to coldtrace when its parent died) is killed at once; after a `--timeout` whose command
+/// ended within the grace period, the rest of the tree (sent SIGTERM with it) has until the
+/// end of that period; otherwise `--survivors` decides, a wait bounded by `--timeout`.
+fn survivors_of<'a>(
+    limits: &RunLimits<'a>,
+    outcome: &Outcome,
+    tree_killed: &mut Option<TreeKill>,
+    grace_ns: Option<u64>,
+    start_ns: u64,
+) -> Sweep<'a> {
+    let now = crate::measure::clock::monotonic_ns();
+    let (policy, deadline_ns) = match (tree_killed, outcome) {
+        (Some(_), _) => (SurvivorPolicy::Wait, Some(now)),
+        (None, Outcome::TimedOut { .. }) => (SurvivorPolicy::Wait, Some(grace_ns.unwrap_or(now))),
+        (None, _) => (
+            limits.survivors,
+            limits.timeout_ns.map(|t| start_ns.saturating_add(t)),
+        ),
+    };
+    Sweep {
+        policy,
+        spared: limits.spared,
+        signals: limits.signals,
+        orphans: limits.orphans,
+        deadline_ns,
     }
 }
-
-/// Rounds of [`kill_descendants`]: a process that forks while it is being killed is found in
-/// the next round.
-const TREE_KILL_ROUNDS: u32 = 100;
 
 /// The result of a run whose program never started: the failed step, and nothing measured.
 fn not_started(
@@ -331,6 +345,7 @@ fn not_started(
         no_descendant_left: false,
         counters: session.map(PerfSession::read_after_exit),
         tree_killed: None,
+        survivors: Survivors::default(),
     }
 }
 
@@ -492,7 +507,7 @@ impl<'w> Waiting<'w> {
     /// ones (the rest, reparented when their parents die, after the reap: [`measure`]).
     fn kill_tree(&mut self, why: TreeKill) {
         send(&self.child, Signal::KILL, self.group);
-        crate::measure::descendants::signal_all(Signal::KILL, self.limits.spared);
+        descendants::signal_all(Signal::KILL, self.limits.spared);
         self.tree_killed.get_or_insert(why);
         self.escalate_at = None;
     }
@@ -506,8 +521,13 @@ impl<'w> Waiting<'w> {
         };
         let to = send(&self.child, next, self.group);
         if next == Signal::TERM {
-            // A stopped child cannot act on SIGTERM until it is continued.
+            // A stopped child cannot act on SIGTERM until it is continued. Descendants that
+            // left the command's group (setsid, setpgid) get both as well.
             send(&self.child, Signal::CONT, self.group);
+            let pgid = if self.group { self.child.pid() } else { 0 };
+            for sig in [Signal::TERM, Signal::CONT] {
+                descendants::signal_outside_group(sig, self.limits.spared, pgid);
+            }
             self.deadline = Some(
                 crate::measure::clock::monotonic_ns().saturating_add(self.limits.kill_after_ns),
             );
@@ -529,6 +549,12 @@ impl<'w> Waiting<'w> {
                 }
             }
         }
+    }
+
+    /// When the grace period of a `--timeout` ends (`None`: no timeout fired, or its SIGKILL
+    /// was sent already).
+    fn grace_deadline(&self) -> Option<u64> {
+        self.sent.and(self.deadline)
     }
 
     /// The zombie's own `/proc` figures, read before it is reaped (when asked for).
@@ -564,8 +590,7 @@ impl<'w> Waiting<'w> {
 ///
 /// [proc_pid_status(5)]: https://man7.org/linux/man-pages/man5/proc_pid_status.5.html
 fn traced_by_us(pid: i32) -> bool {
-    let in_tracing_stop =
-        crate::measure::descendants::Proc::read(pid).is_some_and(|p| p.state == 't');
+    let in_tracing_stop = descendants::Proc::read(pid).is_some_and(|p| p.state == 't');
     let me = rustix::process::getpid().as_raw_nonzero().get();
     in_tracing_stop
         && crate::measure::procfs::read_text(&format!("/proc/{pid}/status"), 1 << 16).and_then(

@@ -28,6 +28,8 @@ pub struct ConfigRecord<'a> {
     pub stdin: String,
     pub timeout_ns: Option<u64>,
     pub kill_after_ns: u64,
+    /// `--survivors`: `leave`, `kill` or `wait`.
+    pub survivors: &'static str,
     pub setup: Option<String>,
     pub prepare: Option<String>,
     pub conclude: Option<String>,
@@ -42,7 +44,7 @@ pub struct ConfigRecord<'a> {
 }
 serialize_struct!(ConfigRecord<'_> {
     argv, name, parameters, shell, runs, run_bounds, warmup, output, output_file, stdin, timeout_ns,
-    kill_after_ns, setup, prepare, conclude, cleanup, ignore_failure, ignore_exit_codes, evict,
+    kill_after_ns, survivors, setup, prepare, conclude, cleanup, ignore_failure, ignore_exit_codes, evict,
     drop_caches, cold_when, watch,
 });
 
@@ -210,6 +212,7 @@ impl<'a> ConfigRecord<'a> {
             },
             timeout_ns: plan.timeout_ns,
             kill_after_ns: plan.kill_after_ns,
+            survivors: plan.survivors.name(),
             setup: lossy(&plan.setup),
             prepare: lossy(&plan.prepare),
             conclude: lossy(&plan.conclude),

@@ -28,8 +28,17 @@ pub mod series;
 pub mod stats;
 pub mod summary;
 
-/// Schema name and version of a run record (`runs.jsonl`).
-pub const RUN_SCHEMA: &str = "coldtrace.run/1";
+/// Schema name and version of a run record (`runs.jsonl`). Version 2: `survivors` (what the
+/// run left running when its command exited, and what became of it), `outcome.tree_killed`
+/// (coldtrace killed the whole tree, and why) and the outcome kind `traced`.
+pub const RUN_SCHEMA: &str = "coldtrace.run/2";
+/// Version 1 of the run record (without those), which `report` still reads.
+pub const RUN_SCHEMA_V1: &str = "coldtrace.run/1";
+
+/// Whether `schema` names a run record `report` reads.
+pub fn is_run_schema(schema: Option<&str>) -> bool {
+    schema == Some(RUN_SCHEMA) || schema == Some(RUN_SCHEMA_V1)
+}
 /// Schema name and version of a batch document (`batch.json`). Version 4: `first_penalty` names
 /// the scheduler tick of the user/sys split (`cpu_tick_ns`, `cpu_tick_source`). Version 3:
 /// `first_penalty` says whether the first run stands out of the warm runs (`significant`,

@@ -445,7 +445,7 @@ fn boot_and_penalty(doc: &Fields<'_>, row: &mut BatchRow) {
 /// skipped with a note; `name` is how errors name the file.
 ///
 /// # Errors
-/// Any other malformed line, or a record whose schema is not `coldtrace.run/1`: one line
+/// Any other malformed line, or a record whose schema is neither `coldtrace.run/2` nor `/1`: one line
 /// naming `name` and the line number (1-based).
 pub fn parse_runs(bytes: &[u8], name: &str, row: &mut BatchRow) -> Result<(), ReportError> {
     let mut runs = Runs::default();
@@ -561,7 +561,7 @@ fn memchr_newline(bytes: &[u8]) -> Option<usize> {
 /// (no `\n`, not valid JSON: what a crash mid-write leaves), with a note in `notes`.
 ///
 /// # Errors
-/// Any other malformed line, or a record whose schema is not `coldtrace.run/1`: one line naming
+/// Any other malformed line, or a record whose schema is neither `coldtrace.run/2` nor `/1`: one line naming
 /// `name` and the line number (1-based).
 fn record_line(
     line: &[u8],
@@ -581,9 +581,9 @@ fn record_line(
             )))
         }
     };
-    if record.get("schema").and_then(Value::as_str) != Some(crate::record::RUN_SCHEMA) {
+    if !crate::record::is_run_schema(record.get("schema").and_then(Value::as_str)) {
         return Err(ReportError(format!(
-            "{name}: line {line_no}: not a coldtrace run record (schema is not {})",
+            "{name}: line {line_no}: not a coldtrace run record (schema is not {} or /1)",
             crate::record::RUN_SCHEMA
         )));
     }
@@ -617,7 +617,7 @@ impl Runs {
         // so is anything the quick parse does not expect, which then gets the precise error.
         if self.line_no > 1 {
             if let Some(head) = RecordHead::parse(line) {
-                if head.schema == Some(crate::record::RUN_SCHEMA) && head.role != Some("first") {
+                if crate::record::is_run_schema(head.schema) && head.role != Some("first") {
                     self.tally(&head, row);
                     return Ok(Flow::Next);
                 }
@@ -784,9 +784,9 @@ fn record_fields<'de>(
             };
         }
     };
-    if record.str(RecordFields::SCHEMA) != Some(crate::record::RUN_SCHEMA) {
+    if !crate::record::is_run_schema(record.str(RecordFields::SCHEMA)) {
         return Err(ReportError(format!(
-            "{name}: line {line_no}: not a coldtrace run record (schema is not {})",
+            "{name}: line {line_no}: not a coldtrace run record (schema is not {} or /1)",
             crate::record::RUN_SCHEMA
         )));
     }

@@ -7,8 +7,10 @@
 
 use crate::measure::cache::{PagedFile, Residency, Stayed, StayedFile};
 use crate::measure::context::ProgramInfo;
+use crate::measure::descendants::Proc;
 use crate::measure::floor::FloorReading;
 use crate::measure::runner::{Outcome, TreeKill};
+use crate::measure::survivors::{SurvivorAction, Survivors};
 use crate::measure::system::SystemDelta;
 use crate::measure::zombie::{ChildIo, ChildSched};
 use crate::serialize_struct;
@@ -361,6 +363,8 @@ pub struct RunRecord<'a> {
     pub stopped_by: Option<String>,
     /// Orphaned descendants reaped after the run (subreaper / PID 1 only).
     pub orphans_reaped: u64,
+    /// The processes it left running when its command exited, and what became of them.
+    pub survivors: SurvivorsRecord,
     /// Where its stdout and stderr were kept.
     pub artifacts: Option<ArtifactPaths>,
     /// Command, round and position in an interleaved comparison (the field is absent for a
@@ -375,8 +379,45 @@ pub struct RunRecord<'a> {
 serialize_struct!(RunRecord<'_> {
     schema, index, role, label, started_at, boot_id, uptime_s, argv, program, cwd, outcome,
     counted, failure_reason, wall_ns, rusage, max_rss_at_floor, runner, child_io, sched, cache,
-    paged_in, cold_action, anomalies, system_delta, interrupted_by, stopped_by, orphans_reaped, artifacts,
+    paged_in, cold_action, anomalies, system_delta, interrupted_by, stopped_by, orphans_reaped,
+    survivors, artifacts,
 } optional { slot, cycle, counters });
+
+/// Survivors named per record; the count covers them all.
+pub const SURVIVORS_NAMED: usize = 20;
+
+/// The processes a run left running when its command exited (`count`, the first
+/// [`SURVIVORS_NAMED`] of them as `processes`: `pid`, `ppid`, `comm`), what became of them
+/// (`action`: `left`, `killed`, `waited`, `null` for none), how long they were waited for
+/// (`waited_ns`), and how they were found (`seen_by`: `descendants`, coldtrace being a child
+/// subreaper; `null` when they could not be looked for).
+#[derive(Clone, Debug)]
+pub struct SurvivorsRecord(pub Survivors);
+
+impl Serialize for SurvivorsRecord {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Listed<'a>(&'a [Proc]);
+        impl Serialize for Listed<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.iter().take(SURVIVORS_NAMED).map(|p| {
+                    let mut m = std::collections::BTreeMap::new();
+                    m.insert("pid", serde_json::Value::from(p.pid));
+                    m.insert("ppid", serde_json::Value::from(p.ppid));
+                    m.insert("comm", serde_json::Value::from(p.comm.as_str()));
+                    m
+                }))
+            }
+        }
+        let v = &self.0;
+        let mut m = s.serialize_map(Some(5))?;
+        m.serialize_entry("count", &v.count())?;
+        m.serialize_entry("processes", &Listed(&v.processes))?;
+        m.serialize_entry("action", &v.action.map(SurvivorAction::name))?;
+        m.serialize_entry("waited_ns", &v.waited_ns)?;
+        m.serialize_entry("seen_by", &v.looked.then_some("descendants"))?;
+        m.end()
+    }
+}
 
 /// One thing that stands out about a warm run.
 #[derive(Clone, Debug, PartialEq)]

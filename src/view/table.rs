@@ -311,8 +311,40 @@ fn notes(outcome: &BatchOutcome) -> Vec<Note> {
         let text = format!("{why}; attribution needs write access to the files, or root");
         notes.push(Note::warning("cached before/after", text));
     }
+    notes.extend(survivors(outcome));
     notes.extend(context(outcome));
     notes
+}
+
+/// What the runs left running when their commands exited: the first run's processes named.
+fn survivors(outcome: &BatchOutcome) -> Option<Note> {
+    use crate::batch::{named_processes, processes_count};
+    let seen = &outcome.survivors;
+    let (index, first) = seen.first.first()?;
+    let runs = match seen.runs {
+        1 => format!("run #{index}"),
+        n => format!("{n} runs (first #{index})"),
+    };
+    let mut what = Vec::new();
+    for (n, done) in [
+        (seen.left, "left running"),
+        (seen.killed, "killed"),
+        (seen.waited, "waited for"),
+    ] {
+        if n > 0 {
+            what.push(format!("{} {done}", processes_count(n as usize)));
+        }
+    }
+    let named = named_processes(first, 3).unwrap_or_default();
+    let hint = if seen.left > 0 {
+        " (--survivors kill or wait ends them)"
+    } else {
+        ""
+    };
+    Some(Note::plain(format!(
+        "survivors of {runs}: {}: {named}{hint}",
+        what.join(", ")
+    )))
 }
 
 /// How a single run ended, or which runs of a batch were rejected (the first few, with the last
