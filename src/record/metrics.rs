@@ -280,7 +280,7 @@ pub fn number_at<'a>(
 /// Every other number of a run record as `runs.jsonl` writes it — where it is (keys from the
 /// top, dotted) and its unit — in record order. With the [`METRICS`] and each perf reading's
 /// [`COUNTER_NUMBERS`], these are all the numeric leaves of a record outside its lists (`argv`,
-/// `paged_in`, `anomalies`, `cold_action.stayed_cached.top`): what `--export-csv` writes
+/// `paged_in`, `anomalies`, `cold_action.stayed_cached.top`, `survivors.processes`): what `--export-csv` writes
 /// beside the metrics. A path the [`METRICS`] already have is skipped there.
 pub const RECORD_NUMBERS: &[(&str, &str)] = &[
     ("uptime_s", "s"),
@@ -330,6 +330,8 @@ pub const RECORD_NUMBERS: &[(&str, &str)] = &[
     ("system_delta.psi_memory_full_us", "us"),
     ("system_delta.window_ns", "ns"),
     ("orphans_reaped", "count"),
+    ("survivors.count", "count"),
+    ("survivors.waited_ns", "ns"),
     ("artifacts.stdout_bytes", "bytes"),
     ("artifacts.stderr_bytes", "bytes"),
     ("artifacts.stdout_cut_at", "bytes"),
