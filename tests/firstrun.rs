@@ -478,6 +478,18 @@ fn a_cold_cat_of_64_mib_names_the_file_it_read_and_the_read_in_its_penalty() {
     if batch["first_penalty"]["significant"] == true {
         assert!(text.contains("read from storage"), "{}", out.describe());
     }
+    // What made it cold is named either way: coldtrace's own eviction, verified.
+    let cause = &batch["first_cold_cause"];
+    assert_eq!(cause["cause"], "evict", "{cause}");
+    assert_eq!(cause["verified"], true, "{cause}");
+    assert!(
+        text.contains(
+            "the first run was made cold by coldtrace's --evict (verified: 0.0 % of the \
+             evicted files stayed cached); it read 64 MiB from storage"
+        ),
+        "{}",
+        out.describe()
+    );
 }
 
 #[test]

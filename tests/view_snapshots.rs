@@ -97,6 +97,7 @@ fn outcome(summaries: Vec<MetricSummary>, counts: Counts) -> BatchOutcome {
         watching: false,
         cache_unknown: None,
         first_penalty: Err("no warm series"),
+        first_cold_cause: None,
         anomalies: Vec::new(),
         warm_noise: None,
         cycles: None,

@@ -168,6 +168,7 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
         watching: c.byte() & 1 == 1,
         cache_unknown: c.some_text(),
         first_penalty: Err("no warm series"),
+        first_cold_cause: None,
         cycles: None,
         anomalies: Vec::new(),
         warm_noise: None,

@@ -87,6 +87,8 @@ pub struct CommandBatch<'p> {
     pub(super) first_stayed: Option<Stayed>,
     /// The processes runs left running when their commands exited, and what became of them.
     pub(super) survivors: SurvivorsSeen,
+    /// File pages refaulted system-wide during the first counted run.
+    pub(super) first_refaults: Option<u64>,
 }
 
 /// A command's plan checked against the system before anything is created or run: the program
@@ -200,6 +202,7 @@ impl<'p> Checked<'p> {
             cut_said: false,
             first_stayed: None,
             survivors: SurvivorsSeen::default(),
+            first_refaults: None,
         })
     }
 }

@@ -7,11 +7,13 @@ use crate::batch::error::BatchError;
 use crate::batch::outcome::{describe, single_exit_code, BatchOutcome};
 use crate::batch::program::{cannot_start, exit_code_for_failed_start};
 use crate::measure::tick::Tick;
-use crate::plan::{ColdWhen, Plan};
+use crate::plan::ColdWhen;
 use crate::record::anomaly::{noise, series_anomalies, Noise, RunAnomaly};
 use crate::record::batch::{BatchDocument, ConfigRecord, FirstRejected};
-use crate::record::columns::{AllRows, Columns, WarmSeries};
+use crate::record::cause::{cold_cause, ColdCause, ColdFacts};
+use crate::record::columns::{AllRows, WarmSeries};
 use crate::record::cycles::{self, CyclesSummary};
+use crate::record::metrics::metric_index;
 use crate::record::penalty::{batch_penalty, FirstPenalty};
 use crate::record::run;
 use crate::record::summary::SummaryMap;
@@ -23,10 +25,12 @@ struct Findings {
     anomalies: Vec<RunAnomaly>,
     warm_noise: Option<Noise>,
     cycles: Option<CyclesSummary>,
+    cause: Option<ColdCause>,
 }
 
 impl Findings {
-    fn of(columns: &Columns, plan: &Plan, runs_per_cycle: u32, tick: Tick) -> Findings {
+    fn of(batch: &CommandBatch<'_>, tick: Tick) -> Findings {
+        let (columns, plan, runs_per_cycle) = (&batch.columns, batch.plan, batch.target_runs);
         let first_rejected = columns.first().filter(|f| !f.counted).map(|f| {
             let reason = f.failure_reason.as_deref().unwrap_or("not counted");
             FirstRejected {
@@ -48,6 +52,7 @@ impl Findings {
                 .when
                 .and_then(ColdWhen::cycles)
                 .map(|m| cycles::summarise(columns.first(), &AllRows(columns), m, runs_per_cycle)),
+            cause: batch.cold_facts().map(|f| cold_cause(&f)),
         }
     }
 }
@@ -58,7 +63,7 @@ impl CommandBatch<'_> {
         let plan = self.plan;
         let tick = Tick::read();
         let summaries = self.columns.summarise(tick.ns);
-        let found = Findings::of(&self.columns, plan, self.target_runs, tick);
+        let found = Findings::of(&self, tick);
         let complete =
             self.interrupted_by.is_none() && self.stopped_reason.is_none() && self.is_done();
         let document = BatchDocument {
@@ -77,6 +82,7 @@ impl CommandBatch<'_> {
             first_rejected: found.first_rejected,
             first_penalty: found.penalty.as_ref().ok(),
             first_penalty_unavailable: found.penalty.as_ref().err().copied(),
+            first_cold_cause: found.cause.as_ref(),
             anomalies: &found.anomalies,
             warm_noise: found.warm_noise.as_ref(),
             cycles: found.cycles.as_ref(),
@@ -107,6 +113,7 @@ impl CommandBatch<'_> {
             columns: self.columns,
             cold_when: plan.cold.when,
             first_penalty: found.penalty,
+            first_cold_cause: found.cause,
             anomalies: found.anomalies,
             warm_noise: found.warm_noise,
             cycles: found.cycles,
@@ -132,6 +139,29 @@ impl CommandBatch<'_> {
             start_failure: self
                 .start_failure
                 .map(|(_, errno)| cannot_start(&self.argv[0], errno)),
+        })
+    }
+
+    /// What coldtrace did before the first counted run and saw during it (`None` without a
+    /// counted first run).
+    fn cold_facts(&self) -> Option<ColdFacts> {
+        let first = self.columns.first().filter(|f| f.counted)?;
+        let at = |name: &str| first.row.get(metric_index(name));
+        let cold_first = self.plan.cold.when.is_some();
+        Some(ColdFacts {
+            evicted: cold_first && !self.plan.cold.evict.is_empty(),
+            stayed_ratio: self
+                .first_stayed
+                .as_ref()
+                .and_then(|s| s.residency.resident_ratio),
+            dropped_caches: cold_first && self.plan.cold.drop_caches,
+            resident_ratio_before: at("resident_ratio_before"),
+            setup: self.plan.setup.is_some(),
+            prepare: self.plan.prepare.is_some(),
+            read_bytes: at("read_bytes").or(at("block_in").map(|b| b * 512.0)),
+            major_faults: at("major_faults"),
+            refaults: self.first_refaults,
+            first_batch_since_boot: self.context.boot_marker.first_batch_since_boot,
         })
     }
 

@@ -8,6 +8,7 @@ use crate::measure::runner::Outcome;
 use crate::plan::ColdWhen;
 use crate::record::anomaly::{Noise, RunAnomaly};
 use crate::record::batch::{BatchContext, Counts};
+use crate::record::cause::ColdCause;
 use crate::record::columns::FirstRun;
 use crate::record::cycles::CyclesSummary;
 use crate::record::failed::FailedRuns;
@@ -48,6 +49,8 @@ pub struct BatchOutcome {
     pub survivors: SurvivorsSeen,
     /// The first run's penalty over the reference warm run, or why there is none.
     pub first_penalty: Result<FirstPenalty, &'static str>,
+    /// What made the first run cold (`None` without a counted first run).
+    pub first_cold_cause: Option<ColdCause>,
     /// What stood out about warm runs, over the whole series.
     pub anomalies: Vec<RunAnomaly>,
     /// Why the warm wall times are noisy, if they are.

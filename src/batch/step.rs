@@ -442,6 +442,12 @@ impl CommandBatch<'_> {
         };
         let mut record = base.record(cold_action, measured, kept.as_ref());
         record.anomalies = self.online.check(&RunFacts::of(&record));
+        if role == Role::First {
+            self.first_refaults = record
+                .system_delta
+                .as_ref()
+                .and_then(|d| d.workingset_refault_file);
+        }
         let counter_notes = if index == 0 {
             Self::unavailable_counters(&record)
         } else {

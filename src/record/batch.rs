@@ -7,6 +7,7 @@ use crate::measure::cache::FileSetIdentity;
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
 use crate::plan::{ColdWhen, Plan, StdinMode};
 use crate::record::anomaly::{Noise, RunAnomaly};
+use crate::record::cause::ColdCause;
 use crate::record::cycles::CyclesSummary;
 use crate::record::penalty::FirstPenalty;
 use crate::record::summary::SummaryMap;
@@ -168,6 +169,7 @@ pub struct BatchDocument<'a> {
     pub first_rejected: Option<FirstRejected>,
     pub first_penalty: Option<&'a FirstPenalty>,
     pub first_penalty_unavailable: Option<&'a str>,
+    pub first_cold_cause: Option<&'a ColdCause>,
     pub anomalies: &'a [RunAnomaly],
     pub warm_noise: Option<&'a Noise>,
     pub cycles: Option<&'a CyclesSummary>,
@@ -176,7 +178,7 @@ pub struct BatchDocument<'a> {
 }
 serialize_struct!(BatchDocument<'_> {
     schema, label, started_at, finished_at, complete, interrupted_by, stopped_reason, context,
-    config, counts, failed_runs, failed_runs_omitted, first_rejected, first_penalty, first_penalty_unavailable, anomalies, warm_noise, cycles, stddev, summary,
+    config, counts, failed_runs, failed_runs_omitted, first_rejected, first_penalty, first_penalty_unavailable, first_cold_cause, anomalies, warm_noise, cycles, stddev, summary,
 });
 
 impl<'a> ConfigRecord<'a> {

@@ -9,6 +9,7 @@
 pub mod anomaly;
 pub mod artifacts;
 pub mod batch;
+pub mod cause;
 pub mod columns;
 pub mod compare;
 pub mod context;
@@ -40,7 +41,9 @@ pub fn is_run_schema(schema: Option<&str>) -> bool {
     schema == Some(RUN_SCHEMA) || schema == Some(RUN_SCHEMA_V1)
 }
 /// Schema name and version of a batch document (`batch.json`). Version 4: `first_penalty` names
-/// the scheduler tick of the user/sys split (`cpu_tick_ns`, `cpu_tick_source`). Version 3:
+/// the scheduler tick of the user/sys split (`cpu_tick_ns`, `cpu_tick_source`),
+/// `first_cold_cause` names what made the first run cold, `cycles.penalty.per_cycle` is the
+/// measured cycles' penalty (and a cycles batch has no `first_penalty`). Version 3:
 /// `first_penalty` says whether the first run stands out of the warm runs (`significant`,
 /// `rule` and the figures the rule used). Version 2: `summary.first` is the run with role
 /// `first` or null when it was rejected (`first_rejected`); version 1 put the next counted run

@@ -57,6 +57,8 @@ pub fn notes(outcome: &BatchOutcome) -> Vec<Note> {
     }
     if let Some(cycles) = &outcome.cycles {
         crate::view::cycles::notes(&mut notes, cycles);
+    } else if let Some(cause) = outcome.first_cold_cause.as_ref() {
+        notes.extend(crate::view::cause::cause_sentence(cause).map(Note::plain));
     }
     if let Some((stayed, roots)) = &outcome.first_stayed {
         if stayed.residency.resident_bytes.is_some_and(|b| b > 0) {
