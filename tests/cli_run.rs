@@ -48,7 +48,7 @@ fn single_run_json_record_has_the_documented_fields() {
     out.expect_code(0);
     let r = out.json();
     let ctx = out.describe();
-    assert_eq!(r["schema"], "coldtrace.run/2", "{ctx}");
+    assert_eq!(r["schema"], coldtrace::record::RUN_SCHEMA, "{ctx}");
     assert_eq!(r["index"], 0, "{ctx}");
     assert_eq!(r["role"], "first", "{ctx}");
     assert_eq!(r["counted"], true, "{ctx}");
@@ -95,7 +95,12 @@ fn json_single_run_prints_exactly_one_json_object() {
     assert_eq!(lines.len(), 1, "one line on stdout{}", out.describe());
     let v: Value = serde_json::from_str(lines[0]).expect("stdout line is JSON");
     assert!(v.is_object(), "{}", out.describe());
-    assert_eq!(v["schema"], "coldtrace.run/2", "{}", out.describe());
+    assert_eq!(
+        v["schema"],
+        coldtrace::record::RUN_SCHEMA,
+        "{}",
+        out.describe()
+    );
 }
 
 #[test]
@@ -188,7 +193,7 @@ fn batch_of_five_writes_records_artifacts_and_summary() {
     let records = read_records(&batch_dir);
     assert_eq!(records.len(), 5, "{ctx}");
     for (i, r) in records.iter().enumerate() {
-        assert_eq!(r["schema"], "coldtrace.run/2", "{ctx}");
+        assert_eq!(r["schema"], coldtrace::record::RUN_SCHEMA, "{ctx}");
         assert_eq!(r["index"], i, "{ctx}");
         assert_eq!(r["role"], if i == 0 { "first" } else { "warm" }, "{ctx}");
         assert_eq!(r["counted"], true, "{ctx}");

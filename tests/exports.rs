@@ -418,7 +418,7 @@ fn run_json_never_mixes_the_commands_stdout_into_the_json() {
     let out = ct(tmp.path(), ["run", "-n", "1", "--json", "--", "echo", "hi"]).run();
     out.expect_code(0);
     let record = out.json();
-    assert_eq!(record["schema"], "coldtrace.run/2");
+    assert_eq!(record["schema"], coldtrace::record::RUN_SCHEMA);
     assert!(out.stderr.starts_with("hi\n"), "{}", out.describe());
     let batch = ct(
         tmp.path(),

@@ -103,7 +103,7 @@ fn assert_no_survivor(path: &Path) {
 fn assert_records_whole(dir: &Path, finished: bool) -> Vec<Value> {
     let records = read_records(dir);
     for (i, r) in records.iter().enumerate() {
-        assert_eq!(r["schema"], "coldtrace.run/2", "{r}");
+        assert_eq!(r["schema"], coldtrace::record::RUN_SCHEMA, "{r}");
         assert_eq!(r["index"], i as u64, "{r}");
     }
     if finished {

@@ -181,7 +181,7 @@ fn argument_list_too_long_is_a_clean_126() {
     let classify = |out: &common::Output| -> Probe {
         if out.code() == Some(0) {
             Probe::Fits
-        } else if out.stdout.contains("coldtrace.run/2") {
+        } else if out.stdout.contains(coldtrace::record::RUN_SCHEMA) {
             Probe::ChildTooBig
         } else {
             Probe::RunnerTooBig
@@ -757,7 +757,7 @@ fn sigkill_of_coldtrace_mid_batch_leaves_only_parseable_complete_lines() {
     for (i, line) in complete.iter().enumerate() {
         let v: Value = serde_json::from_slice(line)
             .unwrap_or_else(|e| panic!("line {} not JSON ({e}): {:?}", i + 1, line));
-        assert_eq!(v["schema"], "coldtrace.run/2");
+        assert_eq!(v["schema"], coldtrace::record::RUN_SCHEMA);
         assert_eq!(v["index"], i);
     }
     assert!(!dir.join("out/batch.json").exists());
@@ -868,7 +868,7 @@ fn disk_full_is_a_clear_enospc_error() {
     assert!(!complete.is_empty(), "{ctx}");
     for line in &complete {
         let v: Value = serde_json::from_slice(line).expect("complete line parses");
-        assert_eq!(v["schema"], "coldtrace.run/2");
+        assert_eq!(v["schema"], coldtrace::record::RUN_SCHEMA);
     }
     match std::fs::read(root.join("batch.json")) {
         Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{ctx}"),

@@ -98,6 +98,7 @@ fn outcome(summaries: Vec<MetricSummary>, counts: Counts) -> BatchOutcome {
         cache_unknown: None,
         first_penalty: Err("no warm series"),
         first_cold_cause: None,
+        working_set: None,
         anomalies: Vec::new(),
         warm_noise: None,
         cycles: None,

@@ -169,6 +169,7 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
         cache_unknown: c.some_text(),
         first_penalty: Err("no warm series"),
         first_cold_cause: None,
+        working_set: None,
         cycles: None,
         anomalies: Vec::new(),
         warm_noise: None,

@@ -89,6 +89,12 @@ pub struct CommandBatch<'p> {
     pub(super) survivors: SurvivorsSeen,
     /// File pages refaulted system-wide during the first counted run.
     pub(super) first_refaults: Option<u64>,
+    /// What the first run brought into the page cache, file by file (a memfd).
+    pub(super) working_set: Option<crate::measure::cache::WorkingSet>,
+    /// That set's residency right before the current run.
+    pub(super) working_set_before: Option<crate::measure::cache::WorkingSetResidency>,
+    /// Runs made cold that were not, as they ended (for `batch.json`'s anomalies).
+    pub(super) not_cold: Vec<crate::record::anomaly::RunAnomaly>,
 }
 
 /// A command's plan checked against the system before anything is created or run: the program
@@ -203,6 +209,9 @@ impl<'p> Checked<'p> {
             first_stayed: None,
             survivors: SurvivorsSeen::default(),
             first_refaults: None,
+            working_set: None,
+            working_set_before: None,
+            not_cold: Vec::new(),
         })
     }
 }

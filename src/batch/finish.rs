@@ -17,6 +17,7 @@ use crate::record::metrics::metric_index;
 use crate::record::penalty::{batch_penalty, FirstPenalty};
 use crate::record::run;
 use crate::record::summary::SummaryMap;
+use crate::record::working_set::{self, WorkingSetSummary};
 
 /// What the batch's records say about its first run and its warm series.
 struct Findings {
@@ -26,6 +27,7 @@ struct Findings {
     warm_noise: Option<Noise>,
     cycles: Option<CyclesSummary>,
     cause: Option<ColdCause>,
+    working_set: Option<WorkingSetSummary>,
 }
 
 impl Findings {
@@ -45,7 +47,12 @@ impl Findings {
                 Some(_) => Err(cycles::FIRST_IS_A_CYCLE),
                 None => batch_penalty(columns.first(), columns, cold_every_run, tick),
             },
-            anomalies: series_anomalies(columns),
+            anomalies: {
+                let mut all = series_anomalies(columns);
+                all.extend(batch.not_cold.iter().cloned());
+                all.sort_by_key(|a| a.index);
+                all
+            },
             warm_noise: noise(&columns.column(0)),
             cycles: plan
                 .cold
@@ -53,6 +60,10 @@ impl Findings {
                 .and_then(ColdWhen::cycles)
                 .map(|m| cycles::summarise(columns.first(), &AllRows(columns), m, runs_per_cycle)),
             cause: batch.cold_facts().map(|f| cold_cause(&f)),
+            working_set: batch.working_set.as_ref().and_then(|ws| {
+                let (files, bytes) = ws.size();
+                working_set::summarise(files, bytes, &AllRows(columns), cold_every_run)
+            }),
         }
     }
 }
@@ -83,6 +94,7 @@ impl CommandBatch<'_> {
             first_penalty: found.penalty.as_ref().ok(),
             first_penalty_unavailable: found.penalty.as_ref().err().copied(),
             first_cold_cause: found.cause.as_ref(),
+            working_set: found.working_set.as_ref(),
             anomalies: &found.anomalies,
             warm_noise: found.warm_noise.as_ref(),
             cycles: found.cycles.as_ref(),
@@ -114,6 +126,7 @@ impl CommandBatch<'_> {
             cold_when: plan.cold.when,
             first_penalty: found.penalty,
             first_cold_cause: found.cause,
+            working_set: found.working_set,
             anomalies: found.anomalies,
             warm_noise: found.warm_noise,
             cycles: found.cycles,

@@ -51,6 +51,8 @@ pub struct BatchOutcome {
     pub first_penalty: Result<FirstPenalty, &'static str>,
     /// What made the first run cold (`None` without a counted first run).
     pub first_cold_cause: Option<ColdCause>,
+    /// The first run's working set cached before the later runs.
+    pub working_set: Option<crate::record::working_set::WorkingSetSummary>,
     /// What stood out about warm runs, over the whole series.
     pub anomalies: Vec<RunAnomaly>,
     /// Why the warm wall times are noisy, if they are.

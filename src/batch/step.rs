@@ -11,6 +11,7 @@ use crate::batch::outcome::{describe, FailureStop, SingleRun, Step};
 use crate::batch::progress::{Observer, RunEnd, RunStart};
 use crate::batch::shared::Shared;
 use crate::batch::wiring::{spawn_options, RunIo, Sinks};
+use crate::measure::cache;
 use crate::measure::cache::PagedFile;
 use crate::measure::clock;
 use crate::measure::context::ProgramInfo;
@@ -19,12 +20,12 @@ use crate::measure::survivors::SurvivorAction;
 use crate::measure::system::{SystemDelta, SystemSampler, SystemSnapshot};
 use crate::measure::waiting::WhileWaiting;
 use crate::plan::{ColdWhen, IgnoreFailure};
-use crate::record::anomaly::RunFacts;
+use crate::record::anomaly::{RunAnomaly, RunFacts};
 use crate::record::artifacts;
 use crate::record::batch::FailedRun;
 use crate::record::run::{
-    self, ArtifactPaths, CacheRecord, ColdAction, CyclePosition, OutcomeRecord, Role, RunRecord,
-    RusageRecord, Slot,
+    self, Anomaly, ArtifactPaths, CacheRecord, ColdAction, CyclePosition, OutcomeRecord, Role,
+    RunRecord, RusageRecord, Slot,
 };
 use coldtrace_syscalls::Signal;
 
@@ -442,6 +443,12 @@ impl CommandBatch<'_> {
         };
         let mut record = base.record(cold_action, measured, kept.as_ref());
         record.anomalies = self.online.check(&RunFacts::of(&record));
+        name_what_kept_it_cached(
+            self.working_set_before.as_ref(),
+            &mut self.not_cold,
+            index,
+            &mut record.anomalies,
+        );
         if role == Role::First {
             self.first_refaults = record
                 .system_delta
@@ -620,5 +627,24 @@ impl CommandBatch<'_> {
             return Step::Stop;
         }
         Step::Continue
+    }
+}
+
+/// For a run made cold that was not (`not_cold` among `anomalies`): the process that maps the
+/// working set's most cached file, when one is found (every `/proc/PID/maps` is read, so only
+/// then); each such anomaly is also kept in `kept`, for `batch.json`.
+fn name_what_kept_it_cached(
+    working_set: Option<&cache::WorkingSetResidency>,
+    kept: &mut Vec<RunAnomaly>,
+    index: u64,
+    anomalies: &mut [Anomaly],
+) {
+    for a in anomalies.iter_mut().filter(|a| a.kind == "not_cold") {
+        let largest = working_set.and_then(|w| w.largest.as_ref());
+        a.mapped_by = largest.and_then(|&(_, dev, ino, _)| cache::mapped_by(dev, ino));
+        kept.push(RunAnomaly {
+            index,
+            anomaly: a.clone(),
+        });
     }
 }

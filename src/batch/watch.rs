@@ -6,8 +6,10 @@
 
 use crate::batch::command::CommandBatch;
 use crate::batch::outcome::FirstPagedIn;
-use crate::measure::cache::{CacheError, FileSet, PagedFile, PagedIn, Residency, Stop};
-use crate::record::run::{CacheRecord, Role};
+use crate::measure::cache::{
+    CacheError, FileSet, PagedFile, PagedIn, Residency, Stop, WatchedFile, WorkingSet,
+};
+use crate::record::run::{CacheRecord, Role, WorkingSetRecord};
 use coldtrace_syscalls::Signal;
 
 /// Files that gained pages kept per record, largest first.
@@ -34,10 +36,16 @@ impl CommandBatch<'_> {
             Err(CacheError::Interrupted(sig)) => return Err(sig),
             Err(_) => return Ok(None),
         };
-        match &mut self.ledger {
+        let residency = match &mut self.ledger {
             Some(ledger) => ledger.before(&set, stop).map(Some),
             None => set.residency_until(stop).map(Some).map_err(|(_, sig)| sig),
-        }
+        }?;
+        self.working_set_before = self
+            .working_set
+            .as_mut()
+            .filter(|ws| !ws.is_empty())
+            .and_then(|ws| ws.residency(stop));
+        Ok(residency)
     }
 
     /// The residency after the run and what each watched file gained during it. The probes
@@ -50,11 +58,18 @@ impl CommandBatch<'_> {
         let before = before?;
         let first = self.role_of(self.next_index) == Role::First;
         let mut all = Vec::new();
+        let mut working_set = WorkingSet::new().filter(|_| first);
         let (after, paged) = match &mut self.ledger {
             Some(ledger) => {
-                let keep = |f: &PagedFile| {
+                let keep = |f: &WatchedFile, bytes: u64| {
                     if first {
-                        all.push(f.clone());
+                        all.push(PagedFile {
+                            path: f.path.clone(),
+                            bytes,
+                        });
+                    }
+                    if let Some(ws) = working_set.as_mut() {
+                        ws.add(f, bytes);
                     }
                 };
                 let (after, paged) = ledger.after(PAGED_IN_TOP, stop, &mut { keep });
@@ -73,7 +88,11 @@ impl CommandBatch<'_> {
             after,
             paged_in_bytes: known.map(|p| p.bytes),
             paged_in_files: known.map(|p| p.files),
+            working_set_before: self.working_set_before.as_ref().map(WorkingSetRecord::of),
         };
+        if first {
+            self.working_set = working_set;
+        }
         let top = paged.as_ref().map_or(Vec::new(), |p| p.top.clone());
         if let (true, Some(paged)) = (first, paged) {
             self.keep_first_paged_in(paged, all);

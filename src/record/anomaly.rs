@@ -28,6 +28,15 @@ pub const RULE_FELL: &str = "fewer watched bytes cached at its start than at the
                              run before it, with no cold action between";
 /// The rule that flagged storage reads while the warm runs so far (or in all) read nothing.
 pub const RULE_ABOVE_ZERO: &str = "above 0 while the warm median is 0";
+/// The share of the first run's working set cached before a run made cold from which that run
+/// was not cold.
+pub const NOT_COLD_CACHED: f64 = 0.5;
+/// The rule that flagged a run made cold that started with its working set cached.
+pub const RULE_NOT_COLD_CACHED: &str = "a run made cold that started with at least half of \
+                                        what the first run brought into the page cache cached";
+/// The rule that flagged a run made cold that read nothing from storage.
+pub const RULE_NOT_COLD_NO_READ: &str =
+    "a run made cold that read nothing from storage while the first run did";
 /// The rule that flagged an outlier.
 pub const RULE_OUTLIER: &str = "beyond hyperfine's outlier bound: |x − median| > 14.826 × MAD";
 
@@ -44,8 +53,16 @@ serialize_struct!(RunAnomaly { index, anomaly });
 /// What [`OnlineCheck`] needs to know of a run.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RunFacts {
-    /// A counted warm run (only those are judged).
+    /// A counted warm run (judged against the warm runs before it).
     pub counted_warm: bool,
+    /// The counted run with role `first`.
+    pub counted_first: bool,
+    /// A counted run after the first that a cold action preceded (judged: was it cold?).
+    pub counted_cold: bool,
+    /// Bytes it read from storage (`/proc/PID/io`, else rusage blocks × 512).
+    pub read_bytes: Option<u64>,
+    /// The share of the first run's working set cached right before it.
+    pub working_set_ratio: Option<f64>,
     /// A cold action came right before it.
     pub cold_action: bool,
     /// Watched bytes resident and their total, right before the run.
@@ -64,8 +81,18 @@ impl RunFacts {
         let resident = |r: &crate::measure::cache::Residency| {
             r.resident_bytes.map(|bytes| (bytes, r.total_bytes))
         };
+        use crate::record::run::Role;
+        let read_bytes = record.child_io.as_ref().and_then(|io| io.read_bytes);
         RunFacts {
-            counted_warm: record.counted && record.role == crate::record::run::Role::Warm,
+            counted_warm: record.counted && record.role == Role::Warm,
+            counted_first: record.counted && record.role == Role::First,
+            counted_cold: record.counted && record.role == Role::Cold,
+            read_bytes: read_bytes.or(record.rusage.map(|u| u.0.block_in * 512)),
+            working_set_ratio: record
+                .cache
+                .as_ref()
+                .and_then(|c| c.working_set_before.as_ref())
+                .and_then(|w| w.resident_ratio),
             cold_action: record.cold_action.is_some(),
             before: record.cache.as_ref().and_then(|c| resident(&c.before)),
             after: record.cache.as_ref().and_then(|c| resident(&c.after)),
@@ -80,6 +107,8 @@ impl RunFacts {
 #[derive(Clone, Debug, Default)]
 pub struct OnlineCheck {
     previous_after: Option<(u64, u64)>,
+    /// What the first run read from storage.
+    first_read_bytes: Option<u64>,
     warm: u64,
     warm_without_block_in: u64,
     warm_without_major_faults: u64,
@@ -89,6 +118,12 @@ impl OnlineCheck {
     /// The anomalies of the run that just ended (then remembers it).
     pub fn check(&mut self, run: &RunFacts) -> Vec<Anomaly> {
         let mut found = Vec::new();
+        if run.counted_first {
+            self.first_read_bytes = run.read_bytes;
+        }
+        if run.counted_cold {
+            found.extend(self.not_cold(run));
+        }
         if run.counted_warm {
             if let (false, Some((before, total)), Some((after, previous_total))) =
                 (run.cold_action, run.before, self.previous_after)
@@ -100,6 +135,7 @@ impl OnlineCheck {
                         value: before as f64,
                         reference: after as f64,
                         rule: RULE_FELL,
+                        mapped_by: None,
                     });
                 }
             }
@@ -131,6 +167,39 @@ impl OnlineCheck {
     }
 }
 
+impl OnlineCheck {
+    /// Whether a run made cold was not: it started with most of the first run's working set
+    /// cached, or (when that was not measured or not enough) it read nothing from storage
+    /// while the first run did.
+    fn not_cold(&self, run: &RunFacts) -> Option<Anomaly> {
+        let anomaly = |metric, value, reference, rule| Anomaly {
+            kind: "not_cold",
+            metric,
+            value,
+            reference,
+            rule,
+            mapped_by: None,
+        };
+        if let Some(ratio) = run.working_set_ratio.filter(|&r| r >= NOT_COLD_CACHED) {
+            return Some(anomaly(
+                "working_set_ratio_before",
+                ratio,
+                NOT_COLD_CACHED,
+                RULE_NOT_COLD_CACHED,
+            ));
+        }
+        match (run.read_bytes, self.first_read_bytes) {
+            (Some(0), Some(first)) if first > 0 => Some(anomaly(
+                "read_bytes",
+                0.0,
+                first as f64,
+                RULE_NOT_COLD_NO_READ,
+            )),
+            _ => None,
+        }
+    }
+}
+
 fn storage_reads(metric: &'static str, value: f64, reference: f64, rule: &'static str) -> Anomaly {
     Anomaly {
         kind: "storage_reads",
@@ -138,6 +207,7 @@ fn storage_reads(metric: &'static str, value: f64, reference: f64, rule: &'stati
         value,
         reference,
         rule,
+        mapped_by: None,
     }
 }
 
@@ -178,6 +248,7 @@ pub fn series_anomalies<W: WarmSeries + ?Sized>(warm: &W) -> Vec<RunAnomaly> {
                     value: to,
                     reference: from,
                     rule: RULE_FELL,
+                    mapped_by: None,
                 },
             });
         }
@@ -253,6 +324,7 @@ mod tests {
             after: Some((after, 1000)),
             block_in: Some(block_in),
             major_faults: Some(0),
+            ..RunFacts::default()
         }
     }
 
@@ -281,6 +353,45 @@ mod tests {
         let mut after_cold = warm(0, 890, 0);
         after_cold.cold_action = true;
         assert!(check.check(&after_cold).is_empty());
+    }
+
+    #[test]
+    fn a_run_made_cold_that_starts_cached_or_reads_nothing_was_not_cold() {
+        let mut check = OnlineCheck::default();
+        let first = RunFacts {
+            counted_first: true,
+            cold_action: true,
+            read_bytes: Some(12 << 20),
+            ..RunFacts::default()
+        };
+        assert!(check.check(&first).is_empty());
+        let cold = |ratio: Option<f64>, read: u64| RunFacts {
+            counted_cold: true,
+            cold_action: true,
+            read_bytes: Some(read),
+            working_set_ratio: ratio,
+            ..RunFacts::default()
+        };
+        assert!(check.check(&cold(Some(0.0), 12 << 20)).is_empty(), "cold");
+        let cached = check.check(&cold(Some(1.0), 0));
+        assert_eq!(cached.len(), 1, "one anomaly for one run: {cached:?}");
+        assert_eq!(
+            (cached[0].kind, cached[0].metric, cached[0].value),
+            ("not_cold", "working_set_ratio_before", 1.0)
+        );
+        // Without a working-set figure (no --watch), reading nothing says it.
+        let quiet = check.check(&cold(None, 0));
+        assert_eq!(
+            (quiet[0].metric, quiet[0].reference),
+            ("read_bytes", (12 << 20) as f64)
+        );
+        // A first run that read nothing itself sets no such expectation.
+        let mut check = OnlineCheck::default();
+        check.check(&RunFacts {
+            read_bytes: Some(0),
+            ..first
+        });
+        assert!(check.check(&cold(None, 0)).is_empty());
     }
 
     #[test]

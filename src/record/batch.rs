@@ -11,6 +11,7 @@ use crate::record::cause::ColdCause;
 use crate::record::cycles::CyclesSummary;
 use crate::record::penalty::FirstPenalty;
 use crate::record::summary::SummaryMap;
+use crate::record::working_set::WorkingSetSummary;
 use crate::serialize_struct;
 
 /// The configuration part of `batch.json`.
@@ -170,6 +171,7 @@ pub struct BatchDocument<'a> {
     pub first_penalty: Option<&'a FirstPenalty>,
     pub first_penalty_unavailable: Option<&'a str>,
     pub first_cold_cause: Option<&'a ColdCause>,
+    pub working_set: Option<&'a WorkingSetSummary>,
     pub anomalies: &'a [RunAnomaly],
     pub warm_noise: Option<&'a Noise>,
     pub cycles: Option<&'a CyclesSummary>,
@@ -178,7 +180,7 @@ pub struct BatchDocument<'a> {
 }
 serialize_struct!(BatchDocument<'_> {
     schema, label, started_at, finished_at, complete, interrupted_by, stopped_reason, context,
-    config, counts, failed_runs, failed_runs_omitted, first_rejected, first_penalty, first_penalty_unavailable, first_cold_cause, anomalies, warm_noise, cycles, stddev, summary,
+    config, counts, failed_runs, failed_runs_omitted, first_rejected, first_penalty, first_penalty_unavailable, first_cold_cause, working_set, anomalies, warm_noise, cycles, stddev, summary,
 });
 
 impl<'a> ConfigRecord<'a> {

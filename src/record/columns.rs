@@ -17,6 +17,10 @@ const EXTRAS: &[fn(&RunRecord<'_>) -> Option<f64>] = &[
     |r| fell(r).map(|a| a.value),
     |r| r.cycle.map(|c| c.cycle as f64),
     |r| r.cycle.map(|c| c.position as f64),
+    |r| {
+        let ws = r.cache.as_ref()?.working_set_before.as_ref()?;
+        ws.resident_ratio
+    },
 ];
 
 /// The record's `cached_before_fell` anomaly, if it has one.
@@ -36,6 +40,8 @@ pub const FELL_TO_BYTES: usize = METRICS.len() + 3;
 pub const CYCLE: usize = METRICS.len() + 4;
 /// Column of the run's position in its cycle (0: right after the cold action).
 pub const POSITION: usize = METRICS.len() + 5;
+/// Column of the share of the first run's working set cached right before the run.
+pub const WORKING_SET_RATIO: usize = METRICS.len() + 6;
 /// Values per row before the batch's perf events.
 const WIDTH: usize = METRICS.len() + EXTRAS.len();
 

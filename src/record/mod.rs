@@ -28,17 +28,22 @@ pub mod run;
 pub mod series;
 pub mod stats;
 pub mod summary;
+pub mod working_set;
 
-/// Schema name and version of a run record (`runs.jsonl`). Version 2: `survivors` (what the
-/// run left running when its command exited, and what became of it), `outcome.tree_killed`
-/// (coldtrace killed the whole tree, and why) and the outcome kind `traced`.
-pub const RUN_SCHEMA: &str = "coldtrace.run/2";
-/// Version 1 of the run record (without those), which `report` still reads.
+/// Schema name and version of a run record (`runs.jsonl`). Version 3: `cache.working_set_before`
+/// (how much of what the first run brought into the page cache was cached before this run) and
+/// `mapped_by` in every anomaly. Version 2: `survivors` (what the run left running when its
+/// command exited, and what became of it), `outcome.tree_killed` (coldtrace killed the whole
+/// tree, and why) and the outcome kind `traced`.
+pub const RUN_SCHEMA: &str = "coldtrace.run/3";
+/// Version 1 of the run record, which `report` still reads.
 pub const RUN_SCHEMA_V1: &str = "coldtrace.run/1";
+/// Every run record version `report` reads, the newest first.
+pub const RUN_SCHEMAS_READ: [&str; 3] = [RUN_SCHEMA, "coldtrace.run/2", RUN_SCHEMA_V1];
 
 /// Whether `schema` names a run record `report` reads.
 pub fn is_run_schema(schema: Option<&str>) -> bool {
-    schema == Some(RUN_SCHEMA) || schema == Some(RUN_SCHEMA_V1)
+    schema.is_some_and(|s| RUN_SCHEMAS_READ.contains(&s))
 }
 /// Schema name and version of a batch document (`batch.json`). Version 4: `first_penalty` names
 /// the scheduler tick of the user/sys split (`cpu_tick_ns`, `cpu_tick_source`),

@@ -583,8 +583,8 @@ fn record_line(
     };
     if !crate::record::is_run_schema(record.get("schema").and_then(Value::as_str)) {
         return Err(ReportError(format!(
-            "{name}: line {line_no}: not a coldtrace run record (schema is not {} or /1)",
-            crate::record::RUN_SCHEMA
+            "{name}: line {line_no}: not a coldtrace run record (schema is not {})",
+            crate::record::RUN_SCHEMAS_READ.join(" or ")
         )));
     }
     Ok(Some(record))
@@ -786,8 +786,8 @@ fn record_fields<'de>(
     };
     if !crate::record::is_run_schema(record.str(RecordFields::SCHEMA)) {
         return Err(ReportError(format!(
-            "{name}: line {line_no}: not a coldtrace run record (schema is not {} or /1)",
-            crate::record::RUN_SCHEMA
+            "{name}: line {line_no}: not a coldtrace run record (schema is not {})",
+            crate::record::RUN_SCHEMAS_READ.join(" or ")
         )));
     }
     Ok(Some(record))

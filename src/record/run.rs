@@ -168,13 +168,53 @@ pub struct CacheRecord {
     pub paged_in_bytes: Option<u64>,
     /// Files that gained pages.
     pub paged_in_files: Option<u64>,
+    /// Right before the run, how much of what the first run brought into the page cache was
+    /// cached (`null` for the first run, and when it brought nothing in).
+    pub working_set_before: Option<WorkingSetRecord>,
 }
 serialize_struct!(CacheRecord {
     before,
     after,
     paged_in_bytes,
-    paged_in_files
+    paged_in_files,
+    working_set_before
 });
+
+/// The first run's working set, cached before a later run, as records write it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkingSetRecord {
+    /// Files the first run brought into the page cache.
+    pub files: u64,
+    /// The bytes it brought in.
+    pub paged_bytes: u64,
+    /// Of those, cached (per file at most what the first run brought in); `null` when a file's
+    /// residency is unknown.
+    pub resident_bytes: Option<u64>,
+    /// `resident_bytes / paged_bytes`.
+    pub resident_ratio: Option<f64>,
+    /// Files whose residency is unknown.
+    pub unknown_files: u64,
+}
+serialize_struct!(WorkingSetRecord {
+    files,
+    paged_bytes,
+    resident_bytes,
+    resident_ratio,
+    unknown_files
+});
+
+impl WorkingSetRecord {
+    /// The record of a measured residency.
+    pub fn of(r: &crate::measure::cache::WorkingSetResidency) -> WorkingSetRecord {
+        WorkingSetRecord {
+            files: r.files,
+            paged_bytes: r.paged_bytes,
+            resident_bytes: r.resident_bytes,
+            resident_ratio: r.resident_ratio,
+            unknown_files: r.unknown_files,
+        }
+    }
+}
 
 /// A file the run brought into the page cache, as records list it.
 pub struct PagedInRecord<'a>(pub &'a PagedFile);
@@ -422,23 +462,30 @@ impl Serialize for SurvivorsRecord {
 /// One thing that stands out about a warm run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Anomaly {
-    /// `storage_reads` (block input or major faults) or `cached_before_fell`.
+    /// `storage_reads` (block input or major faults), `cached_before_fell`, or `not_cold` (a
+    /// run made cold that started with its working set cached or read nothing from storage).
     pub kind: &'static str,
-    /// The figure concerned: `block_in`, `major_faults`, or `resident_bytes_before`.
+    /// The figure concerned: `block_in`, `major_faults`, `resident_bytes_before`,
+    /// `working_set_ratio_before` or `read_bytes`.
     pub metric: &'static str,
     /// Its value in this run.
     pub value: f64,
-    /// What it was compared with: the warm median, or the previous run's resident bytes after.
+    /// What it was compared with: the warm median, the previous run's resident bytes after, or
+    /// for `not_cold` the threshold ratio or the first run's bytes read.
     pub reference: f64,
     /// The rule, in words.
     pub rule: &'static str,
+    /// For a run that was not cold: another process that maps the file holding the most of
+    /// the working set's cached pages (`pid 812 (python3)`), when one was found.
+    pub mapped_by: Option<String>,
 }
 serialize_struct!(Anomaly {
     kind,
     metric,
     value,
     reference,
-    rule
+    rule,
+    mapped_by
 });
 
 /// Signal name for records.

@@ -1,8 +1,12 @@
-//! The sentence that names what made the first run cold (`first_cold_cause`), with what it read
-//! from storage. It words what record found; it computes nothing.
+//! The sentences on coldness: what made the first run cold (`first_cold_cause`) with what it
+//! read from storage, how much of what it read was cached before the later runs, and which
+//! runs made cold were not. They word what record found; they compute nothing.
 #![forbid(unsafe_code)]
 
+use crate::record::anomaly::RunAnomaly;
 use crate::record::cause::ColdCause;
+use crate::record::stats::Summary;
+use crate::record::working_set::WorkingSetSummary;
 use crate::view::explain::human_bytes;
 
 /// `the first run was made cold by coldtrace's --evict (verified: 0.0 % of the evicted files
@@ -61,6 +65,75 @@ fn read_words(c: &ColdCause) -> String {
     }
 }
 
+/// `cached before: 0 % of the 12.31 MiB the first run brought into the page cache (70 files)
+/// before the 4 cold runs (at most 0.3 %); 100 % before the 15 warm runs`; `None` when no run
+/// after the first was measured.
+pub fn working_set_sentence(ws: &WorkingSetSummary, rest: &str) -> Option<String> {
+    let part = |s: Option<Summary>, what: &str| {
+        s.map(|s| {
+            let spread = if s.min < s.max {
+                let low = percent(s.min);
+                format!(" ({}–{})", low.trim_end_matches(" %"), percent(s.max))
+            } else {
+                String::new()
+            };
+            format!(
+                "{} before the {} {what} run{}{spread}",
+                percent(s.median),
+                s.n,
+                if s.n == 1 { "" } else { "s" }
+            )
+        })
+    };
+    let parts: Vec<String> = [part(ws.cold, "cold"), part(ws.warm, rest)]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "of the {} the first run brought into the page cache ({} file{}), cached: {}",
+            human_bytes(ws.paged_bytes as f64),
+            ws.files,
+            if ws.files == 1 { "" } else { "s" },
+            parts.join("; ")
+        )
+    })
+}
+
+fn percent(ratio: f64) -> String {
+    let p = ratio * 100.0;
+    if p == 0.0 || p == 100.0 || p >= 10.0 {
+        format!("{p:.0} %")
+    } else {
+        format!("{p:.1} %")
+    }
+}
+
+/// `run #2 was made cold but was not: 100 % of what the first run brought into the page cache
+/// was cached before it (mapped by pid 812 (python3))`, or `…: it read nothing from storage
+/// while the first run read 12.31 MiB`.
+pub fn not_cold_sentence(a: &RunAnomaly) -> String {
+    let x = &a.anomaly;
+    let mapped = x
+        .mapped_by
+        .as_ref()
+        .map_or(String::new(), |m| format!("; mapped by {m}"));
+    match x.metric {
+        "working_set_ratio_before" => format!(
+            "run #{} was made cold but was not: {} of what the first run brought into the page \
+             cache was cached before it{mapped}",
+            a.index,
+            percent(x.value)
+        ),
+        _ => format!(
+            "run #{} was made cold but was not: it read nothing from storage while the first \
+             run read {}{mapped}",
+            a.index,
+            human_bytes(x.reference)
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +177,39 @@ mod tests {
         assert!(plain(cause_sentence(&cause("prepare")))
             .starts_with("the first run followed a --prepare command"));
         assert!(cause_sentence(&cause("none")).is_none());
+    }
+
+    #[test]
+    fn the_working_set_and_the_runs_that_were_not_cold_are_said() {
+        let summary = |values: &[f64]| Summary::of(values);
+        let ws = WorkingSetSummary {
+            files: 70,
+            paged_bytes: 12 << 20,
+            cold: summary(&[0.0, 0.003, 0.0, 1.0]),
+            warm: summary(&[1.0; 15]),
+        };
+        assert_eq!(
+            working_set_sentence(&ws, "warm")
+                .unwrap()
+                .replace('\u{a0}', " "),
+            "of the 12 MiB the first run brought into the page cache (70 files), cached: \
+             0.1 % before the 4 cold runs (0–100 %); 100 % before the 15 warm runs"
+        );
+        let not_cold = RunAnomaly {
+            index: 2,
+            anomaly: crate::record::run::Anomaly {
+                kind: "not_cold",
+                metric: "working_set_ratio_before",
+                value: 1.0,
+                reference: 0.5,
+                rule: crate::record::anomaly::RULE_NOT_COLD_CACHED,
+                mapped_by: Some("pid 812 (python3)".into()),
+            },
+        };
+        assert_eq!(
+            not_cold_sentence(&not_cold),
+            "run #2 was made cold but was not: 100 % of what the first run brought into the \
+             page cache was cached before it; mapped by pid 812 (python3)"
+        );
     }
 }

@@ -68,6 +68,9 @@ pub fn notes(outcome: &BatchOutcome) -> Vec<Note> {
     if let Some(first) = &outcome.first_paged_in {
         notes.push(Note::plain(paged_in_sentence(first)));
     }
+    if let Some(ws) = &outcome.working_set {
+        notes.extend(crate::view::cause::working_set_sentence(ws, rest).map(Note::plain));
+    }
     anomaly_notes(&mut notes, &outcome.anomalies, rest);
     if let Some(noise) = &outcome.warm_noise {
         // Judged over the runs after the first (batch.json's `warm_noise`), whatever they were.
@@ -106,7 +109,11 @@ const ANOMALIES_SHOWN: usize = 4;
 /// `rest`: what the runs after the first are (`warm`, or `cold` when every run started cold).
 fn anomaly_notes(notes: &mut Vec<Note>, anomalies: &[RunAnomaly], rest: &str) {
     for a in anomalies.iter().take(ANOMALIES_SHOWN) {
-        notes.push(Note::warning("disturbed", anomaly_sentence(a, rest)));
+        let label = match a.anomaly.kind {
+            "not_cold" => "not cold",
+            _ => "disturbed",
+        };
+        notes.push(Note::warning(label, anomaly_sentence(a, rest)));
     }
     if anomalies.len() > ANOMALIES_SHOWN {
         notes.push(Note::plain(format!(
@@ -127,6 +134,7 @@ pub fn anomaly_sentence(a: &RunAnomaly, rest: &str) -> String {
         format!("while the {rest} median is")
     };
     match (a.anomaly.kind, a.anomaly.metric) {
+        ("not_cold", _) => crate::view::cause::not_cold_sentence(a),
         ("cached_before_fell", _) => format!(
             "{rest} run #{} started with {} of the watched files cached, {} fewer than the run \
              before left: something evicted pages between runs",

@@ -93,7 +93,7 @@ fn bench(root: &Path, rounds: usize) -> Result<(), Box<dyn std::error::Error>> {
         let _ = ledger.before(&set, &|| None);
         ledger_before.push(t.elapsed());
         let t = Instant::now();
-        let _ = ledger.after(20, &|| None, &mut |_| {});
+        let _ = ledger.after(20, &|| None, &mut |_, _| {});
         ledger_after.push(t.elapsed());
         last = Some(set);
     }

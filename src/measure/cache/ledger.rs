@@ -26,8 +26,8 @@ use std::path::PathBuf;
 const CHUNK: usize = 256 * 1024;
 /// The "unknown" marker in an entry's page count.
 const UNKNOWN: u64 = u64::MAX;
-/// Fixed part of an entry: dev, size, pages (u64 each), owner (u32), path length (u32).
-const HEAD: usize = 8 * 3 + 4 + 4;
+/// Fixed part of an entry: dev, size, pages, inode (u64 each), owner (u32), path length (u32).
+const HEAD: usize = 8 * 4 + 4 + 4;
 
 /// One file that gained pages during a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,14 +138,15 @@ impl Ledger {
     }
 
     /// Probes the files remembered by [`Ledger::before`] again: their residency now, and what
-    /// each gained, keeping the `top` largest; `each` sees every file that gained pages.
+    /// each gained, keeping the `top` largest; `each` sees every file that gained pages, with
+    /// the bytes it gained.
     /// `stop` is asked as [`Prober::probe`] asks it: once it has said to stop, the files not
     /// probed yet are unknown.
     pub fn after(
         &mut self,
         top: usize,
         stop: Stop<'_>,
-        each: &mut dyn FnMut(&PagedFile),
+        each: &mut dyn FnMut(&WatchedFile, u64),
     ) -> (Residency, PagedIn) {
         let mut prober = Prober::new();
         let mut totals = Totals::new(page_size());
@@ -163,10 +164,7 @@ impl Ledger {
                 paged.known_files += 1;
                 if now > before {
                     paged.add(&file.path, now - before, top);
-                    each(&PagedFile {
-                        path: file.path,
-                        bytes: now - before,
-                    });
+                    each(&file, now - before);
                 }
             }
         }
@@ -182,25 +180,27 @@ fn add_unreached(totals: &mut Totals, unreached: u64) {
     }
 }
 
-fn encode(out: &mut Vec<u8>, file: &WatchedFile, pages: u64) {
+/// One entry: the file and a number (its resident pages before a run, or what it gained).
+pub(super) fn encode(out: &mut Vec<u8>, file: &WatchedFile, pages: u64) {
     let path = file.path.as_os_str().as_bytes();
     out.extend_from_slice(&file.dev.to_le_bytes());
     out.extend_from_slice(&file.size_bytes.to_le_bytes());
     out.extend_from_slice(&pages.to_le_bytes());
+    out.extend_from_slice(&file.ino.to_le_bytes());
     out.extend_from_slice(&file.owner_uid.to_le_bytes());
     out.extend_from_slice(&(path.len() as u32).to_le_bytes());
     out.extend_from_slice(path);
 }
 
 /// Reads the ledger's entries back in order, through one buffer.
-struct EntryReader<'f> {
+pub(super) struct EntryReader<'f> {
     file: &'f mut File,
     buf: Vec<u8>,
     at: usize,
 }
 
 impl<'f> EntryReader<'f> {
-    fn new(file: &'f mut File) -> EntryReader<'f> {
+    pub(super) fn new(file: &'f mut File) -> EntryReader<'f> {
         let _ = file.rewind();
         EntryReader {
             file,
@@ -238,11 +238,11 @@ impl<'f> EntryReader<'f> {
         u32::from_le_bytes(b)
     }
 
-    fn next_entry(&mut self) -> Option<(WatchedFile, u64)> {
+    pub(super) fn next_entry(&mut self) -> Option<(WatchedFile, u64)> {
         if !self.fill(HEAD) {
             return None;
         }
-        let len = self.u32_at(28) as usize;
+        let len = self.u32_at(36) as usize;
         if !self.fill(HEAD + len) {
             return None;
         }
@@ -250,9 +250,9 @@ impl<'f> EntryReader<'f> {
         let file = WatchedFile {
             path: PathBuf::from(path),
             size_bytes: self.u64_at(8),
-            owner_uid: self.u32_at(24),
+            owner_uid: self.u32_at(32),
             dev: self.u64_at(0),
-            ino: 0,
+            ino: self.u64_at(24),
         };
         let pages = self.u64_at(16);
         self.at += HEAD + len;
@@ -292,7 +292,7 @@ mod tests {
                 size_bytes: i * 4096,
                 owner_uid: (i % 7) as u32,
                 dev: 2049 + i % 3,
-                ino: 0,
+                ino: i * 7,
             })
             .collect();
         for (i, f) in files.iter().enumerate() {

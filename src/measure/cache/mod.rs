@@ -27,6 +27,7 @@ mod ledger;
 mod open;
 mod residency;
 mod stayed;
+mod working_set;
 
 pub use error::{CacheError, Stop};
 pub use evict::{check_drop_caches, drop_caches, drop_caches_permitted, is_tmpfs, EvictReport};
@@ -37,3 +38,4 @@ pub use residency::{
     UnknownReason, OVERLAYFS_MAGIC,
 };
 pub use stayed::{StayReason, Stayed, StayedFile};
+pub use working_set::{mapped_by, WorkingSet, WorkingSetResidency};

@@ -155,7 +155,7 @@ pub fn parse_maps_line(line: &str) -> Option<((u64, u64), u64)> {
 
 /// For each `(st_dev, inode)`, the first other process found that maps it (every readable
 /// `/proc/PID/maps` is read once; only called when something stayed after an eviction).
-fn mapping_processes(wanted: &[(u64, u64)]) -> Vec<Option<(u32, String)>> {
+pub(super) fn mapping_processes(wanted: &[(u64, u64)]) -> Vec<Option<(u32, String)>> {
     let mut found: Vec<Option<(u32, String)>> = vec![None; wanted.len()];
     if wanted.is_empty() {
         return found;
