@@ -445,7 +445,7 @@ fn boot_and_penalty(doc: &Fields<'_>, row: &mut BatchRow) {
 /// skipped with a note; `name` is how errors name the file.
 ///
 /// # Errors
-/// Any other malformed line, or a record whose schema is neither `coldtrace.run/2` nor `/1`: one line
+/// Any other malformed line, or a record whose schema is not `coldtrace.run/1` to `/3`: one line
 /// naming `name` and the line number (1-based).
 pub fn parse_runs(bytes: &[u8], name: &str, row: &mut BatchRow) -> Result<(), ReportError> {
     let mut runs = Runs::default();
@@ -561,7 +561,7 @@ fn memchr_newline(bytes: &[u8]) -> Option<usize> {
 /// (no `\n`, not valid JSON: what a crash mid-write leaves), with a note in `notes`.
 ///
 /// # Errors
-/// Any other malformed line, or a record whose schema is neither `coldtrace.run/2` nor `/1`: one line naming
+/// Any other malformed line, or a record whose schema is not `coldtrace.run/1` to `/3`: one line naming
 /// `name` and the line number (1-based).
 fn record_line(
     line: &[u8],
