@@ -148,6 +148,7 @@ fn run_around(program: &Program, shared: &mut Shared<'_>) -> (Result<u64, Failur
     let options = SpawnOptions {
         stdout: shared.dev_null_out.as_ref().map(|f| f.as_fd()),
         signal_mask: Some(shared.signals.child_mask),
+        parent_death_signal: Some(Signal::KILL),
         ..SpawnOptions::default()
     };
     let limits = RunLimits {

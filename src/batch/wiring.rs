@@ -11,7 +11,7 @@ use crate::batch::signals::Signals;
 use crate::batch::sink::{DrainedPipe, StderrSink, StdoutFile};
 use crate::plan::{OutputMode, Plan, StdinMode};
 use crate::untrusted::{self, OpenError, Want};
-use coldtrace_syscalls::{SignalFd, SpawnOptions};
+use coldtrace_syscalls::{Signal, SignalFd, SpawnOptions};
 use std::fs::File;
 use std::os::fd::AsFd;
 use std::path::Path;
@@ -137,6 +137,8 @@ pub(super) fn spawn_options<'a>(
         stderr,
         new_process_group: plan.timeout_ns.is_some(),
         signal_mask: Some(signals.child_mask),
+        // A coldtrace killed outright (SIGKILL, a crash) takes its command with it.
+        parent_death_signal: Some(Signal::KILL),
         ..SpawnOptions::default()
     }
 }

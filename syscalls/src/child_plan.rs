@@ -76,6 +76,9 @@ pub(crate) struct ChildPlan<'a> {
     pub to_default: u64,
     /// On the `clone` path: the caller vouched that only these signals have handlers.
     pub vouched: Option<u64>,
+    /// The signal the child asks for when the thread that cloned it exits
+    /// (`PR_SET_PDEATHSIG`); the parent's PID to check it against is read at the clone.
+    pub parent_death_signal: Option<c_int>,
 }
 
 /// How the child closes the descriptors it must not inherit.

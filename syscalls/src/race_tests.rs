@@ -326,3 +326,47 @@ fn a_started_child_is_never_started_twice_nor_left_behind() {
         "a started child reported as a failed clone"
     );
 }
+
+#[test]
+fn a_parent_that_died_before_the_prctl_still_sends_its_signal() {
+    let _serial = hooks::serial();
+    let mut stack = ChildStack::new().expect("map a child stack");
+    let dead_parent = Switch::on(&hooks::WRONG_PARENT_PID);
+    // SIGKILL ends the child at once; SIGTERM, blocked until the child sets the caller's mask,
+    // ends it there, as a signal the kernel had sent would: either way before `execve`, so
+    // `sleep 60` never runs and the spawn returns a child killed by the signal.
+    for signal in [Signal::KILL, Signal::TERM] {
+        let options = SpawnOptions {
+            parent_death_signal: Some(signal),
+            ..SpawnOptions::default()
+        };
+        let started = std::time::Instant::now();
+        let child = program("/bin/sleep", &["sleep", "60"])
+            .spawn(&options, &mut stack)
+            .expect("the spawn returns the child, killed before execve");
+        let (status, _) = child.reap().expect("reap");
+        assert_eq!(status.signal(), Some(signal.raw()), "{status:?}");
+        assert!(started.elapsed() < Duration::from_secs(30));
+    }
+    drop(dead_parent);
+    let options = SpawnOptions {
+        parent_death_signal: Some(Signal::KILL),
+        ..SpawnOptions::default()
+    };
+    let child = program("/bin/sh", &["sh", "-c", "exit 7"]).spawn(&options, &mut stack);
+    let status = child.expect("spawn sh").reap().map(|(s, _)| s.code());
+    assert_eq!(status.ok(), Some(Some(7)), "with its parent alive it runs");
+    let bad = SpawnOptions {
+        parent_death_signal: Some(Signal::from_raw(65)),
+        ..SpawnOptions::default()
+    };
+    let refused = program("/bin/true", &["true"]).spawn(&bad, &mut stack);
+    assert_eq!(
+        refused.err(),
+        Some(SpawnError {
+            stage: ChildStage::ParentDeathSignal,
+            errno: Errno::INVAL
+        })
+    );
+    assert_eq!(reap_leftovers(), 0);
+}

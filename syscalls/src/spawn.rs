@@ -100,6 +100,9 @@ pub enum ChildStage {
     /// The child had started, then the calling thread's signal mask could not be restored; the
     /// child was killed and reaped.
     RestoreCallerMask = 9,
+    /// `prctl(PR_SET_PDEATHSIG)` (see [`SpawnOptions::parent_death_signal`]): EINVAL for a
+    /// number that is not a signal.
+    ParentDeathSignal = 10,
 }
 
 impl ChildStage {
@@ -113,6 +116,7 @@ impl ChildStage {
             7 => ChildStage::RestoreMask,
             8 => ChildStage::Exec,
             9 => ChildStage::RestoreCallerMask,
+            10 => ChildStage::ParentDeathSignal,
             _ => ChildStage::Clone,
         }
     }
@@ -346,6 +350,7 @@ impl ExecImage<'_> {
             mask: options.signal_mask.map(SigSet::bits),
             to_default: SigSet::EMPTY.with(Signal::PIPE).bits(),
             vouched: options.handled_signals.map(HandledSignals::bits),
+            parent_death_signal: options.parent_death_signal.map(Signal::raw),
         };
         let spawning = Spawning::start();
         let spawned = start(self, &plan, stack, options)?;
@@ -528,6 +533,27 @@ pub struct SpawnOptions<'a> {
     /// outside it. Where that cannot be done, the spawn fails (stage [`ChildStage::Clone`])
     /// rather than start the child elsewhere.
     pub cgroup: Option<BorrowedFd<'a>>,
+    /// The signal the child gets when its parent dies (`prctl(PR_SET_PDEATHSIG)`, asked for
+    /// by the child before anything else), e.g. [`Signal::KILL`] so that a killed caller takes
+    /// its direct child with it. `None` (the default): the child outlives its parent.
+    ///
+    /// The kernel's rules, which the caller must know:
+    /// - It fires when the **thread** that spawned the child exits, not the process: spawn
+    ///   from a thread that outlives the child (the main thread, or one that is joined only
+    ///   after the child is reaped), or a finished worker thread kills the child.
+    /// - It reaches the direct child only. A descendant is not covered, and one that left the
+    ///   child's process group or session (`setsid`) is reachable only through a cgroup
+    ///   ([`SpawnOptions::cgroup`]).
+    /// - The kernel clears it when the program execs a set-user-ID or set-group-ID file, or
+    ///   one with file capabilities, that changes its credentials.
+    /// - The race is handled: if the parent died between the clone and the `prctl` (the kernel
+    ///   then never sends the signal), the child sees that its parent is no longer this
+    ///   process (`getppid`) and sends the signal to itself, as if the kernel had; SIGKILL
+    ///   ends it before `execve`.
+    ///
+    /// Costs one `getpid` in the parent and a `prctl` and a `getppid` in the child.
+    /// See [prctl(2)](https://man7.org/linux/man-pages/man2/prctl.2.html).
+    pub parent_death_signal: Option<Signal>,
     /// Start the child with `clone(2)` and the child-side signal reset even where `clone3`
     /// works: the path older kernels take, for tests and benchmarks.
     pub legacy_clone: bool,

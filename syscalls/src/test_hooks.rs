@@ -15,6 +15,9 @@ pub(crate) static NO_CLONE_VM: AtomicBool = AtomicBool::new(false);
 pub(crate) static NO_CLOSE_RANGE: AtomicBool = AtomicBool::new(false);
 /// Behave as if `/proc` were not mounted.
 pub(crate) static NO_PROC: AtomicBool = AtomicBool::new(false);
+/// Tell the child a parent PID that is not its parent's, as if the parent had died between
+/// the clone and the child's `PR_SET_PDEATHSIG`.
+pub(crate) static WRONG_PARENT_PID: AtomicBool = AtomicBool::new(false);
 /// Make the parent's restoring of its signal mask after the clone fail (EINVAL).
 pub(crate) static FAIL_MASK_RESTORE: AtomicBool = AtomicBool::new(false);
 

@@ -427,3 +427,49 @@ fn a_second_sigterm_during_a_prepare_command_that_ignores_it_ends_the_batch() {
     let records = assert_interrupted(&dir, "SIGTERM");
     assert!(records.is_empty(), "the run never started: {records:?}");
 }
+
+/// Waits up to 3 s until `pid` no longer runs (gone, or a zombie whose new parent has not
+/// reaped it yet); panics otherwise.
+fn assert_ended(pid: i32, what: &str) {
+    let until = Instant::now() + Duration::from_secs(3);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next());
+        if matches!(state, None | Some("Z")) {
+            return;
+        }
+        assert!(Instant::now() < until, "{what} survived: {stat}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_coldtrace_killed_with_sigkill_takes_its_command_with_it() {
+    // A killed coldtrace can forward nothing: the kernel's parent-death signal, which every
+    // child asks for, kills the command, also one in a process group of its own (--timeout).
+    let dir = TempDir::new("sigkilled");
+    let pid_file = dir.join("pid");
+    let write_pid = format!("echo $$ > {}", pid_file.display());
+    let command = ready_script(&dir, "kd", &write_pid, "exec sleep 30");
+    for extra in [&[][..], &["--timeout", "20"]] {
+        let _ = std::fs::remove_file(&pid_file);
+        let _ = std::fs::remove_dir_all(dir.join("b"));
+        let _ = std::fs::remove_file(dir.join("ready"));
+        let mut args = vec!["run", "-n", "3", "-o", "b"];
+        args.extend_from_slice(extra);
+        args.extend(["--", command.to_str().unwrap()]);
+        let kill = [(Duration::ZERO, Signal::KILL)];
+        let (out, _) = signals_once(ct(dir.path(), &args), &dir.join("ready"), &kill);
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&out.status),
+            Some(9),
+            "{}",
+            out.describe()
+        );
+        let pid = std::fs::read_to_string(&pid_file).expect("the command wrote its PID");
+        let pid: i32 = pid.trim().parse().expect("a PID");
+        assert_ended(pid, &format!("the command of `{}`", args.join(" ")));
+    }
+}

@@ -38,6 +38,8 @@ pub mod nr {
         pub const OPENAT: usize = 257;
         pub const GETDENTS64: usize = 217;
         pub const PRLIMIT64: usize = 302;
+        pub const PRCTL: usize = 157;
+        pub const GETPPID: usize = 110;
     }
     #[cfg(target_arch = "aarch64")]
     mod arch {
@@ -63,6 +65,8 @@ pub mod nr {
         pub const OPENAT: usize = 56;
         pub const GETDENTS64: usize = 61;
         pub const PRLIMIT64: usize = 261;
+        pub const PRCTL: usize = 167;
+        pub const GETPPID: usize = 173;
     }
     pub use arch::*;
     pub const PIDFD_SEND_SIGNAL: usize = 424;
@@ -143,6 +147,8 @@ pub const DIRENT64_RECLEN: usize = 16;
 /// The offset of `d_name` in `struct linux_dirent64`.
 pub const DIRENT64_NAME: usize = 19;
 
+/// `prctl(2)`: the signal the caller gets when its parent thread exits.
+pub const PR_SET_PDEATHSIG: usize = 1;
 /// `fcntl(2)`: set the descriptor flags (`FD_CLOEXEC`).
 pub const F_SETFD: usize = 2;
 /// `signalfd4(2)` flags.

@@ -121,6 +121,9 @@ pub(super) struct ChildInputs<'a> {
     pub plan: &'a ChildPlan<'a>,
     pub mask: u64,
     pub handlers: Handlers,
+    /// The PID of the process that made the clone (read just before it), which the child
+    /// compares with its parent's after `PR_SET_PDEATHSIG`; 0 without that option.
+    pub parent_pid: usize,
     /// The write end of the close-on-exec error pipe, or -1 when the parent reads the failure
     /// from `failed_*` (its memory is really shared).
     pub error_pipe: c_int,
@@ -243,10 +246,13 @@ macro_rules! stage {
 }
 
 /// Returns only on failure, with (stage, errno); on success `execve` replaces the image.
-/// Stages as in `spawn::ChildStage`: 2 signals, 3 setpgid, 4 chdir, 5 dup3, 6 descriptors,
-/// 7 mask, 8 execve.
+/// Stages as in `spawn::ChildStage`: 10 parent-death signal (first, to keep its window
+/// short), 2 signals, 3 setpgid, 4 chdir, 5 dup3, 6 descriptors, 7 mask, 8 execve.
 #[inline(always)]
 fn prepare_and_exec(c: &ChildInputs<'_>) -> (u32, i32) {
+    if let Some(signal) = c.plan.parent_death_signal {
+        stage!(10, parent_death_signal(signal as usize, c.parent_pid));
+    }
     stage!(2, reset_signals(c.handlers, c.plan.to_default));
     if c.plan.new_process_group {
         // SAFETY: integer arguments only; moves the child alone into a new process group.
@@ -269,6 +275,33 @@ fn prepare_and_exec(c: &ChildInputs<'_>) -> (u32, i32) {
     // NUL-terminated strings, all owned or borrowed by the `ExecImage` (built only by `new`,
     // never mutated) that the suspended parent's frame borrows. The kernel only reads them.
     (8, errno_of(unsafe { syscall6(nr::EXECVE, args) }))
+}
+
+/// `prctl(PR_SET_PDEATHSIG, signal)`, then the race it leaves: a parent that died before the
+/// `prctl` sends nothing, and the child has been reparented (to a subreaper or init). So when
+/// `getppid()` is no longer `parent`, the child sends itself `signal` with `kill`, as the
+/// kernel would have a moment later: SIGKILL ends it at once; a blocked signal stays pending
+/// until the mask of stage 7, exactly like a signal sent by the kernel. (A real-time signal
+/// may then arrive twice, if the parent died between the two calls.)
+#[inline(always)]
+fn parent_death_signal(signal: usize, parent: usize) -> i32 {
+    let args = [abi::PR_SET_PDEATHSIG, signal, 0, 0, 0, 0];
+    // SAFETY: integer arguments only; sets an attribute of the child itself (EINVAL for a
+    // number that is not a signal).
+    let e = errno_of(unsafe { syscall6(nr::PRCTL, args) });
+    if e != 0 {
+        return e;
+    }
+    // SAFETY: no arguments; returns the PID of the child's parent (0 outside its namespace).
+    let now = unsafe { syscall6(nr::GETPPID, [0; 6]) };
+    if now != parent {
+        // SAFETY: no arguments; returns the child's own PID.
+        let me = unsafe { syscall6(nr::GETPID, [0; 6]) };
+        // SAFETY: integer arguments only; `me` is this child's positive PID, so the signal
+        // reaches the child alone.
+        let _ = unsafe { syscall6(nr::KILL, [me, signal, 0, 0, 0, 0]) };
+    }
+    0
 }
 
 /// Resets every handled signal, and those of `to_default`, to `SIG_DFL`; ignored ones stay

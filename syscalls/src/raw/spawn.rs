@@ -171,6 +171,7 @@ pub(crate) fn spawn(
         plan,
         mask: plan.mask.unwrap_or(old_mask),
         handlers,
+        parent_pid: plan.parent_death_signal.map_or(0, |_| parent_pid()),
         error_pipe: pipe.as_ref().map_or(-1, |p| p.write.as_raw_fd()),
         reached: 0,
         failed_stage: 0,
@@ -198,6 +199,16 @@ pub(crate) fn spawn(
             Err(SpawnFailure::MaskNotRestored(e))
         }
     }
+}
+
+/// This process's PID, which the child expects as its parent's (`getpid(2)`); in test builds
+/// a PID no process has while `WRONG_PARENT_PID` is set, as if the parent had died.
+fn parent_pid() -> usize {
+    #[cfg(test)]
+    if crate::test_hooks::on(&crate::test_hooks::WRONG_PARENT_PID) {
+        return u32::MAX as usize;
+    }
+    rustix::process::getpid().as_raw_nonzero().get() as usize
 }
 
 /// `SIG_SETMASK`, or in test builds an invalid `how` while `FAIL_MASK_RESTORE` is set.
