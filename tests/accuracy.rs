@@ -589,7 +589,7 @@ fn vfork_child_inherits_the_parents_peak_unless_reset() {
     );
 }
 
-/// Issue 8: after coldtrace itself has grown and shrunk back, the next child's max RSS is still
+/// After coldtrace itself has grown and shrunk back, the next child's max RSS is still
 /// its own. A `--watch` over 30,000 files makes coldtrace build (and drop) a large file list
 /// before every run; coldtrace's own VmRSS, sampled from outside while the batch runs, shows
 /// that it really grew (its peak RSS cannot show it: the high-water mark is reset right before

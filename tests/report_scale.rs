@@ -1,4 +1,4 @@
-//! `report` over a fleet's records (issue 15): 10,000 batch directories gathered under one
+//! `report` over a fleet's records: 10,000 batch directories gathered under one
 //! directory, found by walking it or listed on stdin, read with memory that does not grow with
 //! the records. No timing is asserted (tests/bench/compare.sh measures the speed).
 #![forbid(unsafe_code)]

@@ -178,7 +178,7 @@ impl CommandBatch<'_> {
         })
     }
 
-    /// The process exit code (GNU time's conventions, see the README).
+    /// The process exit code (GNU time's conventions, see the README's exit codes).
     fn exit_code(&self) -> u8 {
         if let Some(sig) = self.interrupted_by {
             128u8.saturating_add(sig.raw() as u8)

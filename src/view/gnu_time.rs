@@ -114,7 +114,7 @@ pub struct Facts<'a> {
 /// time 1.9 stops without one.
 ///
 /// Only the values may differ from GNU time's: they are measured where GNU time's are off
-/// (see the README), and truncated at the printed precision as GNU time truncates them. One deliberate difference in the words: a
+/// (see docs/time.md), and truncated at the printed precision as GNU time truncates them. One deliberate difference in the words: a
 /// trailing `\` prints `?\` as GNU time 1.10 does (1.9 reads past the end of the string).
 pub fn render(layout: Layout<'_>, quiet: bool, facts: &Facts<'_>) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);

@@ -1,4 +1,4 @@
-/* The per-run floor (issue 15): a C loop of vfork + execve + wait4 of /bin/true, N times —
+/* The per-run floor: a C loop of vfork + execve + wait4 of /bin/true, N times —
  * the least any runner can do per run, with nothing measured and nothing recorded.
  * Build: cc -O2 -o floor tests/bench/floor.c
  * Usage: ./floor [N] [PROGRAM]   (default 1000 runs of /bin/true)

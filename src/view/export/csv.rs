@@ -6,7 +6,7 @@
 //! included, marked by role and counted), one column per number of the record: the metrics
 //! first (the table's order, then the perf events), then every other numeric leaf in record
 //! order ([`RECORD_NUMBERS`], each perf reading's [`COUNTER_NUMBERS`]), each headed by where it
-//! is in the record (`rusage.user_us`; the unit is in the name or the README's record table),
+//! is in the record (`rusage.user_us`; the unit is in the name or the record table of docs/schema.md),
 //! a column no run has a value in left out. Numbers are written as the record has them; an
 //! absent or null value is an empty cell. RFC 4180 quoting. It copies what the records hold
 //! (the summary through [`Measured`]); it opens no file (the caller replaces it).
