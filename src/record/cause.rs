@@ -41,6 +41,8 @@ pub struct ColdFacts {
     pub major_faults: Option<f64>,
     /// File pages refaulted system-wide during the first run.
     pub refaults: Option<u64>,
+    /// The size of a page, in bytes (refaults count pages).
+    pub page_bytes: u64,
     /// The first coldtrace batch since boot (`None`: not known).
     pub first_batch_since_boot: Option<bool>,
 }
@@ -50,7 +52,25 @@ impl ColdFacts {
     fn read_from_storage(&self) -> bool {
         self.read_bytes.is_some_and(|b| b > 0.0) || self.major_faults.is_some_and(|n| n > 0.0)
     }
+
+    /// The refaults during the first run are enough to be its own: at least
+    /// [`REFAULTS_OF_WHAT_IT_READ`] of the pages it read (its bytes read in pages, or its major
+    /// faults, whichever is more). Refaults are system-wide, and on a machine that pages out idle
+    /// cache other processes refault a few pages every second.
+    fn refaults_are_its_own(&self) -> bool {
+        let Some(refaults) = self.refaults.filter(|&n| n > 0) else {
+            return false;
+        };
+        let page = self.page_bytes.max(1) as f64;
+        let pages_read =
+            (self.read_bytes.unwrap_or(0.0) / page).max(self.major_faults.unwrap_or(0.0));
+        refaults as f64 >= REFAULTS_OF_WHAT_IT_READ * pages_read
+    }
 }
+
+/// The share of the first run's pages read that must have refaulted system-wide during it to
+/// name reclaim as the cause.
+pub const REFAULTS_OF_WHAT_IT_READ: f64 = 0.5;
 
 /// The cause, as `batch.json`'s `first_cold_cause` records it.
 #[derive(Clone, Debug, PartialEq)]
@@ -96,7 +116,7 @@ pub fn cold_cause(f: &ColdFacts) -> ColdCause {
         ("setup", None, None)
     } else if f.prepare {
         ("prepare", None, None)
-    } else if read && f.refaults.is_some_and(|n| n > 0) {
+    } else if read && f.refaults_are_its_own() {
         ("reclaim", None, None)
     } else if read && f.first_batch_since_boot == Some(true) {
         ("first_batch_since_boot", None, None)
@@ -165,6 +185,7 @@ mod tests {
         ColdFacts {
             read_bytes: Some(bytes),
             major_faults: Some(0.0),
+            page_bytes: 4096,
             ..ColdFacts::default()
         }
     }
@@ -229,6 +250,32 @@ mod tests {
             ..boot
         };
         assert_eq!(cold_cause(&unknown).cause, "unknown");
+        // Another process's few refaults beside a large read are not its own: 75 MB is about
+        // 18,311 pages of 4 KiB, and reclaim needs half of them refaulted.
+        let few = ColdFacts {
+            refaults: Some(9_155),
+            ..unknown
+        };
+        let c = cold_cause(&few);
+        assert_eq!(
+            (c.cause, c.workingset_refault_file),
+            ("unknown", Some(9_155))
+        );
+        assert_eq!(
+            cold_cause(&ColdFacts {
+                refaults: Some(9_156),
+                ..few
+            })
+            .cause,
+            "reclaim"
+        );
+        // A read seen only as major faults counts a page each.
+        let faults = ColdFacts {
+            major_faults: Some(40.0),
+            refaults: Some(20),
+            ..read(0.0)
+        };
+        assert_eq!(cold_cause(&faults).cause, "reclaim");
         // Refaults alone (another process's) name nothing: the run read nothing itself.
         let quiet = ColdFacts {
             refaults: Some(900),

@@ -35,18 +35,33 @@ pub fn cause_sentence(c: &ColdCause) -> Option<String> {
              system-wide during it (workingset_refault_file)",
             c.workingset_refault_file.unwrap_or(0)
         ),
-        "first_batch_since_boot" => {
-            "the first run is the first coldtrace batch's since boot, and nothing it read had \
-             been reclaimed (no refault)"
-                .to_string()
-        }
-        "unknown" => "what made the first run cold is unknown: no cold action, hook, refault \
-                      or new boot was seen (its pages were not cached this boot, or were \
-                      dropped by something that leaves no trace, such as drop_caches)"
-            .to_string(),
+        "first_batch_since_boot" => format!(
+            "the first run is the first coldtrace batch's since boot, and what it read had not \
+             been reclaimed ({})",
+            refault_words(c)
+        ),
+        "unknown" => format!(
+            "what made the first run cold is unknown: no cold action, hook, reclaim ({}) or \
+             new boot was seen (its pages were not cached this boot, or were dropped by \
+             something that leaves no trace, such as drop_caches)",
+            refault_words(c)
+        ),
         _ => return None,
     };
     Some(format!("{head}{}", read_words(c)))
+}
+
+/// Why the refaults during the first run name no reclaim: `no refault`, or `12 file pages
+/// refaulted system-wide, fewer than half of the pages it read`.
+fn refault_words(c: &ColdCause) -> String {
+    match c.workingset_refault_file {
+        Some(0) => "no refault".into(),
+        Some(n) => format!(
+            "{n} file page{} refaulted system-wide, fewer than half of the pages it read",
+            if n == 1 { "" } else { "s" }
+        ),
+        None => "refaults not read".into(),
+    }
 }
 
 /// `; it read 12.31 MiB from storage (12 major faults)`, or `; it read nothing from storage`.
@@ -174,8 +189,33 @@ mod tests {
             "the first run was made cold by coldtrace's --evict (verified: 0.0 % of the \
              evicted files stayed cached); it read nothing from storage"
         );
-        assert!(plain(cause_sentence(&cause("prepare")))
-            .starts_with("the first run followed a --prepare command"));
+        for hook in ["setup", "prepare"] {
+            assert_eq!(
+                plain(cause_sentence(&cause(hook))),
+                format!(
+                    "the first run followed a --{hook} command (what it did to the caches is \
+                     not recorded); it read 71.70 MiB from storage (85 major faults)"
+                )
+            );
+        }
+        let mut boot = cause("first_batch_since_boot");
+        boot.workingset_refault_file = Some(0);
+        assert_eq!(
+            plain(cause_sentence(&boot)),
+            "the first run is the first coldtrace batch's since boot, and what it read had not \
+             been reclaimed (no refault); it read 71.70 MiB from storage (85 major faults)"
+        );
+        let mut unknown = cause("unknown");
+        unknown.workingset_refault_file = Some(12);
+        let unknown = plain(cause_sentence(&unknown));
+        assert!(
+            unknown.starts_with(
+                "what made the first run cold is unknown: no cold action, hook, reclaim (12 \
+                 file pages refaulted system-wide, fewer than half of the pages it read) or new \
+                 boot was seen"
+            ) && unknown.ends_with("; it read 71.70 MiB from storage (85 major faults)"),
+            "{unknown}"
+        );
         assert!(cause_sentence(&cause("none")).is_none());
     }
 
