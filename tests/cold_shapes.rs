@@ -7,51 +7,12 @@
 
 mod common;
 
-use common::{ct, read_batch, read_records, write_file, TempDir};
+use common::{
+    ct, figure_after, figure_before, prose, read_batch, read_records, write_file, TempDir,
+};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
-
-/// stderr with every run of whitespace made one space: sentences under the table are wrapped.
-fn prose(stderr: &str) -> String {
-    stderr.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// A printed figure in its base unit (ns for a duration, bytes for a size): `+264.0` `ms`.
-fn figure(number: &str, unit: &str) -> f64 {
-    let x: f64 = number
-        .trim_start_matches(['(', '+'])
-        .parse()
-        .unwrap_or_else(|_| panic!("not a number: {number:?}"));
-    let scale = match unit.trim_end_matches([':', ',', ')']) {
-        "ns" | "B" => 1.0,
-        "µs" => 1e3,
-        "KiB" => 1024.0,
-        "ms" => 1e6,
-        "MiB" => 1048576.0,
-        "s" => 1e9,
-        "GiB" => 1073741824.0,
-        other => panic!("unit {other:?} of {number}"),
-    };
-    x * scale
-}
-
-/// The figure printed right before `words` in `sentence` (`+1.023 ms blocked`), if `words` is
-/// there.
-fn figure_before(sentence: &str, words: &str) -> Option<f64> {
-    let (before, _) = sentence.split_once(words)?;
-    let mut tokens = before.split_whitespace().rev();
-    let unit = tokens.next()?;
-    Some(figure(tokens.next()?, unit))
-}
-
-/// The figure printed right after `words` (`sys ≈ ` `+243 ms`).
-fn figure_after(sentence: &str, words: &str) -> Option<f64> {
-    let (_, after) = sentence.split_once(words)?;
-    let mut tokens = after.split_whitespace();
-    let number = tokens.next()?;
-    Some(figure(number, tokens.next()?))
-}
 
 /// The sentence of `said` that starts with `start`, up to `end` (included).
 fn sentence<'a>(said: &'a str, start: &str, end: &str) -> &'a str {

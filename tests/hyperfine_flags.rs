@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{ct, read_batch, read_records, TempDir};
+use common::{ct, prose, read_batch, read_records, TempDir};
 use serde_json::Value;
 
 /// Appends `WORD` to ./log (the batch's cwd).
@@ -434,11 +434,6 @@ fn every_perf_event_name_is_taken_and_hardware_without_a_pmu_is_null_with_a_reas
         "{}",
         out.describe()
     );
-}
-
-/// stderr with every run of whitespace made one space: the lines under a table are wrapped.
-fn prose(stderr: &str) -> String {
-    stderr.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[test]
