@@ -26,6 +26,16 @@ fn conclusion_lines(text: &str) -> Vec<String> {
     lines
 }
 
+/// A metric's comparison in a comparison's batch.json.
+fn metric_of<'a>(doc: &'a serde_json::Value, metric: &str) -> &'a serde_json::Value {
+    doc["comparison"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == metric)
+        .unwrap_or_else(|| panic!("no {metric} in the comparison"))
+}
+
 #[test]
 fn two_runs_per_command_give_a_ratio_but_no_verdict_and_say_why() {
     let dir = TempDir::new("n2");
@@ -50,12 +60,7 @@ fn two_runs_per_command_give_a_ratio_but_no_verdict_and_say_why() {
         "{ctx}"
     );
     let doc = read_batch(&dir.join("c"));
-    let wall = doc["comparison"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["metric"] == "wall_ns")
-        .unwrap();
+    let wall = metric_of(&doc, "wall_ns");
     assert!(
         wall["commands"][1]["ratio_to_first"].as_f64().unwrap() > 1.2,
         "{wall}"
@@ -135,5 +140,72 @@ fn report_shows_the_comparisons_ratios_intervals_and_the_same_conclusion() {
         markdown.stdout.contains(&format!("| {interval} |")),
         "{}",
         markdown.describe()
+    );
+}
+
+#[test]
+fn tick_sampled_system_times_with_zeros_get_an_interval_never_a_median_of_0() {
+    // rusage's system time is split by a sampling tick: a run that no tick caught in the
+    // kernel shows 0. Each command here spends about 30 ms in the kernel (dd copying 300 MiB
+    // from /dev/zero) in 3 of every 5 runs and only starts a shell in the others, so its warm
+    // runs mix zeros with figures of several ticks around a median that is not 0: a resample
+    // whose median is 0 must not abandon the interval.
+    let dir = TempDir::new("ticks");
+    let script = dir.join("ticks.sh");
+    common::write_file(
+        &script,
+        b"#!/bin/sh\nn=$(cat \"$1\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$1\"\n\
+          case $((n % 5)) in 0|1) exit 0;; esac\n\
+          exec dd if=/dev/zero of=/dev/null bs=1M count=300 status=none\n",
+        0o755,
+    );
+    let s = script.display();
+    let out = ct(
+        dir.path(),
+        [
+            "compare",
+            "-n",
+            "15",
+            "-o",
+            "c",
+            &format!("{s} a.count"),
+            &format!("{s} b.count"),
+        ],
+    )
+    .run_within(std::time::Duration::from_secs(120));
+    out.expect_code(0);
+    let ctx = out.describe();
+    let doc = read_batch(&dir.join("c"));
+    let sys = metric_of(&doc, "sys_us");
+    let zeros = common::read_records(&dir.join("c/commands/00"))
+        .iter()
+        .filter(|r| r["role"] == "warm" && r["rusage"]["sys_us"] == 0)
+        .count();
+    assert!(
+        zeros >= 2,
+        "the first command's warm runs hold zeros: {zeros}{ctx}"
+    );
+    assert!(
+        sys["commands"][0]["warm_median"].as_f64().unwrap() > 0.0,
+        "{sys}{ctx}"
+    );
+    let other = &sys["commands"][1];
+    assert!(
+        other["ci_low"].is_number() && other["no_interval"].is_null(),
+        "{sys}{ctx}"
+    );
+    assert!(!out.stderr.contains("median of 0"), "{ctx}");
+    // The table's sys row shows the interval, as a person reads it: `0.97–1.04` (an upper end
+    // the resamples leave unbounded is `∞`).
+    let row = out
+        .stderr_lines()
+        .into_iter()
+        .find(|l| l.trim_start().starts_with("sys "))
+        .unwrap_or_else(|| panic!("a sys row{ctx}"));
+    let last = row.split_whitespace().last().unwrap_or_default();
+    assert!(
+        last.split_once('–')
+            .is_some_and(|(lo, _)| lo.parse::<f64>().is_ok()),
+        "{row}"
     );
 }
