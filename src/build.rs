@@ -1,10 +1,18 @@
-//! Build script: hands `coldtrace --version` what only the build knows (std only, nothing
-//! generated on disk).
+//! Build script: hands `coldtrace --version` what only the build knows, and builds the spawner
+//! (std only).
 //!
 //! - `COLDTRACE_COMMIT`: `git rev-parse --short HEAD` of the checkout being built, or `unknown`
 //!   when the package directory has no `.git` of its own (a source tarball, `cargo install` from
 //!   a copy, a copy vendored inside another repository) or git cannot answer.
 //! - `COLDTRACE_TARGET`: the target triple the binary is built for (cargo's `TARGET`).
+//!
+//! - `COLDTRACE_SPAWNER`: the path of the spawner program (`syscalls/src/spawner/main.rs`)
+//!   built into `OUT_DIR` by one `rustc` call for `<arch>-unknown-linux-musl` (`no_std`, static,
+//!   non-PIE, about 18 KB), which `src/measure/spawner.rs` embeds, linked by the linker cargo
+//!   uses for the target (`RUSTC_LINKER`, e.g. rust-lld for `.ci/release`'s cross build). Where it cannot be built
+//!   (no musl standard library for the arch, no linker for it), the file is empty, cargo prints
+//!   a warning, and coldtrace starts every child in-process; with `COLDTRACE_REQUIRE_SPAWNER=1`
+//!   (`.ci/release` sets it) the build fails instead.
 //!
 //! The commit is read again when HEAD moves: cargo watches `.git/HEAD` and the branch ref it
 //! points at (in a worktree, both live in the main repository's git directory, which git names).
@@ -28,6 +36,80 @@ fn main() {
     );
     let target = std::env::var("TARGET").unwrap_or_else(|_| "unknown".to_string());
     println!("cargo:rustc-env=COLDTRACE_TARGET={target}");
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
+    let spawner = out_dir.join("coldtrace-spawner");
+    println!("cargo:rerun-if-env-changed=COLDTRACE_REQUIRE_SPAWNER");
+    if let Err(why) = build_spawner(&manifest_dir, &spawner) {
+        if std::env::var_os("COLDTRACE_REQUIRE_SPAWNER").is_some_and(|v| v == "1") {
+            eprintln!("error: COLDTRACE_REQUIRE_SPAWNER=1 and the spawner cannot be built: {why}");
+            std::process::exit(1);
+        }
+        println!("cargo:warning=no spawner ({why}): coldtrace will start children in-process");
+        let _ = std::fs::write(&spawner, b"");
+    }
+    println!("cargo:rustc-env=COLDTRACE_SPAWNER={}", spawner.display());
+}
+
+/// The files the spawner is compiled from (its own and the library's it includes).
+const SPAWNER_SOURCES: [&str; 9] = [
+    "syscalls/src/spawner/main.rs",
+    "syscalls/src/spawner/image.rs",
+    "syscalls/src/spawner/protocol.rs",
+    "syscalls/src/abi/mod.rs",
+    "syscalls/src/abi/perf.rs",
+    "syscalls/src/child_plan.rs",
+    "syscalls/src/raw/spawner.rs",
+    "syscalls/src/raw/child.rs",
+    "syscalls/src/raw/clone.rs",
+];
+
+/// `rustc` on the spawner's root for the musl target of this architecture, into `out`.
+fn build_spawner(dir: &Path, out: &Path) -> Result<(), String> {
+    for source in SPAWNER_SOURCES {
+        println!("cargo:rerun-if-changed={}", dir.join(source).display());
+    }
+    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    if !matches!(arch.as_str(), "x86_64" | "aarch64") {
+        return Err(format!("no spawner for {arch}"));
+    }
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let mut command = Command::new(rustc);
+    // The linker cargo was told to use for this target (a cross build names rust-lld).
+    if let Some(linker) = std::env::var_os("RUSTC_LINKER") {
+        command
+            .arg("-C")
+            .arg(format!("linker={}", linker.to_string_lossy()));
+    }
+    let output = command
+        .args(["--edition", "2021", "--crate-type", "bin", "--crate-name"])
+        .arg("coldtrace_spawner")
+        .arg("--target")
+        .arg(format!("{arch}-unknown-linux-musl"))
+        .args(["-C", "opt-level=z", "-C", "panic=abort", "-C", "lto=fat"])
+        .args([
+            "-C",
+            "codegen-units=1",
+            "-C",
+            "strip=symbols",
+            "-C",
+            "debuginfo=0",
+        ])
+        .args(["-C", "relocation-model=static", "-D", "warnings", "-l", "c"])
+        .arg("-o")
+        .arg(out)
+        .arg(dir.join("syscalls/src/spawner/main.rs"))
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .output()
+        .map_err(|e| format!("cannot run rustc: {e}"))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let first = stderr
+        .lines()
+        .find(|l| l.starts_with("error"))
+        .unwrap_or("rustc failed");
+    Err(first.to_string())
 }
 
 /// The short commit of the checkout at `dir`: only when `dir` itself holds `.git` (a directory,

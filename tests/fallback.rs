@@ -3,7 +3,9 @@
 //! kernel or a container's profile would: a `--timeout` and a forwarded SIGTERM are never
 //! lost, the child still gets exactly fds 0, 1, 2, each fallback is said once, and EMFILE at
 //! the clone is a per-run failure with exit 125, and a wait that fails kills the command. Before the fix the same filters gave exit 0
-//! after the whole sleep (no timeout, no forwarding) and leaked descriptor 5000.
+//! after the whole sleep (no timeout, no forwarding) and leaked descriptor 5000. And where a
+//! memfd may not be executed (`vm.memfd_noexec = 2`), the spawner is not started: coldtrace
+//! clones the children itself, records its own floor, and says why once.
 #![forbid(unsafe_code)]
 
 mod common;
@@ -319,4 +321,70 @@ fn a_wait_that_fails_kills_the_command_and_says_why() {
     assert_eq!(outcome["kind"], "wait_failed", "{outcome}");
     assert_eq!(outcome["errno"], 1, "{outcome}");
     assert_eq!(outcome["signal_name"], "SIGKILL", "{outcome}");
+}
+
+/// `coldtrace ARGS...` in `dir`, in a new PID namespace whose `vm.memfd_noexec` is `noexec`
+/// (the setting is per PID namespace and inherited: the machine's own is left alone).
+fn with_memfd_noexec(dir: &Path, noexec: &str, args: &[&str]) -> common::Output {
+    let script = format!("echo {noexec} > /proc/sys/vm/memfd_noexec && exec \"$0\" \"$@\"");
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--pid", "--fork", "--mount-proc", "sh", "-c", &script, BIN])
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let shown = format!("vm.memfd_noexec={noexec} coldtrace {}", args.join(" "));
+    let started = Instant::now();
+    let child = cmd.spawn().expect("spawn unshare");
+    common::finish(child, shown, started, Duration::from_secs(60))
+}
+
+#[test]
+fn memfd_exec_forbidden_clones_in_process_and_says_so_once() {
+    if !Path::new("/proc/sys/vm/memfd_noexec").exists() {
+        eprintln!("NOTE: no vm.memfd_noexec (a kernel before 6.3): nothing to forbid; skipped");
+        return;
+    }
+    let dir = TempDir::new("fallback-memfd-noexec");
+    let by = |out: &str| -> Vec<String> {
+        let records = read_records(&dir.join(out));
+        records
+            .iter()
+            .map(|r| {
+                r["runner"]["spawned_by"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_string()
+            })
+            .collect()
+    };
+    // Allowed (0), the spawner clones every run: the control for what follows.
+    let args = ["run", "-n", "3", "-o", "allowed", "--", "true"];
+    let out = with_memfd_noexec(dir.path(), "0", &args);
+    let ctx = out.describe();
+    if out.code() != Some(0) && out.stderr.starts_with("unshare:") {
+        eprintln!("NOTE: unshare is not permitted here{ctx}; skipped");
+        return;
+    }
+    out.expect_code(0);
+    assert_eq!(by("allowed"), ["spawner"; 3], "{ctx}");
+    // Forbidden (2: no memfd may be executed): the same batch, cloned by coldtrace itself,
+    // whose floor the records name, and the reason said once.
+    let args = ["run", "-n", "3", "-o", "forbidden", "--", "true"];
+    let out = with_memfd_noexec(dir.path(), "2", &args);
+    let ctx = out.describe();
+    out.expect_code(0);
+    assert_eq!(by("forbidden"), ["coldtrace"; 3], "{ctx}");
+    let batch = common::read_batch(&dir.join("forbidden"));
+    let why = batch["spawner"]["unavailable"].as_str().unwrap_or_default();
+    assert!(why.contains("EACCES"), "{why:?}{ctx}");
+    assert_eq!(batch["spawner"]["runs"], 0, "{ctx}");
+    assert_eq!(notes(&out, "spawner: none"), 1, "{ctx}");
+    for r in read_records(&dir.join("forbidden")) {
+        assert!(
+            r["runner"]["vm_hwm_kib"].as_u64().is_some_and(|k| k > 0),
+            "{r}"
+        );
+    }
 }

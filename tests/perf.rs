@@ -74,7 +74,7 @@ fn run(
     stack: &mut ChildStack,
 ) -> Run {
     let prog = program(argv);
-    let session = PerfSession::open_before_spawn(events);
+    let session = PerfSession::open_before_spawn(events, None);
     spin(parent_busy);
     let child = prog.spawn(&SpawnOptions::default(), stack).expect("spawn");
     let (readings, status, usage) = if read_before_reap {
@@ -289,7 +289,8 @@ fn hardware_events_are_measured_or_explained() {
 #[test]
 fn without_a_child_nothing_is_counted() {
     let _s = serial();
-    let session = PerfSession::open_before_spawn(&[PerfEvent::TASK_CLOCK, PerfEvent::TASK_CLOCK]);
+    let session =
+        PerfSession::open_before_spawn(&[PerfEvent::TASK_CLOCK, PerfEvent::TASK_CLOCK], None);
     assert_eq!(session.events().count(), 1, "duplicates are opened once");
     spin(Duration::from_millis(20));
     let readings = session.read_after_exit();
@@ -314,10 +315,10 @@ fn no_descriptor_leaks_over_1000_runs() {
     let prog = program(&["true"]);
     let events = default_events();
     // One warm-up run, so that lazily opened descriptors (none expected) are not blamed.
-    drop(PerfSession::open_before_spawn(&events).read_after_exit());
+    drop(PerfSession::open_before_spawn(&events, None).read_after_exit());
     let before = open_fds();
     for i in 0..1000 {
-        let session = PerfSession::open_before_spawn(&events);
+        let session = PerfSession::open_before_spawn(&events, None);
         let child = prog.spawn(&SpawnOptions::default(), &mut stack).unwrap();
         let (status, _) = child.reap().unwrap();
         assert_eq!(status.code(), Some(0));

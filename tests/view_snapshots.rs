@@ -111,6 +111,7 @@ fn outcome(summaries: Vec<MetricSummary>, counts: Counts) -> BatchOutcome {
         stopped_reason: None,
         out_dir: None,
         notices: Vec::new(),
+        spawner: None,
         single_outcome: None,
         start_failure: None,
         failure_stop: None,

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 use coldtrace::batch::{BatchOutcome, FailureStop};
+use coldtrace::measure::spawner::SpawnerUsage;
 use coldtrace::record::batch::{BatchContext, Counts, FailedRun};
 use coldtrace::record::columns::{Columns, FirstRun, Row};
 use coldtrace::record::failed::FailedRuns;
@@ -182,6 +183,12 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
         stopped_reason: c.some_text(),
         out_dir: c.some_text().map(std::path::PathBuf::from),
         notices: (0..c.byte() % 3).map(|_| c.text()).collect(),
+        spawner: (c.byte() & 1 == 1).then(|| SpawnerUsage {
+            runs: u64::from(c.byte()),
+            cpu_ns: (c.byte() & 1 == 1).then(|| c.value().abs() as u64),
+            resident_kib: (c.byte() & 1 == 1).then(|| u64::from(c.byte()) * 4),
+            unavailable: c.some_text(),
+        }),
         single_outcome: c.some_text(),
         start_failure: c.some_text(),
         failure_stop,

@@ -165,11 +165,16 @@ fn run_around(program: &Program, shared: &mut Shared<'_>) -> (Result<u64, Failur
         orphans: Some(&shared.signals.subreaper),
         tick: None,
     };
+    // Never measured: cloned by coldtrace itself, whatever the batch's runs use.
+    let via = runner::Via {
+        stack: &mut shared.stack,
+        floor: &mut shared.floor,
+        spawner: &mut None,
+    };
     let result = runner::measure(
         program,
         &options,
-        &mut shared.stack,
-        &mut shared.floor,
+        via,
         &limits,
         &mut crate::measure::waiting::Quietly,
     );

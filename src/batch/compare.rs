@@ -93,13 +93,14 @@ pub fn run_compare(
     let interrupted_by =
         interrupted_by.or_else(|| batches.iter().find_map(CommandBatch::interrupted_by));
     let mut outcomes = Vec::with_capacity(batches.len());
+    let spawner = shared.stop_spawner();
     for mut batch in batches {
         if let Some(sig) = interrupted_by {
             batch.interrupt(sig);
         }
         batch.cleanup(&mut shared);
         batch.say_notices(observer);
-        outcomes.push(batch.finish()?);
+        outcomes.push(batch.finish(spawner.clone())?);
     }
     finish_comparison(plan, root.as_ref(), &started_at, outcomes, interrupted_by)
 }

@@ -6,6 +6,7 @@ use crate::batch::command::CommandBatch;
 use crate::batch::error::BatchError;
 use crate::batch::outcome::{describe, single_exit_code, BatchOutcome};
 use crate::batch::program::{cannot_start, exit_code_for_failed_start};
+use crate::measure::spawner::SpawnerUsage;
 use crate::measure::tick::Tick;
 use crate::plan::ColdWhen;
 use crate::record::anomaly::{noise, series_anomalies, Noise, RunAnomaly};
@@ -69,8 +70,9 @@ impl Findings {
 }
 
 impl CommandBatch<'_> {
-    /// Writes `batch.json` (atomically) and returns what the caller renders.
-    pub fn finish(self) -> Result<BatchOutcome, BatchError> {
+    /// Writes `batch.json` (atomically) and returns what the caller renders; `spawner` is what
+    /// the batch's spawner cost, once stopped.
+    pub fn finish(self, spawner: Option<SpawnerUsage>) -> Result<BatchOutcome, BatchError> {
         let plan = self.plan;
         let tick = Tick::read();
         let summaries = self.columns.summarise(tick.ns);
@@ -98,6 +100,7 @@ impl CommandBatch<'_> {
             anomalies: &found.anomalies,
             warm_noise: found.warm_noise.as_ref(),
             cycles: found.cycles.as_ref(),
+            spawner: spawner.as_ref(),
             stddev: "sample (n-1)",
             summary: SummaryMap(&summaries),
         };
@@ -146,6 +149,7 @@ impl CommandBatch<'_> {
             stopped_reason: self.stopped_reason,
             out_dir: self.dir.map(|d| d.root().to_path_buf()),
             notices: self.notices,
+            spawner,
             single_outcome: self.single.map(|s| describe(&s.outcome)),
             single_run: self.single,
             failure_stop: self.failure_stop,

@@ -75,5 +75,5 @@ pub fn run(
     observer.finished();
     batch.cleanup(&mut shared);
     batch.say_notices(observer);
-    batch.finish()
+    batch.finish(shared.stop_spawner())
 }

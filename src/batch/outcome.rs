@@ -75,6 +75,8 @@ pub struct BatchOutcome {
     pub out_dir: Option<std::path::PathBuf>,
     /// A note to show once (e.g. output discarded).
     pub notices: Vec<String>,
+    /// What the batch's spawner cost (`None` when coldtrace cloned every child itself).
+    pub spawner: Option<crate::measure::spawner::SpawnerUsage>,
     /// For a single run: how it ended, in words.
     pub single_outcome: Option<String>,
     /// The program could not be started (`execve` failed): the one-line reason.

@@ -8,6 +8,7 @@ use crate::batch::sink::DrainedPipe;
 use crate::measure::boot_marker::{self, BootMarker};
 use crate::measure::context;
 use crate::measure::floor::Floor;
+use crate::measure::spawner::{BatchSpawner, SpawnerUsage};
 use crate::measure::system::SystemSampler;
 use coldtrace_syscalls::{ChildStack, Signal};
 use std::fs::File;
@@ -19,6 +20,12 @@ pub struct Shared<'s> {
     pub(crate) signals: &'s Signals,
     pub(crate) stack: ChildStack,
     pub(crate) floor: Floor,
+    /// The spawner that clones measured children, started at the first run that wants one
+    /// (not with `--minimal`); `None` before, and where it cannot run.
+    pub(crate) spawner: Option<BatchSpawner>,
+    spawner_asked: bool,
+    /// What the spawner cost, once it has been stopped.
+    spawner_usage: Option<SpawnerUsage>,
     /// Opened on first use: a single run that inherits its stdio needs no /dev/null (a bare
     /// container root may not have one).
     pub(crate) dev_null_out: Option<File>,
@@ -45,6 +52,9 @@ impl<'s> Shared<'s> {
             stack: ChildStack::new()
                 .map_err(|e| BatchError::own(format!("cannot map the child stack: {e}")))?,
             floor: Floor::open(),
+            spawner: None,
+            spawner_asked: false,
+            spawner_usage: None,
             dev_null_out: None,
             dev_null_in: None,
             stdout_pipe: None,
@@ -53,6 +63,34 @@ impl<'s> Shared<'s> {
             spared: Vec::new(),
             boot_marker: std::cell::OnceCell::new(),
         })
+    }
+
+    /// Starts the spawner on the first call. Where it cannot run, the reason is kept for the
+    /// batch's records and table (children are then cloned by coldtrace itself, and its own
+    /// memory is their floor).
+    pub(crate) fn want_spawner(&mut self) {
+        if std::mem::replace(&mut self.spawner_asked, true) {
+            return;
+        }
+        match BatchSpawner::start(&mut self.stack) {
+            Ok(spawner) => {
+                // A descendant that no run started: never a survivor, never signalled.
+                if let Some(me) = crate::measure::descendants::Proc::read(spawner.pid()) {
+                    self.spared.push((me.pid, me.start_ticks));
+                }
+                self.spawner = Some(spawner);
+            }
+            Err(why) => self.spawner_usage = Some(SpawnerUsage::refused(why)),
+        }
+    }
+
+    /// Stops the spawner, if one runs: what it cost over the batch, or why there was none
+    /// (`None`: none was asked for). Kept for later calls.
+    pub(crate) fn stop_spawner(&mut self) -> Option<SpawnerUsage> {
+        if let Some(spawner) = self.spawner.take() {
+            self.spawner_usage = Some(spawner.stop());
+        }
+        self.spawner_usage.clone()
     }
 
     /// `/dev/null` for writing, opened on first use.
@@ -104,4 +142,11 @@ fn open_null(write: bool) -> Result<File, BatchError> {
         .write(write)
         .open("/dev/null")
         .map_err(|e| BatchError::own(format!("cannot open /dev/null: {e}")))
+}
+
+impl Drop for Shared<'_> {
+    /// A spawner still running is stopped and reaped: no process of the batch outlives it.
+    fn drop(&mut self) {
+        self.stop_spawner();
+    }
 }

@@ -280,6 +280,12 @@ impl CommandBatch<'_> {
         observer: &mut dyn Observer,
     ) -> Result<Measured, Signal> {
         let plan = self.plan;
+        if !plan.minimal || plan.is_single_run() {
+            // The spawner clones measured children (their floor is its few pages); a batch
+            // with `--minimal` keeps the cheaper in-process clone and coldtrace's own floor. A
+            // single run (`time`, `-n 1`) has no per-run cost to save, only its floor.
+            shared.want_spawner();
+        }
         // Before the streams are borrowed for the spawn; only their wiring comes between.
         let residency_before = self.watch_before(&|| shared.signals.pending_interrupt())?;
         let sinks = Sinks {
@@ -324,14 +330,12 @@ impl CommandBatch<'_> {
             observer,
             timeout: plan.timeout_ns.is_some(),
         };
-        let result = runner::measure(
-            &self.program,
-            &options,
-            &mut shared.stack,
-            &mut shared.floor,
-            &limits,
-            &mut watching,
-        );
+        let via = runner::Via {
+            stack: &mut shared.stack,
+            floor: &mut shared.floor,
+            spawner: &mut shared.spawner,
+        };
+        let result = runner::measure(&self.program, &options, via, &limits, &mut watching);
         let mut result = result;
         self.take_survivors(shared, &mut result);
         let system_after = (!plan.minimal).then(|| shared.sampler.after_run());

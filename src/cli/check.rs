@@ -105,6 +105,9 @@ pub(crate) fn check_exports(
     out_dir: Option<&std::path::Path>,
 ) -> Result<Exports, UsageError> {
     let targets = exports.targets();
+    if let (false, Some(target)) = (cfg!(feature = "full"), targets.first()) {
+        return Err(super::runner_only(target.flag));
+    }
     for target in &targets {
         if target.path.as_os_str().is_empty() || target.path.file_name().is_none() {
             let shown = escape_controls(&target.path.display().to_string());

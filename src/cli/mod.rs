@@ -62,6 +62,9 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, UsageError> {
         "-V" | "--version" => Ok(Command::Version),
         "run" => run::parse_run(rest),
         "compare" => compare::parse_compare(rest),
+        "report" | "man" | "completions" if !cfg!(feature = "full") => {
+            Err(runner_only(&format!("`coldtrace {first}`")))
+        }
         "report" => report::parse_report(rest),
         "context" => context::parse_context(rest),
         "time" => time::parse_time(rest, std::env::var_os("TIME")),
@@ -70,6 +73,16 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, UsageError> {
         other if other.starts_with('-') => Err(args::option_before_subcommand(other)),
         other => Err(args::unknown_subcommand(other)),
     }
+}
+
+/// What a runner-only build (`--no-default-features`) leaves out: `report`, `man`,
+/// `completions` and the `--export-*` files. Its code is then unreachable (`cfg!` is a
+/// constant), so the linker drops it.
+pub(crate) fn runner_only(what: &str) -> UsageError {
+    usage(format!(
+        "{what} is not in this runner-only build (it records and runs only); use a full build \
+         (the default features) to read, draw or export the records it writes"
+    ))
 }
 
 /// `coldtrace help [SUBCOMMAND]`.
@@ -103,6 +116,9 @@ pub fn execute(command: Command) -> Result<Output, BatchError> {
         Command::Compare(plan) => {
             say_notices(&plan.notices, plan.quiet);
             compare::execute_compare(&plan)
+        }
+        Command::Report(_) if !cfg!(feature = "full") => {
+            Err(BatchError::own(runner_only("`coldtrace report`").0))
         }
         Command::Report(args) => report::execute_report(&args),
         Command::Time(args) => time::execute_time(&args),

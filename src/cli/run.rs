@@ -120,7 +120,12 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
         eprint!("{}", table::table(&outcome, &title, use_colour(), width));
     }
     let name = plan.name.as_deref().map(escape_controls);
-    let exit_code = match export::write_batch(&plan.exports, &outcome, &command, name.as_deref()) {
+    // A runner-only build refused every export before the run (check_exports).
+    let written = match cfg!(feature = "full") {
+        true => export::write_batch(&plan.exports, &outcome, &command, name.as_deref()),
+        false => Ok(()),
+    };
+    let exit_code = match written {
         Ok(()) => outcome.exit_code,
         Err(e) => exported_error(&e),
     };

@@ -1,5 +1,12 @@
 //! The runner's own memory: the floor under a vfork child's `max_rss_kib`.
-//! It resets and reads coldtrace's own high-water RSS; it never looks at the child.
+//! It resets and reads coldtrace's own high-water RSS, or reads the spawner's resident set; it
+//! never looks at the child.
+//!
+//! A child started by the spawner (`measure/spawner.rs`) inherits the spawner's address space
+//! at `execve`, not coldtrace's: its floor is the spawner's exact resident set
+//! (`/proc/PID/statm`, read right after the child's `execve`), a few dozen KiB. The spawner's
+//! memory never shrinks, so the kernel's approximate figure that the fold reads never exceeds
+//! that exact one.
 //!
 //! At `execve` the kernel folds the old address space's high-water RSS into the child's
 //! `ru_maxrss` (`exec_mmap` → `setmax_mm_hiwater_rss`); after a vfork-style spawn that address
@@ -15,18 +22,49 @@
 use std::fs::File;
 use std::io::Write;
 
-/// What the runner's memory was right before a spawn.
+/// Which process cloned the child: whose memory is the floor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SpawnedBy {
+    /// coldtrace itself (`--minimal`, or where the spawner cannot run).
+    #[default]
+    Coldtrace,
+    /// The spawner.
+    Spawner,
+}
+
+impl SpawnedBy {
+    /// The name in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            SpawnedBy::Coldtrace => "coldtrace",
+            SpawnedBy::Spawner => "spawner",
+        }
+    }
+}
+
+impl serde::Serialize for SpawnedBy {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+/// What the runner's memory was when the child was started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FloorReading {
-    /// coldtrace's resident set right before the spawn, KiB (`VmRSS`).
+    /// Who cloned the child: coldtrace, or the spawner.
+    pub spawned_by: SpawnedBy,
+    /// The cloning process's resident set, KiB: coldtrace's right before the spawn (`VmRSS`),
+    /// or the spawner's right after the child's `execve` (`statm`).
     pub vm_rss_kib: Option<u64>,
-    /// coldtrace's high-water RSS right before the spawn, KiB (`VmHWM`): the floor.
+    /// Its high-water RSS, KiB (`VmHWM`; the spawner's equals its resident set): the floor.
     pub vm_hwm_kib: Option<u64>,
-    /// Whether the high-water mark was reset first (false where clear_refs is not writable).
+    /// Whether coldtrace's high-water mark was reset first (false where clear_refs is not
+    /// writable, and for the spawner, whose memory never shrinks).
     pub hwm_reset: bool,
 }
 
 crate::serialize_struct!(FloorReading {
+    spawned_by,
     vm_rss_kib,
     vm_hwm_kib,
     hwm_reset
@@ -103,6 +141,7 @@ impl Floor {
                     vm_rss_kib: Some(kib),
                     vm_hwm_kib: Some(kib),
                     hwm_reset,
+                    ..FloorReading::default()
                 };
             }
         }
@@ -116,12 +155,13 @@ impl Floor {
             vm_rss_kib: status_field_kib(status, b"VmRSS:"),
             vm_hwm_kib: status_field_kib(status, b"VmHWM:"),
             hwm_reset,
+            ..FloorReading::default()
         }
     }
 }
 
 /// The second field of `/proc/PID/statm`: resident pages.
-fn statm_resident_pages(statm: &[u8]) -> Option<u64> {
+pub fn statm_resident_pages(statm: &[u8]) -> Option<u64> {
     let field = statm.split(|&b| b == b' ').nth(1)?;
     crate::measure::procfs::parse_u64(field)
 }
@@ -192,6 +232,7 @@ mod tests {
             vm_rss_kib: Some(900),
             vm_hwm_kib: Some(1000),
             hwm_reset: true,
+            ..FloorReading::default()
         };
         assert_eq!(r.at_floor(Some(1000)), Some(true));
         assert_eq!(r.at_floor(Some(1001)), Some(false));

@@ -13,6 +13,7 @@ pub mod perf;
 pub mod perf_events;
 pub mod procfs;
 pub mod runner;
+pub mod spawner;
 pub mod survivors;
 pub mod system;
 pub mod tick;

@@ -111,28 +111,30 @@ pub struct PerfSession {
 }
 
 impl PerfSession {
-    /// Opens `events` (each individually) on the calling thread, disabled, inherited and
+    /// Opens `events` (each individually) on the process that will clone the child — the
+    /// calling thread (`on = None`), or the spawner (`Some(pid)`) — disabled, inherited and
     /// enabled on exec. Call it right before spawning, on the spawning thread.
     ///
     /// Never fails as a whole: an event that cannot be opened is kept, unavailable, with the
     /// reason (e.g. `"ENOENT: no PMU on this machine (a VM without hardware counters)"`).
     /// Duplicates in `events` are opened once.
-    pub fn open_before_spawn(events: &[PerfEvent]) -> PerfSession {
+    pub fn open_before_spawn(events: &[PerfEvent], on: Option<i32>) -> PerfSession {
         let mut slots: Vec<(PerfEvent, Slot)> = Vec::with_capacity(events.len());
         for &event in events {
             if slots.iter().any(|(e, _)| *e == event) {
                 continue;
             }
-            slots.push((event, Self::open_one(event)));
+            slots.push((event, Self::open_one(event, on)));
         }
         PerfSession { slots }
     }
 
-    fn open_one(event: PerfEvent) -> Slot {
+    fn open_one(event: PerfEvent, on: Option<i32>) -> Slot {
+        let target = on.map_or(PerfTarget::CallingThread, PerfTarget::Process);
         let open = |exclude_kernel| {
             perf_event_open(
                 &attr(event, exclude_kernel),
-                PerfTarget::CallingThread,
+                target,
                 -1,
                 None,
                 PERF_FLAG_FD_CLOEXEC,

@@ -10,6 +10,7 @@
 use crate::measure::descendants;
 use crate::measure::floor::{Floor, FloorReading};
 use crate::measure::perf::{CounterReading, PerfEvent, PerfSession};
+use crate::measure::spawner::{BatchSpawner, Started};
 use crate::measure::survivors::{SurvivorAction, SurvivorPolicy, Survivors, Sweep};
 use crate::measure::waiting::{TickSchedule, WhileWaiting};
 use crate::measure::zombie::{ChildIo, ChildSched};
@@ -235,23 +236,26 @@ pub struct RunResult {
     pub survivors: Survivors,
 }
 
+/// Where a run's child is cloned: coldtrace's own child stack and floor, and the batch's
+/// spawner when it has one (`None`: in-process, as with `--minimal`).
+pub struct Via<'a> {
+    /// The child stack of an in-process spawn.
+    pub stack: &'a mut ChildStack,
+    /// coldtrace's own floor, for an in-process spawn.
+    pub floor: &'a mut Floor,
+    /// The spawner, when the batch runs one.
+    pub spawner: &'a mut Option<BatchSpawner>,
+}
+
 /// Runs `program` once and measures it: the steps of the module's note, in that order.
 pub fn measure(
     program: &Program,
     options: &SpawnOptions<'_>,
-    stack: &mut ChildStack,
-    floor: &mut Floor,
+    via: Via<'_>,
     limits: &RunLimits<'_>,
     watcher: &mut dyn WhileWaiting,
 ) -> RunResult {
-    // Opened on coldtrace itself with inherit + enable_on_exec: they only start counting in the
-    // child, at its exec, and the kernel folds the child's counts back in when it exits.
-    let session =
-        (!limits.counters.is_empty()).then(|| PerfSession::open_before_spawn(limits.counters));
-    let image = program.image();
-    let floor_reading = floor.reset_and_read();
-    let start_ns = crate::measure::clock::monotonic_ns();
-    let spawned = image.spawn(options, stack);
+    let (spawned, start_ns, floor_reading, session) = spawn(program, options, via, limits);
     let child = match spawned {
         Ok(child) => child,
         Err(failure) => return not_started(failure, floor_reading, session),
@@ -321,6 +325,44 @@ fn survivors_of<'a>(
         orphans: limits.orphans,
         deadline_ns,
     }
+}
+
+/// The spawn step: the child (or why none), the clock right before the clone, the floor, and
+/// the perf counters opened for the child. Counters are opened with inherit + enable_on_exec
+/// on the process that clones (the spawner, or coldtrace itself): they only start counting in
+/// the child, at its exec, and the kernel folds the child's counts back in when it exits.
+fn spawn(
+    program: &Program,
+    options: &SpawnOptions<'_>,
+    via: Via<'_>,
+    limits: &RunLimits<'_>,
+) -> (
+    Result<Child, SpawnError>,
+    u64,
+    FloorReading,
+    Option<PerfSession>,
+) {
+    let counters = |on: Option<i32>| {
+        (!limits.counters.is_empty()).then(|| PerfSession::open_before_spawn(limits.counters, on))
+    };
+    if let Some(spawner) = via.spawner.as_mut() {
+        let session = counters(Some(spawner.pid()));
+        match spawner.spawn(program, options) {
+            Started::Child(child, start_ns, floor) => return (Ok(child), start_ns, floor, session),
+            Started::Failed(e, floor) => return (Err(e), 0, floor, session),
+            Started::InProcess => {}
+        }
+    }
+    let session = counters(None);
+    let image = program.image();
+    let floor_reading = via.floor.reset_and_read();
+    let start_ns = crate::measure::clock::monotonic_ns();
+    (
+        image.spawn(options, via.stack),
+        start_ns,
+        floor_reading,
+        session,
+    )
 }
 
 /// The result of a run whose program never started: the failed step, and nothing measured.

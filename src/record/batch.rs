@@ -175,12 +175,16 @@ pub struct BatchDocument<'a> {
     pub anomalies: &'a [RunAnomaly],
     pub warm_noise: Option<&'a Noise>,
     pub cycles: Option<&'a CyclesSummary>,
+    /// The spawner that cloned the measured children (`null` when coldtrace cloned them): how
+    /// many it started, its CPU time (coldtrace's own work, not the command's) and its
+    /// resident set, the floor. In a comparison, for all its commands together.
+    pub spawner: Option<&'a crate::measure::spawner::SpawnerUsage>,
     pub stddev: &'static str,
     pub summary: SummaryMap<'a>,
 }
 serialize_struct!(BatchDocument<'_> {
     schema, label, started_at, finished_at, complete, interrupted_by, stopped_reason, context,
-    config, counts, failed_runs, failed_runs_omitted, first_rejected, first_penalty, first_penalty_unavailable, first_cold_cause, working_set, anomalies, warm_noise, cycles, stddev, summary,
+    config, counts, failed_runs, failed_runs_omitted, first_rejected, first_penalty, first_penalty_unavailable, first_cold_cause, working_set, anomalies, warm_noise, cycles, spawner, stddev, summary,
 });
 
 impl<'a> ConfigRecord<'a> {

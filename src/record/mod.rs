@@ -31,8 +31,9 @@ pub mod summary;
 pub mod working_set;
 
 /// Schema name and version of a run record (`runs.jsonl`). Version 3: `cache.working_set_before`
-/// (how much of what the first run brought into the page cache was cached before this run) and
-/// `mapped_by` in every anomaly. Version 2: `survivors` (what the run left running when its
+/// (how much of what the first run brought into the page cache was cached before this run),
+/// `mapped_by` in every anomaly, and `runner.spawned_by` (the process that cloned the child,
+/// whose memory is the floor: the spawner or coldtrace). Version 2: `survivors` (what the run left running when its
 /// command exited, and what became of it), `outcome.tree_killed` (coldtrace killed the whole
 /// tree, and why) and the outcome kind `traced`.
 pub const RUN_SCHEMA: &str = "coldtrace.run/3";
@@ -45,7 +46,9 @@ pub const RUN_SCHEMAS_READ: [&str; 3] = [RUN_SCHEMA, "coldtrace.run/2", RUN_SCHE
 pub fn is_run_schema(schema: Option<&str>) -> bool {
     schema.is_some_and(|s| RUN_SCHEMAS_READ.contains(&s))
 }
-/// Schema name and version of a batch document (`batch.json`). Version 4: `first_penalty` names
+/// Schema name and version of a batch document (`batch.json`). Version 5: `spawner` (the
+/// spawner that cloned the measured children: runs, CPU, resident set, or why there was none).
+/// Version 4: `first_penalty` names
 /// the scheduler tick of the user/sys split (`cpu_tick_ns`, `cpu_tick_source`),
 /// `first_cold_cause` names what made the first run cold, `cycles.penalty.per_cycle` is the
 /// measured cycles' penalty (and a cycles batch has no `first_penalty`). Version 3:
@@ -53,10 +56,11 @@ pub fn is_run_schema(schema: Option<&str>) -> bool {
 /// `rule` and the figures the rule used). Version 2: `summary.first` is the run with role
 /// `first` or null when it was rejected (`first_rejected`); version 1 put the next counted run
 /// there instead.
-pub const BATCH_SCHEMA: &str = "coldtrace.batch/4";
+pub const BATCH_SCHEMA: &str = "coldtrace.batch/5";
 /// Every batch document version `report` reads, the newest first.
-pub const BATCH_SCHEMAS_READ: [&str; 4] = [
+pub const BATCH_SCHEMAS_READ: [&str; 5] = [
     BATCH_SCHEMA,
+    "coldtrace.batch/4",
     "coldtrace.batch/3",
     "coldtrace.batch/2",
     BATCH_SCHEMA_V1,

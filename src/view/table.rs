@@ -435,6 +435,7 @@ fn context(outcome: &BatchOutcome) -> Vec<Note> {
         escape_controls(sys.kernel_release.as_deref().unwrap_or("?")),
         sys.cpu_count.map_or("?".to_string(), |n| n.to_string())
     ))];
+    notes.extend(outcome.spawner.as_ref().and_then(spawner_note));
     if let Some(sig) = outcome.interrupted_by {
         notes.push(Note::warning(
             &format!("interrupted by {sig}"),
@@ -446,6 +447,38 @@ fn context(outcome: &BatchOutcome) -> Vec<Note> {
     }
     notes.extend(outcome.out_dir.as_deref().map(records_note));
     notes
+}
+
+/// `spawner: 5 children, 56 KiB resident (their floor), 31.2 µs CPU per child`: its CPU is
+/// coldtrace's own work, not the command's.
+fn spawner_note(usage: &crate::measure::spawner::SpawnerUsage) -> Option<Note> {
+    if let (0, Some(why)) = (usage.runs, &usage.unavailable) {
+        return Some(Note::plain(format!(
+            "spawner: none ({}): coldtrace cloned the children, so its own memory is their \
+             max RSS floor",
+            escape_controls(why)
+        )));
+    }
+    if usage.runs == 0 {
+        return None;
+    }
+    let resident = usage.resident_kib.map_or(String::new(), |kib| {
+        format!(", {kib} KiB resident (their floor)")
+    });
+    let cpu = usage.cpu_ns.map_or(String::new(), |ns| {
+        format!(
+            ", {:.1} µs CPU per child",
+            ns as f64 / 1000.0 / usage.runs as f64
+        )
+    });
+    let children = if usage.runs == 1 { "child" } else { "children" };
+    let then = usage.unavailable.as_deref().map_or(String::new(), |why| {
+        format!("; then {}: coldtrace cloned the rest", escape_controls(why))
+    });
+    Some(Note::plain(format!(
+        "spawner: {} {children}{resident}{cpu}{then}",
+        usage.runs
+    )))
 }
 
 /// `records: DIR/runs.jsonl, summary: DIR/batch.json`.

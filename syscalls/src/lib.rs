@@ -17,6 +17,7 @@ pub mod abi;
 pub mod cache;
 mod child_plan;
 pub mod errno;
+mod exec_image;
 mod owners;
 pub mod perf;
 pub mod raw;
@@ -24,6 +25,7 @@ pub mod rusage;
 pub mod signal;
 mod sigset;
 pub mod spawn;
+pub mod spawner;
 pub mod status;
 pub mod wait;
 

@@ -2,8 +2,9 @@
 //! spawned many times, and the [`Child`] handle.
 #![forbid(unsafe_code)]
 
-use crate::child_plan::{ChildPlan, CloneCall, Closing, SpawnFailure, Spawned};
+use crate::child_plan::{ChildPlan, CloneCall, Closing};
 use crate::errno::Errno;
+use crate::exec_image::{SpawnFailure, Spawned};
 use crate::owners::{self, Spawning};
 use crate::raw::spawn::{self as raw_spawn, ErrorPipe};
 use crate::rusage::ResourceUsage;
@@ -17,7 +18,7 @@ use core::fmt;
 use core::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
-pub use crate::child_plan::ExecImage;
+pub use crate::exec_image::ExecImage;
 pub use crate::raw::spawn::{ChildStack, HandledSignals};
 
 /// The default search path when `PATH` is unset (glibc's `confstr(_CS_PATH)`).
@@ -106,7 +107,7 @@ pub enum ChildStage {
 }
 
 impl ChildStage {
-    fn from_raw(raw: u32) -> ChildStage {
+    pub(crate) fn from_raw(raw: u32) -> ChildStage {
         match raw {
             2 => ChildStage::ResetSignals,
             3 => ChildStage::SetProcessGroup,
@@ -163,6 +164,8 @@ pub enum PidfdUnavailable {
     Refused(Errno),
     /// `waitid(P_PIDFD)` is unknown to the kernel (< 5.4).
     NoWaitid(Errno),
+    /// `pidfd_open` failed with this error (< 5.3, a seccomp filter).
+    OpenRefused(Errno),
 }
 
 impl fmt::Display for PidfdUnavailable {
@@ -171,14 +174,17 @@ impl fmt::Display for PidfdUnavailable {
             PidfdUnavailable::Ignored => f.write_str("the kernel ignores CLONE_PIDFD"),
             PidfdUnavailable::Refused(e) => write!(f, "clone with CLONE_PIDFD failed: {e}"),
             PidfdUnavailable::NoWaitid(e) => write!(f, "waitid(P_PIDFD) failed: {e}"),
+            PidfdUnavailable::OpenRefused(e) => write!(f, "pidfd_open failed: {e}"),
         }
     }
 }
 
 // Detected once per process, at the first spawn that needs it. States: 0 unknown, 1 yes, 2 no.
 static PIDFD: AtomicU8 = AtomicU8::new(0);
-// The cause when PIDFD = 2: 0 ignored, > 0 refused with that errno, < 0 no waitid (-errno).
+// The cause when PIDFD = 2: 0 ignored, > 0 refused with that errno, < 0 no waitid (-errno),
+// ≤ PIDFD_OPEN_REFUSED pidfd_open refused (PIDFD_OPEN_REFUSED - errno).
 static PIDFD_CAUSE: AtomicI32 = AtomicI32::new(0);
+const PIDFD_OPEN_REFUSED: i32 = -(1 << 20);
 static CLOSE_RANGE: AtomicU8 = AtomicU8::new(0);
 // clone3 with CLONE_CLEAR_SIGHAND: 0 unknown, 1 works, > 1 refused with errno (n - 2).
 static CLONE3: AtomicI32 = AtomicI32::new(0);
@@ -196,6 +202,9 @@ pub fn pidfd_unavailable() -> Option<PidfdUnavailable> {
     Some(match PIDFD_CAUSE.load(Ordering::Relaxed) {
         0 => PidfdUnavailable::Ignored,
         n if n > 0 => PidfdUnavailable::Refused(Errno::from_raw(n)),
+        n if n <= PIDFD_OPEN_REFUSED => {
+            PidfdUnavailable::OpenRefused(Errno::from_raw(PIDFD_OPEN_REFUSED - n))
+        }
         n => PidfdUnavailable::NoWaitid(Errno::from_raw(n.wrapping_neg())),
     })
 }
@@ -262,7 +271,7 @@ fn close_range_works() -> bool {
 
 /// A program ready to run: resolved path, argv and envp as C strings. Prepared once, spawned
 /// any number of times.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Program {
     path: CString,
     argv: Vec<CString>,
@@ -279,6 +288,16 @@ impl Program {
     /// The resolved path.
     pub fn path(&self) -> &CStr {
         &self.path
+    }
+
+    /// The argument vector, `argv[0]` included.
+    pub fn argv(&self) -> &[CString] {
+        &self.argv
+    }
+
+    /// The environment, `KEY=VALUE` strings.
+    pub fn envp(&self) -> &[CString] {
+        &self.envp
     }
 
     /// Starts the program with vfork semantics (see [`crate::raw::spawn`]); safe to call from
@@ -336,7 +355,7 @@ impl ExecImage<'_> {
         }
         let ranges;
         let closing = if close_range_works() {
-            ranges = crate::child_plan::gaps(&keep);
+            ranges = crate::exec_image::gaps(&keep);
             Closing::Ranges(&ranges)
         } else {
             Closing::Scan(proc_fd_dir())
@@ -575,6 +594,40 @@ pub struct Child {
 }
 
 impl Child {
+    /// A child of this process that another process cloned for it (the spawner's
+    /// `CLONE_PARENT` children, [`crate::spawner`]): registered as owned, with `pidfd` (the
+    /// one the other process's clone made and handed over) or else one from
+    /// [pidfd_open(2)](https://man7.org/linux/man-pages/man2/pidfd_open.2.html), where pidfds
+    /// work here. Only for this process's own unreaped child: then nobody else can reap it, so
+    /// the PID cannot pass to another process before this `Child` reaps it, and opening the
+    /// pidfd by PID is race-free.
+    pub(crate) fn adopt(pid: i32, pidfd: Option<OwnedFd>, new_process_group: bool) -> Child {
+        let opened = match (
+            PIDFD.load(Ordering::Acquire),
+            rustix::process::Pid::from_raw(pid),
+            pidfd,
+        ) {
+            (2, _, _) | (_, None, _) => None,
+            (_, Some(_), Some(fd)) => confirm_pidfd(fd),
+            (_, Some(p), None) => {
+                match rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()) {
+                    Ok(fd) => confirm_pidfd(fd),
+                    Err(e) => {
+                        mark_pidfd_unavailable(PIDFD_OPEN_REFUSED - e.raw_os_error());
+                        None
+                    }
+                }
+            }
+        };
+        let registered = owners::register(pid);
+        Child {
+            pid,
+            pidfd: opened,
+            new_process_group,
+            registered,
+        }
+    }
+
     /// The child's process ID.
     pub fn pid(&self) -> i32 {
         self.pid

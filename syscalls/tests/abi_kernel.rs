@@ -13,6 +13,7 @@
 use coldtrace_syscalls::abi::{self, clone_flags as cf, nr};
 use core::mem::{align_of, offset_of, size_of};
 use linux_raw_sys::general as k;
+use linux_raw_sys::net as n;
 
 /// `$ours == $kernel` for each pair, as integers.
 macro_rules! same {
@@ -46,6 +47,9 @@ same! {
     nr::PRLIMIT64 => k::__NR_prlimit64,
     nr::PRCTL => k::__NR_prctl,
     nr::GETPPID => k::__NR_getppid,
+    nr::RECVMSG => k::__NR_recvmsg,
+    nr::SENDMSG => k::__NR_sendmsg,
+    nr::CLOCK_GETTIME => k::__NR_clock_gettime,
     nr::PIDFD_SEND_SIGNAL => k::__NR_pidfd_send_signal,
     nr::CLONE3 => k::__NR_clone3,
     nr::CLOSE_RANGE => k::__NR_close_range,
@@ -56,11 +60,27 @@ same! {
     cf::CLONE_VM => k::CLONE_VM,
     cf::CLONE_PIDFD => k::CLONE_PIDFD,
     cf::CLONE_VFORK => k::CLONE_VFORK,
+    cf::CLONE_PARENT => k::CLONE_PARENT,
     cf::CLONE_CLEAR_SIGHAND => k::CLONE_CLEAR_SIGHAND,
     cf::CLONE_INTO_CGROUP => k::CLONE_INTO_CGROUP,
     cf::SIGCHLD => k::SIGCHLD,
     abi::F_SETFD => k::F_SETFD,
     abi::PR_SET_PDEATHSIG => linux_raw_sys::prctl::PR_SET_PDEATHSIG,
+    abi::F_DUPFD_CLOEXEC => k::F_DUPFD_CLOEXEC,
+    abi::O_CLOEXEC => k::O_CLOEXEC,
+    abi::CLOCK_MONOTONIC => k::CLOCK_MONOTONIC,
+    abi::SOL_SOCKET => n::SOL_SOCKET,
+    abi::SCM_RIGHTS => n::SCM_RIGHTS,
+    abi::MSG_CMSG_CLOEXEC => n::MSG_CMSG_CLOEXEC,
+    abi::MSG_CTRUNC => n::MSG_CTRUNC,
+    abi::MSG_NOSIGNAL => n::MSG_NOSIGNAL,
+    abi::CMSG_HEADER => size_of::<n::cmsghdr>(),
+    size_of::<abi::MsgHdr>() => size_of::<n::msghdr>(),
+    offset_of!(abi::MsgHdr, iov) => offset_of!(n::msghdr, msg_iov),
+    offset_of!(abi::MsgHdr, control) => offset_of!(n::msghdr, msg_control),
+    offset_of!(abi::MsgHdr, controllen) => offset_of!(n::msghdr, msg_controllen),
+    offset_of!(abi::MsgHdr, flags) => offset_of!(n::msghdr, msg_flags),
+    size_of::<abi::IoVec>() => size_of::<k::iovec>(),
     abi::SFD_CLOEXEC => k::O_CLOEXEC,
     abi::SFD_NONBLOCK => k::O_NONBLOCK,
     abi::P_ALL => k::P_ALL,

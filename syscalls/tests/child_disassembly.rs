@@ -6,9 +6,11 @@
 //! The check disassembles with `objdump -d` (binutils) and follows static control flow from
 //! `child_entry`: fall-through, branches, direct calls and tail jumps. Blocks that only
 //! unwinding could reach (the abort-on-unwind pad of an `extern "C"` fn) are not reachable
-//! without a call, and every call is checked. Two builds: this test binary (debug: overflow
-//! checks, UB checks, no inlining unless forced) and the `release-symbols` profile (the
-//! shipped optimisation with symbols kept), built into its own target directory.
+//! without a call, and every call is checked. Three builds: this test binary (debug: overflow
+//! checks, UB checks, no inlining unless forced), the `release-symbols` profile (the shipped
+//! optimisation with symbols kept), built into its own target directory, and the spawner
+//! program as coldtrace's build script compiles it, symbols kept (its children run the same
+//! `raw/child.rs`).
 #![forbid(unsafe_code)]
 #![cfg(target_arch = "x86_64")]
 
@@ -65,8 +67,14 @@ fn direct_target(operands: &str) -> Option<u64> {
     u64::from_str_radix(first, 16).ok()
 }
 
+/// The child's module in the library and in the spawner program.
+const CHILD_MODULES: [&str; 2] = [
+    "coldtrace_syscalls::raw::child::",
+    "coldtrace_spawner::raw::child::",
+];
+
 fn allowed_callee(name: &str) -> bool {
-    name.starts_with("coldtrace_syscalls::raw::child::")
+    CHILD_MODULES.iter().any(|m| name.starts_with(m))
         || matches!(name, "memcpy" | "memset" | "memmove")
 }
 
@@ -80,7 +88,11 @@ fn check_child_code(functions: &[Function]) -> Result<BTreeSet<String>, String> 
         .collect();
     let entry = functions
         .iter()
-        .position(|f| f.name == "coldtrace_syscalls::raw::child::child_entry")
+        .position(|f| {
+            CHILD_MODULES
+                .iter()
+                .any(|m| f.name == format!("{m}child_entry"))
+        })
         .ok_or("no child_entry symbol in the binary")?;
     let mut seen_functions = BTreeSet::new();
     let mut pending = vec![entry];
@@ -198,6 +210,35 @@ fn the_optimised_child_code_reaches_only_syscalls_and_memcpy() {
         .join("coldtrace");
     assert!(binary.exists(), "no {}", binary.display());
     assert_clean(&binary, "release-symbols");
+}
+
+#[test]
+fn the_spawner_child_code_reaches_only_syscalls_and_memcpy() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = root.join("../target/disassembly/coldtrace-spawner");
+    std::fs::create_dir_all(out.parent().expect("a directory")).expect("make the directory");
+    // The build script's call (src/build.rs), with symbols kept.
+    let status = Command::new("rustc")
+        .args(["--edition", "2021", "--crate-type", "bin", "--crate-name"])
+        .arg("coldtrace_spawner")
+        .args(["--target", "x86_64-unknown-linux-musl"])
+        .args(["-C", "opt-level=z", "-C", "panic=abort", "-C", "lto=fat"])
+        .args([
+            "-C",
+            "codegen-units=1",
+            "-C",
+            "strip=none",
+            "-C",
+            "debuginfo=0",
+        ])
+        .args(["-C", "relocation-model=static", "-D", "warnings", "-l", "c"])
+        .arg("-o")
+        .arg(&out)
+        .arg(root.join("src/spawner/main.rs"))
+        .status()
+        .expect("run rustc");
+    assert!(status.success(), "rustc on the spawner failed");
+    assert_clean(&out, "spawner");
 }
 
 /// The checker itself: it must see a forbidden call (a test that could fail).

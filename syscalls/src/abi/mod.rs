@@ -40,6 +40,9 @@ pub mod nr {
         pub const PRLIMIT64: usize = 302;
         pub const PRCTL: usize = 157;
         pub const GETPPID: usize = 110;
+        pub const RECVMSG: usize = 47;
+        pub const SENDMSG: usize = 46;
+        pub const CLOCK_GETTIME: usize = 228;
     }
     #[cfg(target_arch = "aarch64")]
     mod arch {
@@ -67,6 +70,9 @@ pub mod nr {
         pub const PRLIMIT64: usize = 261;
         pub const PRCTL: usize = 167;
         pub const GETPPID: usize = 173;
+        pub const RECVMSG: usize = 212;
+        pub const SENDMSG: usize = 211;
+        pub const CLOCK_GETTIME: usize = 113;
     }
     pub use arch::*;
     pub const PIDFD_SEND_SIGNAL: usize = 424;
@@ -86,6 +92,9 @@ pub mod clone_flags {
     pub const CLONE_PIDFD: u64 = 0x0000_1000;
     /// The parent is suspended until the child calls `execve` or exits.
     pub const CLONE_VFORK: u64 = 0x0000_4000;
+    /// The child's parent is the caller's parent (the spawner's children are coldtrace's);
+    /// it inherits the caller's exit signal (`clone3` wants `exit_signal = 0` with it).
+    pub const CLONE_PARENT: u64 = 0x0000_8000;
     /// `clone3` only (Linux ≥ 5.5): every signal with a handler is reset to `SIG_DFL` in the
     /// child by the kernel, before it runs; ignored signals stay ignored.
     pub const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
@@ -151,6 +160,61 @@ pub const DIRENT64_NAME: usize = 19;
 pub const PR_SET_PDEATHSIG: usize = 1;
 /// `fcntl(2)`: set the descriptor flags (`FD_CLOEXEC`).
 pub const F_SETFD: usize = 2;
+/// `fcntl(2)`: a copy of the descriptor at the lowest free number ≥ the argument, close-on-exec.
+pub const F_DUPFD_CLOEXEC: usize = 1030;
+/// `O_CLOEXEC` (`dup3(2)`, `open(2)`): the same on x86_64 and aarch64.
+pub const O_CLOEXEC: usize = 0o200_0000;
+/// `clock_gettime(2)`: the clock coldtrace times runs with.
+pub const CLOCK_MONOTONIC: usize = 1;
+
+/// `struct iovec` (`<linux/uio.h>`): one buffer of `readv`/`recvmsg`.
+#[repr(C)]
+pub struct IoVec {
+    /// The buffer's first byte.
+    pub base: usize,
+    /// Its length in bytes.
+    pub len: usize,
+}
+
+const _: () = assert!(size_of::<IoVec>() == 16);
+
+/// `struct msghdr` of `recvmsg(2)` and `sendmsg(2)` (`<linux/socket.h>`, 64-bit): addresses as integers.
+#[repr(C)]
+pub struct MsgHdr {
+    /// The sender's address buffer (0: none).
+    pub name: usize,
+    /// Its length.
+    pub namelen: u32,
+    /// The buffers the data is scattered into.
+    pub iov: usize,
+    /// How many.
+    pub iovlen: usize,
+    /// The ancillary data buffer (`SCM_RIGHTS` descriptors).
+    pub control: usize,
+    /// Its length; the kernel writes back how much it used.
+    pub controllen: usize,
+    /// Written by the kernel: `MSG_CTRUNC` when descriptors did not fit.
+    pub flags: i32,
+}
+
+const _: () = assert!(size_of::<MsgHdr>() == 56);
+const _: () = assert!(offset_of!(MsgHdr, iov) == 16);
+const _: () = assert!(offset_of!(MsgHdr, control) == 32);
+const _: () = assert!(offset_of!(MsgHdr, flags) == 48);
+
+/// `sizeof(struct cmsghdr)` (64-bit): `cmsg_len` (8), `cmsg_level` (4), `cmsg_type` (4); the
+/// data follows, 8-byte aligned.
+pub const CMSG_HEADER: usize = 16;
+/// `SOL_SOCKET`, the level of `SCM_RIGHTS`.
+pub const SOL_SOCKET: i32 = 1;
+/// `SCM_RIGHTS`: descriptors passed over a Unix socket.
+pub const SCM_RIGHTS: i32 = 1;
+/// `recvmsg(2)` flag: received descriptors are close-on-exec.
+pub const MSG_CMSG_CLOEXEC: usize = 0x4000_0000;
+/// `sendmsg(2)` flag: a closed peer is `EPIPE`, without `SIGPIPE`.
+pub const MSG_NOSIGNAL: usize = 0x4000;
+/// `msg_flags` bit: some ancillary data was discarded for lack of room.
+pub const MSG_CTRUNC: i32 = 8;
 /// `signalfd4(2)` flags.
 pub const SFD_CLOEXEC: usize = 0o2_000_000;
 /// `signalfd4(2)` flags.

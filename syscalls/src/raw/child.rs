@@ -1,7 +1,8 @@
 //! Everything that runs in the vfork child, and nothing else: the trampoline that starts it on
 //! its own stack, `child_entry`, every step up to `execve`, and the raw system call it makes
 //! them with (which the parent uses too). This file imports only plain data (`abi`,
-//! `child_plan`), so an auditor reads the whole child here.
+//! `child_plan`), so an auditor reads the whole child here; it is core only, so that the
+//! spawner program (`../spawner/main.rs`) compiles the same file.
 //!
 //! The child shares the parent's memory (`CLONE_VM`) and runs while the parent's thread is
 //! suspended (`CLONE_VFORK`). It makes raw system calls only — no allocation, lock, panic path,
@@ -12,8 +13,8 @@
 #![allow(unsafe_code)]
 
 use crate::abi::{self, nr, KernelSigaction, MaskHow, Rlimit64, SIG_DFL, SIG_IGN};
-use crate::child_plan::{ChildPlan, Closing, ExecImage};
-use core::ffi::{c_char, c_int, c_void};
+use crate::child_plan::{ChildPlan, Closing};
+use core::ffi::{c_char, c_int, c_void, CStr};
 use core::marker::PhantomData;
 
 #[cfg(target_endian = "big")]
@@ -131,7 +132,46 @@ pub(super) struct ChildInputs<'a> {
     pub reached: u32,
     pub failed_stage: u32,
     pub failed_errno: i32,
-    pub _image: PhantomData<&'a ExecImage<'a>>,
+    /// The strings `path`, `argv`, `envp` and `cwd` point to are borrowed for `'a`.
+    pub _strings: PhantomData<&'a CStr>,
+}
+
+impl<'a> ChildInputs<'a> {
+    /// The inputs of one spawn (built in the parent): `[path, argv, envp]` of an image the
+    /// caller borrows for `'a` (an `ExecImage`, or the spawner's `Image`; `argv` and `envp` as
+    /// `*const *const c_char` cast to `*const c_char`), the plan, who resets handlers, the
+    /// error pipe's write end (-1: none), the caller's mask (the child's, unless the plan
+    /// names one), and the PID the child's parent must have (see `parent_pid`; 0 without a
+    /// parent-death signal).
+    pub(super) fn new(
+        image: [*const c_char; 3],
+        plan: &'a ChildPlan<'a>,
+        handlers: Handlers,
+        error_pipe: c_int,
+        caller_mask: u64,
+        parent_pid: usize,
+    ) -> ChildInputs<'a> {
+        let [path, argv, envp] = image;
+        ChildInputs {
+            path,
+            argv: argv.cast(),
+            envp: envp.cast(),
+            cwd: plan.cwd.map_or(core::ptr::null(), CStr::as_ptr),
+            scan_dir: match plan.closing {
+                Closing::Scan(dir) => dir.as_ptr(),
+                Closing::Ranges(_) => core::ptr::null(),
+            },
+            plan,
+            mask: plan.mask.unwrap_or(caller_mask),
+            handlers,
+            parent_pid,
+            error_pipe,
+            reached: 0,
+            failed_stage: 0,
+            failed_errno: 0,
+            _strings: PhantomData,
+        }
+    }
 }
 
 /// Starts a child with `clone` or `clone3` (system call `nr`, arguments `args`): in the parent
@@ -272,8 +312,10 @@ fn prepare_and_exec(c: &ChildInputs<'_>) -> (u32, i32) {
     stage!(7, sigprocmask(MaskHow::SetMask, Some(&c.mask), &mut 0));
     let args = [c.path as usize, c.argv as usize, c.envp as usize, 0, 0, 0];
     // SAFETY: `path` is NUL-terminated; `argv` and `envp` are NULL-terminated arrays of
-    // NUL-terminated strings, all owned or borrowed by the `ExecImage` (built only by `new`,
-    // never mutated) that the suspended parent's frame borrows. The kernel only reads them.
+    // NUL-terminated strings, all owned or borrowed by the image the suspended parent's frame
+    // borrows: an `ExecImage` (built only by `new`, never mutated) in the library, the
+    // spawner's `Image` (built only by `Image::parse`, never mutated) in the spawner. The
+    // kernel only reads them.
     (8, errno_of(unsafe { syscall6(nr::EXECVE, args) }))
 }
 
@@ -529,9 +571,9 @@ fn descriptor_number(record: &[u8]) -> i64 {
     }
 }
 
-/// `exit_group(status)`: ends the child without running any Rust code.
+/// `exit_group(status)`: ends the child (or the spawner) without running any Rust code.
 #[inline(always)]
-fn exit_group(status: c_int) -> ! {
+pub(crate) fn exit_group(status: c_int) -> ! {
     // SAFETY: integer argument only; the call does not return.
     let _ = unsafe { syscall6(nr::EXIT_GROUP, [status as usize, 0, 0, 0, 0, 0]) };
     #[allow(clippy::empty_loop)]

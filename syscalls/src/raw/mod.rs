@@ -10,6 +10,7 @@
 #![allow(unsafe_code)]
 
 mod child;
+mod clone;
 pub(crate) mod perf;
 pub mod spawn;
 #[cfg(test)]

@@ -21,13 +21,14 @@
 //!   no parent code runs again, and the child holds its own reference to the memory.
 #![allow(unsafe_code)]
 
-use super::child::{clone_into_child, sigprocmask, ChildInputs, Handlers};
-use crate::abi::{clone_flags as cf, nr, CloneArgs, MaskHow};
-use crate::child_plan::{ChildPlan, CloneCall, Closing, ExecImage, SpawnFailure, Spawned};
+use super::child::{sigprocmask, ChildInputs, Handlers};
+use super::clone::StackRegion;
+use crate::abi::{clone_flags as cf, MaskHow};
+use crate::child_plan::{ChildPlan, CloneCall};
 use crate::errno::{zero_or, Errno};
+use crate::exec_image::{ExecImage, SpawnFailure, Spawned};
 use crate::sigset::SigSet;
-use core::ffi::{c_int, c_void, CStr};
-use core::marker::PhantomData;
+use core::ffi::{c_int, c_void};
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// The child's private stack: an anonymous mapping with a `PROT_NONE` guard page below it.
@@ -72,6 +73,16 @@ impl ChildStack {
     /// The highest address: the initial stack pointer (page aligned, so 16-byte aligned).
     fn top(&self) -> *mut c_void {
         self.base.wrapping_byte_add(self.len)
+    }
+
+    /// The writable part above the guard page, borrowed exclusively for a clone.
+    fn region(&mut self) -> StackRegion<'_> {
+        let low = self.top().cast::<u8>().wrapping_sub(Self::USABLE_BYTES);
+        // SAFETY: `low..top` is the writable part of the mapping owned by `self` (above the
+        // guard page), page aligned, initialised (anonymous memory reads as zeros), and
+        // borrowed exclusively through `&mut self` for as long as the slice lives.
+        let memory = unsafe { core::slice::from_raw_parts_mut(low, Self::USABLE_BYTES) };
+        StackRegion::new(memory)
     }
 }
 
@@ -159,25 +170,14 @@ pub(crate) fn spawn(
         (CloneCall::Clone, Some(set)) => Handlers::Vouched(set),
         (CloneCall::Clone, None) => Handlers::Query,
     };
-    let mut inputs = ChildInputs {
-        path: image.path_ptr(),
-        argv: image.argv_ptr(),
-        envp: image.envp_ptr(),
-        cwd: plan.cwd.map_or(core::ptr::null(), CStr::as_ptr),
-        scan_dir: match plan.closing {
-            Closing::Scan(dir) => dir.as_ptr(),
-            Closing::Ranges(_) => core::ptr::null(),
-        },
-        plan,
-        mask: plan.mask.unwrap_or(old_mask),
-        handlers,
-        parent_pid: plan.parent_death_signal.map_or(0, |_| parent_pid()),
-        error_pipe: pipe.as_ref().map_or(-1, |p| p.write.as_raw_fd()),
-        reached: 0,
-        failed_stage: 0,
-        failed_errno: 0,
-        _image: PhantomData,
-    };
+    let image_ptrs = [
+        image.path_ptr(),
+        image.argv_ptr().cast(),
+        image.envp_ptr().cast(),
+    ];
+    let error_pipe = pipe.as_ref().map_or(-1, |p| p.write.as_raw_fd());
+    let parent = plan.parent_death_signal.map_or(0, |_| parent_pid());
+    let mut inputs = ChildInputs::new(image_ptrs, plan, handlers, error_pipe, old_mask, parent);
     let mut pidfd_slot: c_int = -1;
     let ret = clone_child(&mut inputs, stack, call, pidfd.then_some(&mut pidfd_slot));
     let started = started(ret, pidfd, pidfd_slot, &inputs);
@@ -220,74 +220,22 @@ fn restore_how() -> MaskHow {
     MaskHow::SetMask
 }
 
-/// The clone itself: the arguments of `call`, and the one unsafe call.
+/// The clone itself: the flags of this process's spawns (the test hook may drop `CLONE_VM`),
+/// through the shared clone call.
 fn clone_child(
     inputs: &mut ChildInputs<'_>,
     stack: &mut ChildStack,
     call: CloneCall,
     pidfd_slot: Option<&mut c_int>,
 ) -> usize {
-    let base = cf::CLONE_VM | cf::CLONE_VFORK;
+    let flags = cf::CLONE_VM;
     #[cfg(test)]
-    let base = if crate::test_hooks::on(&crate::test_hooks::NO_CLONE_VM) {
-        base & !cf::CLONE_VM
-    } else {
-        base
-    };
-    let pidfd_flag = if pidfd_slot.is_some() {
-        cf::CLONE_PIDFD
-    } else {
+    let flags = if crate::test_hooks::on(&crate::test_hooks::NO_CLONE_VM) {
         0
-    };
-    let slot = pidfd_slot.map_or(0, |s| s as *mut c_int as usize);
-    let top = stack.top() as usize;
-    let cgroup = match call {
-        CloneCall::Clone3 { cgroup } => cgroup,
-        CloneCall::Clone => None,
-    };
-    let cgroup_flag = if cgroup.is_some() {
-        cf::CLONE_INTO_CGROUP
     } else {
-        0
+        flags
     };
-    let args = CloneArgs {
-        flags: base | pidfd_flag | cf::CLONE_CLEAR_SIGHAND | cgroup_flag,
-        pidfd: slot as u64,
-        exit_signal: cf::SIGCHLD,
-        stack: (top - ChildStack::USABLE_BYTES) as u64,
-        stack_size: ChildStack::USABLE_BYTES as u64,
-        cgroup: cgroup.map_or(0, |fd| fd as u64),
-        ..CloneArgs::default()
-    };
-    let (nr, regs) = match call {
-        CloneCall::Clone3 { .. } => {
-            let size = core::mem::size_of::<CloneArgs>();
-            (
-                nr::CLONE3,
-                [&args as *const CloneArgs as usize, size, 0, 0, 0],
-            )
-        }
-        // clone(flags, newsp, parent_tid, …): the pidfd slot is `parent_tid` on both arches.
-        CloneCall::Clone => (
-            nr::CLONE,
-            [(base | pidfd_flag | cf::SIGCHLD) as usize, top, slot, 0, 0],
-        ),
-    };
-    let inputs = inputs as *mut ChildInputs<'_>;
-    // SAFETY: the contract of `clone_into_child`, point by point:
-    // - Nothing returns twice into Rust: the child runs `child_entry`, which ends in execve or
-    //   exit_group; this frame sees only the parent's return.
-    // - Stack valid and aligned: `top` is the page-aligned top of the live, writable 64 KiB
-    //   above the guard page of `stack`, borrowed mutably for this call (`clone3` gets its
-    //   lowest address and size, `clone` the top).
-    // - Lives long enough: `inputs`, `args` and the pidfd slot are in this thread's frames,
-    //   and CLONE_VFORK suspends this thread until the child has exec'd or exited.
-    // - No aliasing: this thread does not touch `inputs` until the call returns; the child's
-    //   `&mut` is the only reference meanwhile. The kernel writes the pidfd slot (an `int`)
-    //   before the child runs. The vfork completion orders the child's writes before the
-    //   parent resumes: a join, not a race.
-    // - No handler runs in the child: see "Safe to call from a multi-threaded program" above.
-    unsafe { clone_into_child(nr, regs, inputs) }
+    super::clone::clone_child(inputs, stack.region(), call, flags, pidfd_slot)
 }
 
 /// The clone's result: the started child, or why none was started.

@@ -1,0 +1,123 @@
+//! The clone itself, core only: the library's spawn (`spawn.rs`) and the spawner program
+//! (`../spawner/main.rs`) both start their children through [`clone_child`]. It builds the
+//! arguments of `clone3` or `clone` and makes the one unsafe call of the trampoline.
+#![allow(unsafe_code)]
+
+use super::child::{clone_into_child, ChildInputs};
+use crate::abi::{clone_flags as cf, nr, CloneArgs};
+use crate::child_plan::CloneCall;
+use core::ffi::c_int;
+use core::marker::PhantomData;
+
+/// The flags a caller may add to `CLONE_VFORK`: sharing memory (`CLONE_VM`, which the caller
+/// leaves out only to test the path where it is emulated by a copy) and giving the child the
+/// caller's parent (`CLONE_PARENT`, the spawner's). Nothing else: no flag that shares a
+/// descriptor table, a thread group or signal handlers enters the proof below.
+pub(crate) const CALLER_FLAGS: u64 = cf::CLONE_VM | cf::CLONE_PARENT;
+
+/// A child's stack: writable memory borrowed exclusively for `'a`, its top rounded down to 16
+/// bytes (both ABIs want a 16-byte aligned stack at a call).
+pub(crate) struct StackRegion<'a> {
+    low: usize,
+    top: usize,
+    _memory: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> StackRegion<'a> {
+    /// The whole of `memory` as a stack (it grows down from the top).
+    pub(crate) fn new(memory: &'a mut [u8]) -> StackRegion<'a> {
+        let low = memory.as_mut_ptr() as usize;
+        let top = low.wrapping_add(memory.len()) & !15;
+        StackRegion {
+            low,
+            top,
+            _memory: PhantomData,
+        }
+    }
+}
+
+/// Starts a child with vfork semantics on `stack`: `clone3` (with `CLONE_CLEAR_SIGHAND`, and
+/// `CLONE_INTO_CGROUP` when `call` names a cgroup) or `clone`, with `CLONE_VFORK` always,
+/// `flags` (only [`CALLER_FLAGS`] are taken), and `CLONE_PIDFD` when a slot is given. Returns
+/// the raw return register: the child's PID or `-errno`. See [clone(2)], [clone3(2)].
+///
+/// [clone(2)]: https://man7.org/linux/man-pages/man2/clone.2.html
+/// [clone3(2)]: https://man7.org/linux/man-pages/man2/clone3.2.html
+pub(crate) fn clone_child(
+    inputs: &mut ChildInputs<'_>,
+    stack: StackRegion<'_>,
+    call: CloneCall,
+    flags: u64,
+    pidfd_slot: Option<&mut c_int>,
+) -> usize {
+    let base = cf::CLONE_VFORK | (flags & CALLER_FLAGS);
+    let pidfd_flag = if pidfd_slot.is_some() {
+        cf::CLONE_PIDFD
+    } else {
+        0
+    };
+    let slot = pidfd_slot.map_or(0, |s| s as *mut c_int as usize);
+    let cgroup = match call {
+        CloneCall::Clone3 { cgroup } => cgroup,
+        CloneCall::Clone => None,
+    };
+    let cgroup_flag = if cgroup.is_some() {
+        cf::CLONE_INTO_CGROUP
+    } else {
+        0
+    };
+    // A CLONE_PARENT child takes its exit signal from the caller; clone3 wants 0 here.
+    let exit_signal = if base & cf::CLONE_PARENT != 0 {
+        0
+    } else {
+        cf::SIGCHLD
+    };
+    let args = CloneArgs {
+        flags: base | pidfd_flag | cf::CLONE_CLEAR_SIGHAND | cgroup_flag,
+        pidfd: slot as u64,
+        exit_signal,
+        stack: stack.low as u64,
+        stack_size: stack.top.wrapping_sub(stack.low) as u64,
+        cgroup: cgroup.map_or(0, |fd| fd as u64),
+        ..CloneArgs::default()
+    };
+    let (nr, regs) = match call {
+        CloneCall::Clone3 { .. } => {
+            let size = core::mem::size_of::<CloneArgs>();
+            (
+                nr::CLONE3,
+                [&args as *const CloneArgs as usize, size, 0, 0, 0],
+            )
+        }
+        // clone(flags, newsp, parent_tid, …): the pidfd slot is `parent_tid` on both arches.
+        CloneCall::Clone => (
+            nr::CLONE,
+            [
+                (base | pidfd_flag | cf::SIGCHLD) as usize,
+                stack.top,
+                slot,
+                0,
+                0,
+            ],
+        ),
+    };
+    let inputs = inputs as *mut ChildInputs<'_>;
+    // SAFETY: the contract of `clone_into_child`, point by point:
+    // - Nothing returns twice into Rust: the child runs `child_entry`, which ends in execve or
+    //   exit_group; this frame sees only the parent's return.
+    // - Stack valid and aligned: `stack` is writable memory borrowed exclusively for this call
+    //   (a `StackRegion` is made only from a `&mut [u8]`), its top 16-byte aligned (`clone3`
+    //   gets its lowest address and size, `clone` the top).
+    // - Lives long enough: `inputs`, `args` and the pidfd slot are in this thread's frames,
+    //   and CLONE_VFORK (always set above) suspends this thread until the child has exec'd or
+    //   exited.
+    // - No aliasing: this thread does not touch `inputs` until the call returns; the child's
+    //   `&mut` is the only reference meanwhile. The kernel writes the pidfd slot (an `int`)
+    //   before the child runs. The vfork completion orders the child's writes before the
+    //   parent resumes: a join, not a race.
+    // - No flag beyond CALLER_FLAGS: the child gets its own descriptor table and signal
+    //   handlers, and is a process, not a thread of this one.
+    // - No handler runs in the child: see "Safe to call from a multi-threaded program" in
+    //   `spawn.rs`; the spawner installs none and blocks every signal.
+    unsafe { clone_into_child(nr, regs, inputs) }
+}

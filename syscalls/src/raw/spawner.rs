@@ -1,0 +1,331 @@
+//! The spawner program's unsafe room (compiled only into the spawner, `../spawner/main.rs`, as
+//! its `raw` module; the library does not compile this file): its entry point, its buffers, and
+//! the system calls it makes besides the clone — `recvmsg` and `sendmsg` with descriptors,
+//! `clock_gettime`, `fcntl`, `close`, `close_range`. The clone and the child are the
+//! library's own files, `clone.rs` and `child.rs`, compiled here unchanged.
+#![allow(unsafe_code)]
+
+#[path = "child.rs"]
+pub(crate) mod child;
+#[path = "clone.rs"]
+mod clone;
+
+use crate::abi::{self, clone_flags as cf, nr, IoVec, MsgHdr};
+use crate::child_plan::{ChildPlan, CloneCall};
+use crate::image::Image;
+use crate::protocol::{HEADER, MAX_FDS};
+use child::{errno_of, syscall6, ChildInputs, Handlers};
+use core::ffi::{c_char, c_int};
+use core::sync::atomic::{AtomicBool, Ordering};
+
+pub(crate) use child::{exit_group, sigprocmask};
+
+/// Bytes of the program table (only the pages a `DEFINE` writes become resident).
+pub(crate) const ARENA: usize = 8 << 20;
+/// Pointers of one argv + envp.
+pub(crate) const POINTERS: usize = 128 * 1024;
+/// Bytes of the children's stack.
+pub(crate) const STACK: usize = 64 * 1024;
+
+/// The spawner's memory: in `.bss`, so a page is resident only once written.
+pub(crate) struct Buffers {
+    pub arena: [u8; ARENA],
+    pub pointers: [*const c_char; POINTERS],
+    pub stack: Stack,
+}
+
+/// The children's stack, 16-byte aligned.
+#[repr(C, align(16))]
+pub(crate) struct Stack(pub [u8; STACK]);
+
+static mut BUFFERS: Buffers = Buffers {
+    arena: [0; ARENA],
+    pointers: [core::ptr::null(); POINTERS],
+    stack: Stack([0; STACK]),
+};
+static TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// The buffers, once: `None` on a second call.
+fn take_buffers() -> Option<&'static mut Buffers> {
+    if TAKEN.swap(true, Ordering::AcqRel) {
+        return None;
+    }
+    // SAFETY: no aliasing: `TAKEN` lets exactly one call reach this line, so the returned
+    // reference is the only one to `BUFFERS` for the rest of the program (nothing else names
+    // it). The static lives for the whole program and is initialised (all zeros).
+    Some(unsafe { &mut *core::ptr::addr_of_mut!(BUFFERS) })
+}
+
+/// The C runtime's entry (musl's `__libc_start_main` calls it): the socket's descriptor is
+/// `argv[1]` and the PID of the process it clones children for (its parent, coldtrace) is
+/// `argv[2]`, both in decimal.
+#[no_mangle]
+pub extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
+    let socket = if argc >= 3 { argument(argv, 1) } else { None };
+    let parent = if argc >= 3 { argument(argv, 2) } else { None };
+    match (socket, parent, take_buffers()) {
+        (Some(socket), Some(parent), Some(buffers)) => crate::serve(socket, parent, buffers),
+        _ => exit_group(2),
+    }
+}
+
+/// `argv[k]` (k < 3) as a non-negative number.
+fn argument(argv: *const *const c_char, k: usize) -> Option<c_int> {
+    // SAFETY: valid and aligned: the C runtime passes the `argv` that `execve` built, an array
+    // of `argc` pointers (the caller checked `argc >= 3`, and `k < 3`) followed by a null one.
+    let arg = unsafe { *argv.add(k.min(2)) };
+    if arg.is_null() {
+        return None;
+    }
+    // SAFETY: `arg` is one of those strings: NUL-terminated, on the initial stack, alive and
+    // never written for the whole program.
+    let text = unsafe { core::ffi::CStr::from_ptr(arg) };
+    let mut fd: c_int = 0;
+    for &d in text.to_bytes() {
+        if !d.is_ascii_digit() || fd > 1 << 24 {
+            return None;
+        }
+        fd = fd * 10 + c_int::from(d - b'0');
+    }
+    Some(fd)
+}
+
+/// What one `recvmsg` brought.
+pub(crate) struct Received {
+    /// Bytes of the message (header and chunk).
+    pub len: usize,
+    /// The descriptors that came with it, close-on-exec (`nfds` of them).
+    pub fds: [c_int; MAX_FDS],
+    pub nfds: usize,
+    /// Some were dropped for lack of room (those that came are in `fds`).
+    pub truncated: bool,
+}
+
+/// The control buffer: one `cmsghdr` and up to [`MAX_FDS`] descriptors.
+#[repr(C, align(8))]
+struct Control([u8; abi::CMSG_HEADER + 4 * MAX_FDS]);
+
+/// `recvmsg(socket, …, MSG_CMSG_CLOEXEC)` into `header` then `tail` → the message, or an
+/// errno. See [recvmsg(2)](https://man7.org/linux/man-pages/man2/recvmsg.2.html),
+/// [unix(7)](https://man7.org/linux/man-pages/man7/unix.7.html) (`SCM_RIGHTS`).
+pub(crate) fn receive(
+    socket: c_int,
+    header: &mut [u8; HEADER],
+    tail: &mut [u8],
+) -> Result<Received, i32> {
+    let iov = [
+        IoVec {
+            base: header.as_mut_ptr() as usize,
+            len: HEADER,
+        },
+        IoVec {
+            base: tail.as_mut_ptr() as usize,
+            len: tail.len(),
+        },
+    ];
+    let mut control = Control([0; abi::CMSG_HEADER + 4 * MAX_FDS]);
+    let mut msg = MsgHdr {
+        name: 0,
+        namelen: 0,
+        iov: iov.as_ptr() as usize,
+        iovlen: 2,
+        control: control.0.as_mut_ptr() as usize,
+        controllen: control.0.len(),
+        flags: 0,
+    };
+    let args = [
+        socket as usize,
+        &mut msg as *mut MsgHdr as usize,
+        abi::MSG_CMSG_CLOEXEC,
+        0,
+        0,
+        0,
+    ];
+    // SAFETY: valid and aligned: `msg` has the kernel's 64-bit `struct msghdr` layout (asserted
+    // in `abi`), and points to two live `iovec`s (the exclusively borrowed `header` and `tail`,
+    // with their true lengths) and to the exclusively borrowed, 8-aligned `control` with its
+    // true length. No aliasing: all are locals or `&mut` borrows held for this call; the kernel
+    // writes at most the given lengths into them and `controllen`/`flags` into `msg`.
+    let ret = unsafe { syscall6(nr::RECVMSG, args) };
+    match errno_of(ret) {
+        0 => {}
+        e => return Err(e),
+    }
+    let mut got = Received {
+        len: ret,
+        fds: [-1; MAX_FDS],
+        nfds: 0,
+        truncated: msg.flags & abi::MSG_CTRUNC != 0,
+    };
+    read_rights(&control.0, msg.controllen, &mut got);
+    Ok(got)
+}
+
+/// The descriptors of an `SCM_RIGHTS` message in the first `used` bytes of `control`.
+fn read_rights(control: &[u8], used: usize, got: &mut Received) {
+    let word = |at: usize| match control.get(at..at + 4) {
+        Some(&[a, b, c, d]) => i32::from_ne_bytes([a, b, c, d]),
+        _ => -1,
+    };
+    let len = match control.get(..8) {
+        Some(&[a, b, c, d, e, f, g, h]) => usize::from_ne_bytes([a, b, c, d, e, f, g, h]),
+        _ => 0,
+    };
+    let rights = word(8) == abi::SOL_SOCKET && word(12) == abi::SCM_RIGHTS;
+    if used < abi::CMSG_HEADER || !rights || len < abi::CMSG_HEADER {
+        return;
+    }
+    let count = ((len.min(used) - abi::CMSG_HEADER) / 4).min(MAX_FDS);
+    for (i, slot) in got.fds.iter_mut().enumerate().take(count) {
+        *slot = word(abi::CMSG_HEADER + 4 * i);
+    }
+    got.nfds = count;
+}
+
+/// The control buffer of one descriptor: `CMSG_SPACE(4)`.
+#[repr(C, align(8))]
+struct OneRight([u8; abi::CMSG_HEADER + 8]);
+
+/// `sendmsg(socket, bytes, MSG_NOSIGNAL)`, with `right` as `SCM_RIGHTS` when it is a
+/// descriptor (≥ 0) → bytes sent, or an errno. See
+/// [sendmsg(2)](https://man7.org/linux/man-pages/man2/sendmsg.2.html),
+/// [unix(7)](https://man7.org/linux/man-pages/man7/unix.7.html).
+pub(crate) fn send(socket: c_int, bytes: &[u8], right: c_int) -> Result<usize, i32> {
+    let iov = [IoVec {
+        base: bytes.as_ptr() as usize,
+        len: bytes.len(),
+    }];
+    // One `cmsghdr` (`cmsg_len` = `CMSG_LEN(4)`, level, type) and the descriptor.
+    let mut control = OneRight([0; abi::CMSG_HEADER + 8]);
+    let parts: [(usize, &[u8]); 4] = [
+        (0, &(abi::CMSG_HEADER + 4).to_ne_bytes()),
+        (8, &abi::SOL_SOCKET.to_ne_bytes()),
+        (12, &abi::SCM_RIGHTS.to_ne_bytes()),
+        (abi::CMSG_HEADER, &right.to_ne_bytes()),
+    ];
+    for (at, part) in parts {
+        if let Some(to) = control.0.get_mut(at..at + part.len()) {
+            to.copy_from_slice(part);
+        }
+    }
+    let (control, controllen) = match right {
+        0.. => (control.0.as_ptr() as usize, control.0.len()),
+        _ => (0, 0),
+    };
+    let msg = MsgHdr {
+        name: 0,
+        namelen: 0,
+        iov: iov.as_ptr() as usize,
+        iovlen: 1,
+        control,
+        controllen,
+        flags: 0,
+    };
+    let args = [
+        socket as usize,
+        &msg as *const MsgHdr as usize,
+        abi::MSG_NOSIGNAL,
+        0,
+        0,
+        0,
+    ];
+    // SAFETY: valid and aligned: `msg` has the kernel's 64-bit `struct msghdr` layout (asserted
+    // in `abi`) and points to one live `iovec` (the borrowed `bytes`, its true length) and,
+    // with a descriptor, to the live, 8-aligned `control` holding one whole `cmsghdr` and its
+    // `int` (its true length, `CMSG_SPACE(4)`). The kernel only reads them, during this call.
+    let ret = unsafe { syscall6(nr::SENDMSG, args) };
+    match errno_of(ret) {
+        0 => Ok(ret),
+        e => Err(e),
+    }
+}
+
+/// `CLOCK_MONOTONIC` in ns ([clock_gettime(2)](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)).
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = [0i64; 2];
+    let args = [abi::CLOCK_MONOTONIC, ts.as_mut_ptr() as usize, 0, 0, 0, 0];
+    // SAFETY: `ts` is a live, aligned, exclusively borrowed `struct timespec` (two `i64` on
+    // both 64-bit ABIs) that the kernel writes.
+    let _ = unsafe { syscall6(nr::CLOCK_GETTIME, args) };
+    let [s, ns] = ts;
+    (s as u64).wrapping_mul(1_000_000_000).wrapping_add(ns as u64)
+}
+
+/// `fcntl(fd, F_DUPFD_CLOEXEC, 3)`: a copy numbered ≥ 3, or an errno.
+pub(crate) fn dup_above_stdio(fd: c_int) -> Result<c_int, i32> {
+    let args = [fd as usize, abi::F_DUPFD_CLOEXEC, 3, 0, 0, 0];
+    // SAFETY: integer arguments only; adds a descriptor to this process's table.
+    let ret = unsafe { syscall6(nr::FCNTL, args) };
+    match errno_of(ret) {
+        0 => Ok(ret as c_int),
+        e => Err(e),
+    }
+}
+
+/// `dup3(fd, to, O_CLOEXEC)` → 0 or an errno.
+pub(crate) fn dup_to(fd: c_int, to: c_int) -> i32 {
+    let args = [fd as usize, to as usize, abi::O_CLOEXEC, 0, 0, 0];
+    // SAFETY: integer arguments only; replaces `to` in this process's table, which no value of
+    // the spawner owns (it holds descriptors as plain numbers).
+    errno_of(unsafe { syscall6(nr::DUP3, args) })
+}
+
+/// `close(fd)`.
+pub(crate) fn close(fd: c_int) {
+    // SAFETY: integer argument only; the spawner holds descriptors as plain numbers, so none
+    // is used after it is closed.
+    let _ = unsafe { syscall6(nr::CLOSE, [fd as usize, 0, 0, 0, 0, 0]) };
+}
+
+/// `close_range(from, to, 0)` → 0 or an errno.
+pub(crate) fn close_range(from: c_int, to: u32) -> i32 {
+    let args = [from as usize, to as usize, 0, 0, 0, 0];
+    // SAFETY: integer arguments only; as for `close`.
+    errno_of(unsafe { syscall6(nr::CLOSE_RANGE, args) })
+}
+
+/// What a clone gave: the raw return register, the failed stage and errno the child wrote,
+/// whether its write reached this process's memory, and the child's pidfd (-1: none).
+pub(crate) struct Started {
+    pub ret: usize,
+    pub pidfd: c_int,
+    pub stage: u32,
+    pub errno: i32,
+    pub memory_shared: bool,
+}
+
+/// Starts `image` on `stack` as a child of this process's parent (`CLONE_PARENT`, whose PID
+/// `parent` is: the child checks it after asking for a parent-death signal), sharing
+/// this memory until it calls `execve` (`CLONE_VM | CLONE_VFORK`), with a pidfd for it when
+/// `with_pidfd` (`CLONE_PIDFD`; a kernel before 5.2 ignores the flag and leaves -1).
+pub(crate) fn spawn(
+    image: &Image<'_>,
+    plan: &ChildPlan<'_>,
+    stack: &mut Stack,
+    call: CloneCall,
+    with_pidfd: bool,
+    parent: c_int,
+) -> Started {
+    // The spawner installs no signal handler and `execve` reset every one it could have
+    // inherited, so no signal has a handler here: with `clone`, the child resets just
+    // `to_default` (the vouched set is empty); with `clone3` the kernel clears handlers anyway.
+    let handlers = match call {
+        CloneCall::Clone3 { .. } => Handlers::ClearedByKernel,
+        CloneCall::Clone => Handlers::Vouched(0),
+    };
+    let image_ptrs = [image.path(), image.argv().cast(), image.envp().cast()];
+    let parent = plan.parent_death_signal.map_or(0, |_| parent as usize);
+    let mut inputs = ChildInputs::new(image_ptrs, plan, handlers, -1, !0, parent);
+    let region = clone::StackRegion::new(&mut stack.0);
+    let flags = cf::CLONE_VM | cf::CLONE_PARENT;
+    let mut pidfd: c_int = -1;
+    let slot = if with_pidfd { Some(&mut pidfd) } else { None };
+    let ret = clone::clone_child(&mut inputs, region, call, flags, slot);
+    Started {
+        ret,
+        pidfd,
+        stage: inputs.failed_stage,
+        errno: inputs.failed_errno,
+        memory_shared: inputs.reached == 1,
+    }
+}

@@ -1,0 +1,197 @@
+//! The spawner's protocol, compiled into both ends (the library's `spawner` module and the
+//! spawner program): fixed-size records in native byte order on a `SOCK_SEQPACKET` socket, one
+//! request and one reply per message.
+//!
+//! - `DEFINE` (one or more chunks, `DEFINE_FIRST` on the first and `DEFINE_LAST` on the last):
+//!   a program as `[argc u32][envc u32] path\0 argv…\0 envp…\0`. Reply: its slot, or `-errno`
+//!   (`ENOSPC`: the table is full, send `RESET` and define again; `E2BIG`: it can never fit).
+//! - `RESET`: forget every program. Reply: 0.
+//! - `START slot`: start that program; `mask` is its signal mask, `flags` say which of stdin,
+//!   stdout, stderr and a cgroup directory come with the message (`SCM_RIGHTS`, in that
+//!   order), and whether the child leads a new process group; `len` is the signal the child
+//!   asks for when its parent dies (`PR_SET_PDEATHSIG`; 0: none). Reply: the child's PID (or
+//!   `-errno` when the clone failed), the failed stage and errno (0 when the child reached
+//!   `execve`: it has exec'd), whether the child's write reached the spawner's memory, the
+//!   `CLOCK_MONOTONIC` time right before the clone, and, when the kernel made one, the child's
+//!   pidfd (`SCM_RIGHTS`, `REPLY_PIDFD`).
+#![forbid(unsafe_code)]
+
+/// Bytes of a request's header; a `DEFINE` chunk follows it.
+pub const HEADER: usize = 24;
+/// Bytes of a reply.
+pub const REPLY: usize = 24;
+/// The largest `DEFINE` chunk.
+pub const CHUNK: usize = 32 * 1024;
+/// The most descriptors one request carries.
+pub const MAX_FDS: usize = 4;
+
+/// Define a program (a chunk of it).
+pub const OP_DEFINE: u32 = 1;
+/// Forget every program.
+pub const OP_RESET: u32 = 2;
+/// Start a defined program.
+pub const OP_START: u32 = 3;
+
+/// `DEFINE`: the first chunk of a program.
+pub const DEFINE_FIRST: u32 = 1;
+/// `DEFINE`: the last chunk of a program.
+pub const DEFINE_LAST: u32 = 2;
+
+/// `START`: the child leads a new process group.
+pub const START_NEW_GROUP: u32 = 1;
+/// `START`: the message carries the child's stdin.
+pub const START_STDIN: u32 = 2;
+/// `START`: the message carries the child's stdout.
+pub const START_STDOUT: u32 = 4;
+/// `START`: the message carries the child's stderr.
+pub const START_STDERR: u32 = 8;
+/// `START`: the message carries a cgroup v2 directory the child is born in.
+pub const START_CGROUP: u32 = 16;
+
+/// Reply flag: the child's write reached the spawner's memory (`CLONE_VM` really shares it),
+/// so a failure before `execve` is reported.
+pub const REPLY_MEMORY_SHARED: u32 = 1;
+/// Reply flag: the message carries the child's pidfd (`SCM_RIGHTS`), from the clone's
+/// `CLONE_PIDFD`.
+pub const REPLY_PIDFD: u32 = 2;
+
+/// A request's header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Request {
+    /// `OP_*`.
+    pub op: u32,
+    /// `START`: the program's slot.
+    pub slot: u32,
+    /// `DEFINE_*` or `START_*` bits.
+    pub flags: u32,
+    /// `DEFINE`: the chunk's length in bytes; `START`: the parent-death signal (0: none).
+    pub len: u32,
+    /// `START`: the child's signal mask.
+    pub mask: u64,
+}
+
+impl Request {
+    /// The header's bytes.
+    pub fn encode(&self) -> [u8; HEADER] {
+        let mut out = [0u8; HEADER];
+        put(&mut out, 0, &self.op.to_ne_bytes());
+        put(&mut out, 4, &self.slot.to_ne_bytes());
+        put(&mut out, 8, &self.flags.to_ne_bytes());
+        put(&mut out, 12, &self.len.to_ne_bytes());
+        put(&mut out, 16, &self.mask.to_ne_bytes());
+        out
+    }
+
+    /// The header in `bytes`.
+    pub fn decode(bytes: &[u8; HEADER]) -> Request {
+        Request {
+            op: word(bytes, 0),
+            slot: word(bytes, 4),
+            flags: word(bytes, 8),
+            len: word(bytes, 12),
+            mask: u64::from(word(bytes, 16)) | u64::from(word(bytes, 20)) << 32,
+        }
+    }
+}
+
+/// A reply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reply {
+    /// `START`: the child's PID, or `-errno` of the clone; `DEFINE`: the slot, or `-errno`.
+    pub value: i32,
+    /// `START`: the stage that failed in the child (`spawn::ChildStage` numbers), or 0.
+    pub stage: u32,
+    /// `START`: that stage's errno.
+    pub errno: i32,
+    /// `REPLY_*` bits.
+    pub flags: u32,
+    /// `START`: `CLOCK_MONOTONIC` in ns right before the clone.
+    pub start_ns: u64,
+}
+
+impl Reply {
+    /// The reply's bytes.
+    pub fn encode(&self) -> [u8; REPLY] {
+        let mut out = [0u8; REPLY];
+        put(&mut out, 0, &self.value.to_ne_bytes());
+        put(&mut out, 4, &self.stage.to_ne_bytes());
+        put(&mut out, 8, &self.errno.to_ne_bytes());
+        put(&mut out, 12, &self.flags.to_ne_bytes());
+        put(&mut out, 16, &self.start_ns.to_ne_bytes());
+        out
+    }
+
+    /// The reply in `bytes`.
+    pub fn decode(bytes: &[u8; REPLY]) -> Reply {
+        Reply {
+            value: word(bytes, 0) as i32,
+            stage: word(bytes, 4),
+            errno: word(bytes, 8) as i32,
+            flags: word(bytes, 12),
+            start_ns: u64::from(word(bytes, 16)) | u64::from(word(bytes, 20)) << 32,
+        }
+    }
+
+    /// A reply that carries only `-errno`.
+    pub fn error(errno: i32) -> Reply {
+        Reply {
+            value: errno.wrapping_neg(),
+            ..Reply::default()
+        }
+    }
+}
+
+fn put(out: &mut [u8], at: usize, bytes: &[u8]) {
+    if let Some(dst) = out.get_mut(at..at + bytes.len()) {
+        dst.copy_from_slice(bytes);
+    }
+}
+
+/// The native-endian `u32` at `at` (0 past the end).
+fn word(bytes: &[u8], at: usize) -> u32 {
+    match bytes.get(at..at + 4) {
+        Some(&[a, b, c, d]) => u32::from_ne_bytes([a, b, c, d]),
+        _ => 0,
+    }
+}
+
+/// The program as `DEFINE` carries it: `[argc][envc] path\0 argv…\0 envp…\0`.
+pub fn encode_program<'a>(
+    path: &'a [u8],
+    argv: impl ExactSizeIterator<Item = &'a [u8]>,
+    envp: impl ExactSizeIterator<Item = &'a [u8]>,
+    out: &mut impl Extend<u8>,
+) {
+    out.extend((argv.len() as u32).to_ne_bytes());
+    out.extend((envp.len() as u32).to_ne_bytes());
+    for s in core::iter::once(path).chain(argv).chain(envp) {
+        out.extend(s.iter().copied());
+        out.extend([0u8]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_come_back_as_they_went() {
+        let req = Request {
+            op: OP_START,
+            slot: 7,
+            flags: START_STDIN | START_NEW_GROUP,
+            len: 0,
+            mask: 0x8000_0000_0001_0002,
+        };
+        assert_eq!(Request::decode(&req.encode()), req);
+        let reply = Reply {
+            value: -2,
+            stage: 8,
+            errno: 13,
+            flags: REPLY_MEMORY_SHARED,
+            start_ns: u64::MAX - 5,
+        };
+        assert_eq!(Reply::decode(&reply.encode()), reply);
+        assert_eq!(Reply::error(24).value, -24);
+    }
+}
