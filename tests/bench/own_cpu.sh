@@ -82,7 +82,7 @@ echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs;" \
   "$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)"
 echo "- load average at start of the table: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine disturbs these figures)"
-echo "- coldtrace: $CT ($(stat -c %s "$CT") bytes, $("$CT" --version | head -1))"
+echo "- coldtrace: $CT ($(wc -c <"$CT") bytes, $("$CT" --version | head -1))"
 if [ -n "$HYPERFINE" ]; then echo "- hyperfine: $("$HYPERFINE" --version) ($HYPERFINE)"; else echo "- hyperfine: not found"; fi
 echo "- command: N=$N ROUNDS=$ROUNDS tests/bench/own_cpu.sh; each: \`perf stat -x, --no-inherit -e task-clock\` over $N runs of /bin/true"
 echo

@@ -132,9 +132,13 @@ cc -O2 -o spawner_glibc spawner.c
 # One cell each: REPS runs, the median (and, for coldtrace, how many runs were marked ≤F)
 gnu_time() { for _ in $(seq "$REPS"); do /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; done | median; }
 spawner() { local s=$1; shift; for _ in $(seq "$REPS"); do "./$s" "$@"; done | median; }
+# coldtrace_cell [--minimal] PROGRAM ARGS: the default clones through the spawner, --minimal
+# in-process (coldtrace's own resident set is the floor).
 coldtrace_cell() {
+  local opts=()
+  if [ "$1" = --minimal ]; then opts=(--minimal); shift; fi
   rm -rf "$WORK/ct"
-  "$CT" run -q -n "$REPS" -o "$WORK/ct" -- "$@" 2>/dev/null || true
+  "$CT" run -q -n "$REPS" "${opts[@]}" -o "$WORK/ct" -- "$@" 2>/dev/null || true
   python3 - "$WORK/ct/runs.jsonl" "$REPS" <<'PY'
 import json, sys
 import os
@@ -174,8 +178,8 @@ echo "- coldtrace: $CT ($(stat -c %s "$CT") bytes); GNU time: $GNU_TIME_VERSION"
 if [ -n "$HYPERFINE" ]; then echo "- hyperfine: $("$HYPERFINE" --version) ($HYPERFINE)"; else echo "- hyperfine: not found"; fi
 echo "- command: tests/bench/rss_ladder.sh (REPS=$REPS)"
 echo
-echo "| program | MiB | GNU time | C vfork (glibc dyn) | C vfork (musl static) | coldtrace | coldtrace floor | hyperfine |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+echo "| program | MiB | GNU time | C vfork (glibc dyn) | C vfork (musl static) | coldtrace | its floor (spawner) | coldtrace --minimal | its floor (coldtrace) | hyperfine |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for prog in $PROGRAMS; do
   for mib in $MIBS; do
     log "$prog $mib MiB"
@@ -183,10 +187,12 @@ for prog in $PROGRAMS; do
     sg=$(spawner spawner_glibc "./$prog" "$mib")
     sm="—"; [ -n "$MUSL" ] && sm=$(spawner spawner_musl "./$prog" "$mib")
     IFS='|' read -r ct floor <<<"$(coldtrace_cell "./$prog" "$mib")"
+    IFS='|' read -r ctm floorm <<<"$(coldtrace_cell --minimal "./$prog" "$mib")"
     hf=$(hyperfine_cell "./$prog" "$mib")
-    echo "| $prog | $mib | $g | $sg | $sm | $ct | $floor | $hf |"
+    echo "| $prog | $mib | $g | $sg | $sm | $ct | $floor | $ctm | $floorm | $hf |"
   done
 done
 echo
-echo "\"≤F×k\": k of the $REPS coldtrace records marked the max RSS as at or below the runner's"
-echo "floor (its own resident set right before the spawn, 'coldtrace floor', exact from /proc)."
+echo "\"≤F×k\": k of the $REPS coldtrace records marked the max RSS as at or below the floor: the"
+echo "resident set of the process that cloned the child, exact from /proc (the spawner's after the"
+echo "child's execve; with --minimal, coldtrace's own right before the spawn)."
