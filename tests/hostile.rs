@@ -20,7 +20,7 @@ mod signals;
 #[path = "hostile/truth.rs"]
 mod truth;
 
-use common::{ct, read_batch, read_records, write_file, TempDir, BIN};
+use common::{ct, read_batch, read_records, write_file, Output, TempDir, BIN};
 use serde_json::Value;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -79,15 +79,9 @@ fn script(dir: &TempDir, tag: &str, body: &str) -> std::path::PathBuf {
 /// No process runs `path` any more, not even as a zombie (waits up to 3 s for a kill to land).
 fn assert_no_survivor(path: &Path) {
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
-    let needle = format!("({name})");
     let until = Instant::now() + Duration::from_secs(3);
     loop {
-        let found: Vec<String> = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-            .filter(|stat| stat.contains(&needle))
-            .collect();
+        let found = processes_of(path);
         if found.is_empty() {
             return;
         }
@@ -96,6 +90,27 @@ fn assert_no_survivor(path: &Path) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The `/proc/PID/stat` lines of the processes running `path` (found by its file name),
+/// zombies included.
+fn processes_of(path: &Path) -> Vec<String> {
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let needle = format!("({name})");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| stat.contains(&needle))
+        .collect()
+}
+
+/// Whether a live process (no zombie) runs `path`.
+fn running(path: &Path) -> bool {
+    processes_of(path).iter().any(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
 }
 
 /// Every line of `runs.jsonl` is a whole record, numbered from 0; `batch.json`, if `finished`,
@@ -1541,4 +1556,45 @@ fn output_that_cannot_be_kept_stops_the_batch_after_the_run_is_recorded() {
     assert_eq!(records[0]["artifacts"], Value::Null, "{}", records[0]);
     assert_eq!(records[0]["counted"], true);
     assert_no_survivor(&planter);
+}
+
+/// Whether this test may mount (root); says why not when it may not.
+pub(crate) fn may_mount(what: &str) -> bool {
+    let root = rustix::process::geteuid().is_root();
+    if !root {
+        eprintln!("skipped {what}: mounting needs root (CI runs as root)");
+    }
+    root
+}
+
+/// `unshare -m sh -c 'SETUP; exec coldtrace ARGS'` in `dir`, not started: a private mount
+/// namespace, so the mounts of SETUP are seen by coldtrace alone and vanish with it.
+pub(crate) fn in_private_mounts(dir: &TempDir, setup: &str, args: &[&str]) -> Command {
+    let script = format!("set -e; {setup}; exec \"$@\"");
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "-m",
+        "--propagation",
+        "private",
+        "/bin/sh",
+        "-c",
+        &script,
+        "sh",
+    ])
+    .arg(common::BIN)
+    .args(args)
+    .current_dir(dir.path())
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    cmd
+}
+
+/// [`in_private_mounts`], run to its end.
+pub(crate) fn run_in_private_mounts(dir: &TempDir, setup: &str, args: &[&str]) -> Output {
+    let child = in_private_mounts(dir, setup, args)
+        .spawn()
+        .expect("spawn unshare");
+    let shown = format!("unshare -m … coldtrace {}", args.join(" "));
+    common::finish(child, shown, Instant::now(), DEADLINE)
 }

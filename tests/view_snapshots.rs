@@ -70,6 +70,7 @@ fn context() -> BatchContext {
             note: None,
         },
         file_set: None,
+        cgroup: None,
     }
 }
 
@@ -183,6 +184,8 @@ fn cold_batch() -> BatchOutcome {
             major_faults: Some(87),
             voluntary_switches: Some(400),
             psi_io_some_us: Some(70_000),
+            io_stall_ns: None,
+            memory_stall_ns: None,
         },
         // The reference run (100 ms) among warm runs of 95–105 ms: 253 ms stands out.
         stands_out: coldtrace::record::penalty::stands_out(253e6, &[95e6, 100e6, 105e6]),

@@ -137,6 +137,7 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
             note: c.some_text(),
         },
         file_set: None,
+        cgroup: None,
     };
     context.system.kernel_release = c.some_text();
     context.system.boot_id = c.some_text();
@@ -217,7 +218,7 @@ fn survivors(c: &mut Cursor<'_>) -> coldtrace::batch::SurvivorsSeen {
         let survivors = coldtrace::measure::survivors::Survivors {
             processes,
             action: Some(action),
-            looked: true,
+            seen_by: Some("descendants"),
             ..Default::default()
         };
         seen.add(run, &survivors);

@@ -159,6 +159,7 @@ fn run_around(program: &Program, shared: &mut Shared<'_>) -> (Result<u64, Failur
         // A command around the runs may start a server on purpose: it is left running,
         // and spared by the runs.
         survivors: crate::measure::survivors::SurvivorPolicy::Leave,
+        group: None,
         signals: Some(&shared.signals.fd),
         counters: &[],
         inspect_child: false,

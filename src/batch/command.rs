@@ -398,6 +398,7 @@ fn batch_context(
     let program_path =
         Path::new(std::ffi::OsStr::from_bytes(program.path().to_bytes())).to_path_buf();
     BatchContext {
+        cgroup: None,
         system: SystemContext::read(),
         capabilities: Capabilities::probe(),
         environment: EnvMarkers::read(),

@@ -10,7 +10,8 @@
 //! Imports run one way: the step files extend [`CommandBatch`] (`command.rs`) with `impl`
 //! blocks, and `command.rs` imports none of them; what the steps share lives in leaves that
 //! import no step: `error.rs`, `outcome.rs` (what a batch hands back), `sink.rs` (a discarded
-//! stderr's tail), `shared.rs`, `signals.rs`, `program.rs`, `progress.rs`.
+//! stderr's tail), `shared.rs` (and `group.rs`, its cgroup), `signals.rs`, `program.rs`,
+//! `progress.rs`.
 #![forbid(unsafe_code)]
 
 mod around;
@@ -20,6 +21,7 @@ mod command;
 mod compare;
 mod error;
 mod finish;
+mod group;
 mod outcome;
 mod program;
 mod progress;

@@ -3,9 +3,11 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::error::BatchError;
+use crate::batch::group::GroupState;
 use crate::batch::signals::Signals;
 use crate::batch::sink::DrainedPipe;
 use crate::measure::boot_marker::{self, BootMarker};
+use crate::measure::cgroup::Leftover;
 use crate::measure::context;
 use crate::measure::floor::Floor;
 use crate::measure::spawner::{BatchSpawner, SpawnerUsage};
@@ -39,6 +41,10 @@ pub struct Shared<'s> {
     pub(crate) boot_id: Option<String>,
     /// Processes that runs left running (PID and start time), never signalled by later runs.
     pub(crate) spared: Vec<(i32, u64)>,
+    /// The batch's cgroup, made at the first run that can use one.
+    pub(crate) group: GroupState,
+    /// What earlier batches left in their groups (found when this batch made its own).
+    pub(crate) leftover: Vec<Leftover>,
     /// Whether this is the first coldtrace batch since boot (the state file is consulted once,
     /// when the first command's checks have passed).
     boot_marker: std::cell::OnceCell<BootMarker>,
@@ -61,6 +67,8 @@ impl<'s> Shared<'s> {
             sampler: SystemSampler::default(),
             boot_id: context::read_boot_id(),
             spared: Vec::new(),
+            group: GroupState::NotYet,
+            leftover: Vec::new(),
             boot_marker: std::cell::OnceCell::new(),
         })
     }

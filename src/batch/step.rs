@@ -7,12 +7,14 @@ use crate::batch::around::Around;
 use crate::batch::capture::Kept;
 use crate::batch::command::CommandBatch;
 use crate::batch::error::{BatchError, NotRun};
+use crate::batch::group::GroupState;
 use crate::batch::outcome::{describe, FailureStop, SingleRun, Step};
 use crate::batch::progress::{Observer, RunEnd, RunStart};
 use crate::batch::shared::Shared;
 use crate::batch::wiring::{spawn_options, RunIo, Sinks};
 use crate::measure::cache;
 use crate::measure::cache::PagedFile;
+use crate::measure::cgroup::Leaf;
 use crate::measure::clock;
 use crate::measure::context::ProgramInfo;
 use crate::measure::runner::{self, Outcome, RunLimits, RunResult};
@@ -22,6 +24,7 @@ use crate::measure::waiting::WhileWaiting;
 use crate::plan::{ColdWhen, IgnoreFailure};
 use crate::record::anomaly::{RunAnomaly, RunFacts};
 use crate::record::artifacts;
+use crate::record::batch::CgroupContext;
 use crate::record::batch::FailedRun;
 use crate::record::run::{
     self, Anomaly, ArtifactPaths, CacheRecord, ColdAction, CyclePosition, OutcomeRecord, Role,
@@ -101,6 +104,7 @@ impl<'a> RecordBase<'a> {
             stopped_by: run::signal_name(result.stopped_by),
             orphans_reaped: result.orphans_reaped,
             survivors: run::SurvivorsRecord(result.survivors),
+            cgroup: run::CgroupRecord(result.cgroup),
             artifacts: kept.map(|(out, err)| ArtifactPaths {
                 stdout: out.path.clone(),
                 stderr: err.path.clone(),
@@ -286,6 +290,8 @@ impl CommandBatch<'_> {
             // single run (`time`, `-n 1`) has no per-run cost to save, only its floor.
             shared.want_spawner();
         }
+        // The cgroup's one probe spawn comes before the watched files are probed.
+        self.prepare_cgroup(shared);
         // Before the streams are borrowed for the spawn; only their wiring comes between.
         let residency_before = self.watch_before(&|| shared.signals.pending_interrupt())?;
         let sinks = Sinks {
@@ -295,7 +301,9 @@ impl CommandBatch<'_> {
             stdout_file: self.stdout_file.as_ref(),
             stderr_sink: self.stderr_sink.as_ref(),
         };
-        let options = spawn_options(plan, io, sinks, shared.signals);
+        let leaf = shared.group.leaf();
+        let mut options = spawn_options(plan, io, sinks, shared.signals);
+        options.cgroup = leaf.map(Leaf::fd);
         // A discarded stderr is trimmed to its tail while the command writes it; a captured
         // output is moved to its artifact in steps.
         let sink = self.stderr_sink.as_ref();
@@ -315,6 +323,7 @@ impl CommandBatch<'_> {
             escalate_after_ns: plan.escalate_after_ns,
             spared: &shared.spared,
             survivors: plan.survivors,
+            group: leaf,
             signals: Some(&shared.signals.fd),
             counters: &plan.counters,
             inspect_child: !plan.minimal,
@@ -369,11 +378,43 @@ impl CommandBatch<'_> {
         })
     }
 
+    /// The batch's cgroup at its first run (recorded in its context, with what earlier batches
+    /// left; what was killed of it said once), and the leaf this run is born in.
+    fn prepare_cgroup(&mut self, shared: &mut Shared<'_>) {
+        if self.context.cgroup.is_none() {
+            let fresh = matches!(shared.group, GroupState::NotYet);
+            let context = shared.cgroup_context(self.plan);
+            if fresh {
+                self.say_leftovers(&context);
+            }
+            self.context.cgroup = Some(context);
+        }
+        shared.prepare_leaf(self.next_index);
+    }
+
+    /// Says what a coldtrace killed mid-batch left running in its cgroup, killed now (what a
+    /// finished batch left on purpose, it said itself: it is only recorded).
+    fn say_leftovers(&mut self, context: &CgroupContext) {
+        for l in context.leftover.iter().map(|l| &l.0).filter(|l| l.killed) {
+            let Some(named) = crate::batch::outcome::named_processes(&l.processes, 5) else {
+                continue;
+            };
+            let how = crate::batch::outcome::processes_count(l.processes.len());
+            self.notices.push(format!(
+                "a coldtrace killed mid-batch left {how} running in {}: {named}; killed",
+                l.group
+            ));
+        }
+    }
+
     /// Counts what the run left running; what is left running is spared by later runs, and
     /// said once in the batch. A request to stop that ended a wait for them stops the batch.
+    /// The run's leaf counted its tree's CPU and stalls.
     fn take_survivors(&mut self, shared: &mut Shared<'_>, result: &mut RunResult) {
         let survivors = &result.survivors;
         let index = self.next_index;
+        let left = survivors.action == Some(SurvivorAction::Left);
+        result.cgroup = shared.group.after_run(index, left);
         self.survivors.add(index, survivors);
         if let Some(sig) = survivors.interrupted_by {
             result.interrupted_by.get_or_insert(sig);

@@ -150,15 +150,6 @@ pub fn signal_all(sig: Signal, skip: &[(i32, u64)]) -> usize {
     walk(skip).iter().filter(|p| signal(p, sig)).count()
 }
 
-/// Sends `sig` to every live descendant outside `skip` and outside process group `pgid` (which
-/// a group kill reaches already: none gets it twice); how many it reached.
-pub fn signal_outside_group(sig: Signal, skip: &[(i32, u64)], pgid: i32) -> usize {
-    walk(skip)
-        .iter()
-        .filter(|p| p.pgid != pgid && signal(p, sig))
-        .count()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

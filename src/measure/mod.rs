@@ -5,6 +5,7 @@
 
 pub mod boot_marker;
 pub mod cache;
+pub mod cgroup;
 pub mod clock;
 pub mod context;
 pub mod descendants;

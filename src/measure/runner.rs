@@ -7,11 +7,12 @@
 //! `Waiting` holds the child from the spawn to its reaping, one method per step.
 #![forbid(unsafe_code)]
 
+use crate::measure::cgroup::Leaf;
 use crate::measure::descendants;
 use crate::measure::floor::{Floor, FloorReading};
 use crate::measure::perf::{CounterReading, PerfEvent, PerfSession};
 use crate::measure::spawner::{BatchSpawner, Started};
-use crate::measure::survivors::{SurvivorAction, SurvivorPolicy, Survivors, Sweep};
+use crate::measure::survivors::{Members, SurvivorAction, SurvivorPolicy, Survivors, Sweep};
 use crate::measure::waiting::{TickSchedule, WhileWaiting};
 use crate::measure::zombie::{ChildIo, ChildSched};
 use coldtrace_syscalls::spawn::{ChildStage, SpawnError};
@@ -181,6 +182,8 @@ pub struct RunLimits<'a> {
     pub spared: &'a [(i32, u64)],
     /// What to do with processes the command leaves running when it exits normally.
     pub survivors: SurvivorPolicy,
+    /// The cgroup leaf the command is born in (the spawn options name it too), if any.
+    pub group: Option<&'a Leaf>,
     /// The signals coldtrace watches while waiting (SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD).
     pub signals: Option<&'a SignalFd>,
     /// Perf events to count (empty: none).
@@ -195,6 +198,16 @@ pub struct RunLimits<'a> {
     /// does much (moving output to a file) must stop at once when the check says so, or the
     /// wall time would include its work.
     pub tick: Option<&'a Tick<'a>>,
+}
+
+impl<'a> RunLimits<'a> {
+    /// The run's processes: its cgroup leaf's members, or coldtrace's descendants.
+    fn members(&self) -> Members<'a> {
+        Members {
+            spared: self.spared,
+            group: self.group,
+        }
+    }
 }
 
 /// What [`RunLimits::tick`] calls, given a check of whether the child has exited.
@@ -234,6 +247,9 @@ pub struct RunResult {
     pub tree_killed: Option<TreeKill>,
     /// The processes the run left running when its command exited, and what became of them.
     pub survivors: Survivors,
+    /// What the run's cgroup leaf counted for its whole tree (filled in by the caller, which
+    /// owns the leaf).
+    pub cgroup: Option<crate::measure::cgroup::RunGroup>,
 }
 
 /// Where a run's child is cloned: coldtrace's own child stack and floor, and the batch's
@@ -294,6 +310,7 @@ pub fn measure(
         counters,
         tree_killed,
         survivors,
+        cgroup: None,
     }
 }
 
@@ -320,7 +337,7 @@ fn survivors_of<'a>(
     };
     Sweep {
         policy,
-        spared: limits.spared,
+        members: limits.members(),
         signals: limits.signals,
         orphans: limits.orphans,
         deadline_ns,
@@ -388,6 +405,7 @@ fn not_started(
         counters: session.map(PerfSession::read_after_exit),
         tree_killed: None,
         survivors: Survivors::default(),
+        cgroup: None,
     }
 }
 
@@ -549,7 +567,7 @@ impl<'w> Waiting<'w> {
     /// ones (the rest, reparented when their parents die, after the reap: [`measure`]).
     fn kill_tree(&mut self, why: TreeKill) {
         send(&self.child, Signal::KILL, self.group);
-        descendants::signal_all(Signal::KILL, self.limits.spared);
+        self.limits.members().kill();
         self.tree_killed.get_or_insert(why);
         self.escalate_at = None;
     }
@@ -568,7 +586,7 @@ impl<'w> Waiting<'w> {
             send(&self.child, Signal::CONT, self.group);
             let pgid = if self.group { self.child.pid() } else { 0 };
             for sig in [Signal::TERM, Signal::CONT] {
-                descendants::signal_outside_group(sig, self.limits.spared, pgid);
+                self.limits.members().signal_outside_group(sig, pgid);
             }
             self.deadline = Some(
                 crate::measure::clock::monotonic_ns().saturating_add(self.limits.kill_after_ns),

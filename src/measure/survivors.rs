@@ -7,6 +7,7 @@
 //! earlier runs left running are spared: neither counted again nor signalled.
 #![forbid(unsafe_code)]
 
+use crate::measure::cgroup::Leaf;
 use crate::measure::descendants::{self, Proc};
 use coldtrace_syscalls::{Signal, SignalFd, Subreaper};
 
@@ -79,9 +80,10 @@ pub struct Survivors {
     pub waited_ns: Option<u64>,
     /// A request to stop that ended the wait (the survivors were then killed).
     pub interrupted_by: Option<Signal>,
-    /// Whether they could be looked for: coldtrace is a child subreaper (else a daemonised
-    /// descendant goes to init, out of sight).
-    pub looked: bool,
+    /// Where they were looked for: `cgroup`, or `descendants` (coldtrace is a child subreaper);
+    /// `None` when they could not be (no cgroup, and no subreaper: a daemonised descendant goes
+    /// to init, out of sight).
+    pub seen_by: Option<&'static str>,
 }
 
 impl Survivors {
@@ -90,9 +92,71 @@ impl Survivors {
         self.processes.len()
     }
 
+    /// Whether they could be looked for.
+    pub fn looked(&self) -> bool {
+        self.seen_by.is_some()
+    }
+
     /// Their PIDs and start times, to be spared by later runs.
     pub fn keys(&self) -> impl Iterator<Item = (i32, u64)> + '_ {
         self.processes.iter().map(|p| (p.pid, p.start_ticks))
+    }
+}
+
+/// The processes of one run: the members of its cgroup leaf when it has one (exact: nothing
+/// leaves a cgroup by changing session or parent), else coldtrace's descendants (a subreaper's:
+/// the same, but for a process that was handed to another reaper), those that earlier runs
+/// left running aside either way.
+#[derive(Clone, Copy)]
+pub struct Members<'a> {
+    /// Processes left by earlier runs (PID and start time), and their descendants.
+    pub spared: &'a [(i32, u64)],
+    /// The run's cgroup leaf.
+    pub group: Option<&'a Leaf>,
+}
+
+impl Members<'_> {
+    /// The live ones now.
+    pub fn list(&self) -> Vec<Proc> {
+        match self.group {
+            Some(leaf) => leaf.processes(),
+            None => descendants::walk(self.spared),
+        }
+    }
+
+    /// Whether none is left.
+    pub fn gone(&self) -> bool {
+        match self.group {
+            Some(leaf) => !leaf.populated() && descendants::walk(self.spared).is_empty(),
+            None => descendants::walk(self.spared).is_empty(),
+        }
+    }
+
+    /// Sends `sig` to each one outside process group `pgid` (which a group kill reaches
+    /// already); how many it reached.
+    pub fn signal_outside_group(&self, sig: Signal, pgid: i32) -> usize {
+        let all = self.list();
+        let outside = all.iter().filter(|p| p.pgid != pgid);
+        outside.filter(|p| descendants::signal(p, sig)).count()
+    }
+
+    /// SIGKILL to all of them, once: `cgroup.kill` (which no fork can outrun), and to each
+    /// descendant (a kernel without `cgroup.kill`, a process outside the group). How many
+    /// descendants it reached.
+    pub fn kill(&self) -> usize {
+        if let Some(leaf) = self.group {
+            let _ = leaf.kill();
+        }
+        descendants::signal_all(Signal::KILL, self.spared)
+    }
+
+    /// `cgroup` or `descendants`: where they were found.
+    pub fn seen_by(&self) -> &'static str {
+        if self.group.is_some() {
+            "cgroup"
+        } else {
+            "descendants"
+        }
     }
 }
 
@@ -100,8 +164,8 @@ impl Survivors {
 pub struct Sweep<'a> {
     /// What to do with them.
     pub policy: SurvivorPolicy,
-    /// Processes left by earlier runs.
-    pub spared: &'a [(i32, u64)],
+    /// Where they are.
+    pub members: Members<'a>,
     /// The signals coldtrace takes (a request to stop ends a wait).
     pub signals: Option<&'a SignalFd>,
     /// The right to reap what exits.
@@ -115,15 +179,18 @@ impl Sweep<'_> {
     /// what the policy made of them. `nothing_left`: coldtrace has no child at all, so there
     /// is nothing to look for.
     pub fn after_exit(&self, nothing_left: bool) -> Survivors {
-        let looked = self.orphans.is_some_and(|o| o.claimed().is_ok());
+        let subreaper = self.orphans.is_some_and(|o| o.claimed().is_ok());
+        let looked = subreaper || self.members.group.is_some();
         let none = Survivors {
-            looked,
+            seen_by: looked.then(|| self.members.seen_by()),
             ..Survivors::default()
         };
-        if nothing_left || !looked {
+        // No child left at all: nothing can be in the group either (it would have been
+        // reparented to coldtrace).
+        if (nothing_left && subreaper) || !looked {
             return none;
         }
-        let processes = descendants::walk(self.spared);
+        let processes = self.members.list();
         if processes.is_empty() {
             return none;
         }
@@ -148,7 +215,7 @@ impl Sweep<'_> {
             if let Some(orphans) = self.orphans {
                 orphans.reap_orphans();
             }
-            if descendants::signal_all(Signal::KILL, self.spared) == 0 {
+            if self.members.kill() == 0 && self.members.gone() {
                 break;
             }
             any = true;
@@ -168,7 +235,7 @@ impl Sweep<'_> {
             if let Some(orphans) = self.orphans {
                 orphans.reap_orphans();
             }
-            if descendants::walk(self.spared).is_empty() {
+            if self.members.gone() {
                 found.action = Some(SurvivorAction::Waited);
                 break;
             }

@@ -89,6 +89,9 @@ pub struct BatchContext {
     /// The watched file set (`--evict` and `--watch` paths) that the residency figures cover:
     /// its roots, files, size and fingerprint; `null` without one.
     pub file_set: Option<FileSetIdentity>,
+    /// The batch's cgroup, or why it has none; what earlier batches left (`null` until the
+    /// first run).
+    pub cgroup: Option<CgroupContext>,
 }
 serialize_struct!(BatchContext {
     system,
@@ -98,8 +101,55 @@ serialize_struct!(BatchContext {
     coldtrace_version,
     floor_reset_unavailable,
     boot_marker,
-    file_set
+    file_set,
+    cgroup
 });
+
+/// The batch's cgroup v2 (see [`crate::measure::cgroup`]): `path`, or `unavailable_reason`;
+/// `psi_unavailable_reason` when its stall figures cannot be read; `leftover`: the groups of
+/// earlier batches that still held processes, and what this batch did about them.
+#[derive(Clone, Debug, Default)]
+pub struct CgroupContext {
+    /// Its directory.
+    pub path: Option<String>,
+    /// Why there is none.
+    pub unavailable_reason: Option<String>,
+    /// Why its PSI files cannot be read.
+    pub psi_unavailable_reason: Option<String>,
+    /// What earlier batches left running in their groups.
+    pub leftover: Vec<LeftoverRecord>,
+}
+serialize_struct!(CgroupContext {
+    path,
+    unavailable_reason,
+    psi_unavailable_reason,
+    leftover
+});
+
+/// An earlier batch's group that still held processes: `group`, `processes` (`pid`, `comm`),
+/// whether that batch had `finished` (and left them on purpose), and `action`: `killed`, or
+/// `left` (a finished batch's, without `--survivors kill`).
+#[derive(Clone, Debug)]
+pub struct LeftoverRecord(pub crate::measure::cgroup::Leftover);
+
+impl serde::Serialize for LeftoverRecord {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let l = &self.0;
+        let processes: Vec<serde_json::Value> = l
+            .processes
+            .iter()
+            .take(20)
+            .map(|p| serde_json::json!({"pid": p.pid, "comm": p.comm}))
+            .collect();
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("group", &l.group)?;
+        m.serialize_entry("processes", &processes)?;
+        m.serialize_entry("finished", &l.finished)?;
+        m.serialize_entry("action", if l.killed { "killed" } else { "left" })?;
+        m.end()
+    }
+}
 
 /// A rejected (or, with `--ignore-failure`, counted but failed) run.
 #[derive(Clone, Debug)]

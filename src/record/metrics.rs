@@ -141,6 +141,24 @@ macro_rules! rusage_metric {
 
 /// Every summarised metric that is a field of the record, in table order; the perf events a
 /// batch counts follow them ([`metrics_for`]).
+/// A figure of the run's cgroup leaf (`cgroup.NAME` in the record): the whole tree's.
+macro_rules! cgroup_metric {
+    ($name:ident, $label:expr, $i:expr, $field:ident) => {
+        Metric {
+            name: stringify!($name),
+            label: $label,
+            unit: Unit::Ns,
+            source: Source::Field(|r| {
+                r.cgroup
+                    .0
+                    .as_ref()
+                    .and_then(|g| g.$field[$i])
+                    .map(|v| v as f64)
+            }),
+        }
+    };
+}
+
 pub const METRICS: &[Metric] = &[
     Metric {
         name: "wall_ns",
@@ -224,6 +242,9 @@ pub const METRICS: &[Metric] = &[
                 .map(|v| v as f64)
         }),
     },
+    cgroup_metric!(cpu_usage_ns, "CPU (cgroup)", 0, cpu_ns),
+    cgroup_metric!(io_stall_some_ns, "I/O stall (cgroup)", 1, stall_ns),
+    cgroup_metric!(memory_stall_some_ns, "memory stall (cgroup)", 3, stall_ns),
 ];
 
 /// Where `metric` is in a record as `runs.jsonl` writes it: the keys from the top, e.g.
@@ -240,6 +261,7 @@ pub fn record_path(metric: &Metric) -> Vec<&'static str> {
         (_, "resident_ratio_before") => return vec!["cache", "before", "resident_ratio"],
         (_, "resident_ratio_after") => return vec!["cache", "after", "resident_ratio"],
         (_, "pgmajfault" | "psi_io_some_us") => Some("system_delta"),
+        (_, "cpu_usage_ns" | "io_stall_some_ns" | "memory_stall_some_ns") => Some("cgroup"),
         _ => Some("rusage"),
     };
     parent.into_iter().chain([name]).collect()
@@ -330,6 +352,11 @@ pub const RECORD_NUMBERS: &[(&str, &str)] = &[
     ("system_delta.psi_memory_full_us", "us"),
     ("system_delta.window_ns", "ns"),
     ("orphans_reaped", "count"),
+    ("cgroup.cpu_user_ns", "ns"),
+    ("cgroup.cpu_system_ns", "ns"),
+    ("cgroup.cpu_stall_some_ns", "ns"),
+    ("cgroup.io_stall_full_ns", "ns"),
+    ("cgroup.memory_stall_full_ns", "ns"),
     ("survivors.count", "count"),
     ("survivors.waited_ns", "ns"),
     ("artifacts.stdout_bytes", "bytes"),

@@ -30,25 +30,32 @@ pub mod stats;
 pub mod summary;
 pub mod working_set;
 
-/// Schema name and version of a run record (`runs.jsonl`). Version 3: `cache.working_set_before`
+/// Schema name and version of a run record (`runs.jsonl`). Version 4: `cgroup` (the run's
+/// cgroup leaf: the tree's CPU time and stalls). Version 3: `cache.working_set_before`
 /// (how much of what the first run brought into the page cache was cached before this run),
 /// `mapped_by` in every anomaly, and `runner.spawned_by` (the process that cloned the child,
 /// whose memory is the floor: the spawner or coldtrace). Version 2: `survivors` (what the run left running when its
 /// command exited, and what became of it), `outcome.tree_killed` (coldtrace killed the whole
 /// tree, and why) and the outcome kind `traced`.
-pub const RUN_SCHEMA: &str = "coldtrace.run/3";
+pub const RUN_SCHEMA: &str = "coldtrace.run/4";
 /// Version 1 of the run record, which `report` still reads.
 pub const RUN_SCHEMA_V1: &str = "coldtrace.run/1";
 /// Every run record version `report` reads, the newest first.
-pub const RUN_SCHEMAS_READ: [&str; 3] = [RUN_SCHEMA, "coldtrace.run/2", RUN_SCHEMA_V1];
+pub const RUN_SCHEMAS_READ: [&str; 4] = [
+    RUN_SCHEMA,
+    "coldtrace.run/3",
+    "coldtrace.run/2",
+    RUN_SCHEMA_V1,
+];
 
 /// Whether `schema` names a run record `report` reads.
 pub fn is_run_schema(schema: Option<&str>) -> bool {
     schema.is_some_and(|s| RUN_SCHEMAS_READ.contains(&s))
 }
-/// Schema name and version of a batch document (`batch.json`). Version 5: `spawner` (the
-/// spawner that cloned the measured children: runs, CPU, resident set, or why there was none).
-/// Version 4: `first_penalty` names
+/// Schema name and version of a batch document (`batch.json`). Version 6: `context.cgroup`
+/// (the batch's cgroup, or why it has none, and what earlier batches left). Version 5:
+/// `spawner` (the spawner that cloned the measured children: runs, CPU, resident set, or why
+/// there was none). Version 4: `first_penalty` names
 /// the scheduler tick of the user/sys split (`cpu_tick_ns`, `cpu_tick_source`),
 /// `first_cold_cause` names what made the first run cold, `cycles.penalty.per_cycle` is the
 /// measured cycles' penalty (and a cycles batch has no `first_penalty`). Version 3:
@@ -56,10 +63,11 @@ pub fn is_run_schema(schema: Option<&str>) -> bool {
 /// `rule` and the figures the rule used). Version 2: `summary.first` is the run with role
 /// `first` or null when it was rejected (`first_rejected`); version 1 put the next counted run
 /// there instead.
-pub const BATCH_SCHEMA: &str = "coldtrace.batch/5";
+pub const BATCH_SCHEMA: &str = "coldtrace.batch/6";
 /// Every batch document version `report` reads, the newest first.
-pub const BATCH_SCHEMAS_READ: [&str; 5] = [
+pub const BATCH_SCHEMAS_READ: [&str; 6] = [
     BATCH_SCHEMA,
+    "coldtrace.batch/5",
     "coldtrace.batch/4",
     "coldtrace.batch/3",
     "coldtrace.batch/2",

@@ -100,6 +100,10 @@ pub struct RunFigures {
     pub voluntary_switches: Option<i64>,
     /// System-wide PSI io "some" stall over the run.
     pub psi_io_some_us: Option<i64>,
+    /// The run's own cgroup: PSI io and memory "some" stall of its tree, ns.
+    pub io_stall_ns: Option<i64>,
+    /// See [`RunFigures::io_stall_ns`].
+    pub memory_stall_ns: Option<i64>,
 }
 
 impl RunFigures {
@@ -118,6 +122,8 @@ impl RunFigures {
             major_faults: at("major_faults"),
             voluntary_switches: at("voluntary_switches"),
             psi_io_some_us: at("psi_io_some_us"),
+            io_stall_ns: at("io_stall_some_ns"),
+            memory_stall_ns: at("memory_stall_some_ns"),
         }
     }
 
@@ -186,13 +192,20 @@ pub struct Evidence {
     pub voluntary_switches: Option<i64>,
     /// Extra system-wide I/O stall (PSI io "some"), µs.
     pub psi_io_some_us: Option<i64>,
+    /// Extra I/O stall of the run's own tree (its cgroup's PSI io "some"), ns; `null` without
+    /// a cgroup or PSI.
+    pub io_stall_ns: Option<i64>,
+    /// Extra memory stall of the run's own tree (its cgroup's PSI memory "some"), ns.
+    pub memory_stall_ns: Option<i64>,
 }
 serialize_struct!(Evidence {
     read_bytes,
     block_in,
     major_faults,
     voluntary_switches,
-    psi_io_some_us
+    psi_io_some_us,
+    io_stall_ns,
+    memory_stall_ns
 });
 
 /// The first run's penalty over the reference warm run.
@@ -325,6 +338,8 @@ pub fn first_penalty(
             major_faults: minus(first.major_faults, reference.major_faults),
             voluntary_switches: minus(first.voluntary_switches, reference.voluntary_switches),
             psi_io_some_us: minus(first.psi_io_some_us, reference.psi_io_some_us),
+            io_stall_ns: minus(first.io_stall_ns, reference.io_stall_ns),
+            memory_stall_ns: minus(first.memory_stall_ns, reference.memory_stall_ns),
         },
         stands_out: stands_out(first_wall as f64, warm_walls),
         cpu_tick: Tick {
@@ -436,6 +451,8 @@ mod tests {
             "major_faults",
             "voluntary_switches",
             "psi_io_some_us",
+            "io_stall_some_ns",
+            "memory_stall_some_ns",
         ] {
             assert!(metric_index(name) < metrics, "{name}");
         }

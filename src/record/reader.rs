@@ -92,7 +92,7 @@ pub struct BatchRow {
     /// Disturbed warm runs' anomalies (batch.json's, else the records'); `None` for batches of
     /// versions that did not look.
     pub anomalies: Option<u64>,
-    /// The `batch.json` schema, when there is one (`coldtrace.batch/1` to `/4`).
+    /// The `batch.json` schema, when there is one (`coldtrace.batch/1` to `/6`).
     pub batch_schema: Option<String>,
     /// Whether the batch finished (`batch.json` present and complete).
     pub complete: bool,
@@ -339,7 +339,7 @@ impl BufRead for ChunkReader {
 /// `name` is how errors name the file (`read_batch` passes its path).
 ///
 /// # Errors
-/// Not valid JSON, or not a `coldtrace.batch/1` to `/4` document: one line naming `name` and a
+/// Not valid JSON, or not a `coldtrace.batch/1` to `/6` document: one line naming `name` and a
 /// line.
 pub fn parse_batch_document(
     bytes: &[u8],
@@ -445,7 +445,7 @@ fn boot_and_penalty(doc: &Fields<'_>, row: &mut BatchRow) {
 /// skipped with a note; `name` is how errors name the file.
 ///
 /// # Errors
-/// Any other malformed line, or a record whose schema is not `coldtrace.run/1` to `/3`: one line
+/// Any other malformed line, or a record whose schema is not `coldtrace.run/1` to `/4`: one line
 /// naming `name` and the line number (1-based).
 pub fn parse_runs(bytes: &[u8], name: &str, row: &mut BatchRow) -> Result<(), ReportError> {
     let mut runs = Runs::default();
@@ -561,7 +561,7 @@ fn memchr_newline(bytes: &[u8]) -> Option<usize> {
 /// (no `\n`, not valid JSON: what a crash mid-write leaves), with a note in `notes`.
 ///
 /// # Errors
-/// Any other malformed line, or a record whose schema is not `coldtrace.run/1` to `/3`: one line naming
+/// Any other malformed line, or a record whose schema is not `coldtrace.run/1` to `/4`: one line naming
 /// `name` and the line number (1-based).
 fn record_line(
     line: &[u8],

@@ -405,6 +405,8 @@ pub struct RunRecord<'a> {
     pub orphans_reaped: u64,
     /// The processes it left running when its command exited, and what became of them.
     pub survivors: SurvivorsRecord,
+    /// Its cgroup leaf and what it counted for the whole tree.
+    pub cgroup: CgroupRecord,
     /// Where its stdout and stderr were kept.
     pub artifacts: Option<ArtifactPaths>,
     /// Command, round and position in an interleaved comparison (the field is absent for a
@@ -420,8 +422,36 @@ serialize_struct!(RunRecord<'_> {
     schema, index, role, label, started_at, boot_id, uptime_s, argv, program, cwd, outcome,
     counted, failure_reason, wall_ns, rusage, max_rss_at_floor, runner, child_io, sched, cache,
     paged_in, cold_action, anomalies, system_delta, interrupted_by, stopped_by, orphans_reaped,
-    survivors, artifacts,
+    survivors, cgroup, artifacts,
 } optional { slot, cycle, counters });
+
+/// The run's cgroup leaf (see [`crate::measure::cgroup`]) and what it counted for the run's
+/// whole tree: `path` (`null` without a cgroup, see the batch's `context.cgroup`), CPU time
+/// (`cpu_usage_ns`, `cpu_user_ns`, `cpu_system_ns`, from `cpu.stat`, µs resolution) and stall
+/// times from the group's own PSI (`cpu_stall_some_ns`, `io_stall_some_ns`, `io_stall_full_ns`,
+/// `memory_stall_some_ns`, `memory_stall_full_ns`: wall time during which some, or all, of the
+/// group's tasks waited; `null` when PSI is off).
+#[derive(Clone, Debug, Default)]
+pub struct CgroupRecord(pub Option<crate::measure::cgroup::RunGroup>);
+
+impl Serialize for CgroupRecord {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let g = self.0.as_ref();
+        let cpu = |i: usize| g.and_then(|g| g.cpu_ns[i]);
+        let stall = |i: usize| g.and_then(|g| g.stall_ns[i]);
+        let mut m = s.serialize_map(Some(9))?;
+        m.serialize_entry("path", &g.map(|g| &g.path))?;
+        m.serialize_entry("cpu_usage_ns", &cpu(0))?;
+        m.serialize_entry("cpu_user_ns", &cpu(1))?;
+        m.serialize_entry("cpu_system_ns", &cpu(2))?;
+        m.serialize_entry("cpu_stall_some_ns", &stall(0))?;
+        m.serialize_entry("io_stall_some_ns", &stall(1))?;
+        m.serialize_entry("io_stall_full_ns", &stall(2))?;
+        m.serialize_entry("memory_stall_some_ns", &stall(3))?;
+        m.serialize_entry("memory_stall_full_ns", &stall(4))?;
+        m.end()
+    }
+}
 
 /// Survivors named per record; the count covers them all.
 pub const SURVIVORS_NAMED: usize = 20;
@@ -429,8 +459,8 @@ pub const SURVIVORS_NAMED: usize = 20;
 /// The processes a run left running when its command exited (`count`, the first
 /// [`SURVIVORS_NAMED`] of them as `processes`: `pid`, `ppid`, `comm`), what became of them
 /// (`action`: `left`, `killed`, `waited`, `null` for none), how long they were waited for
-/// (`waited_ns`), and how they were found (`seen_by`: `descendants`, coldtrace being a child
-/// subreaper; `null` when they could not be looked for).
+/// (`waited_ns`), and how they were found (`seen_by`: `cgroup`, the run's leaf; `descendants`,
+/// coldtrace being a child subreaper; `null` when they could not be looked for).
 #[derive(Clone, Debug)]
 pub struct SurvivorsRecord(pub Survivors);
 
@@ -454,7 +484,7 @@ impl Serialize for SurvivorsRecord {
         m.serialize_entry("processes", &Listed(&v.processes))?;
         m.serialize_entry("action", &v.action.map(SurvivorAction::name))?;
         m.serialize_entry("waited_ns", &v.waited_ns)?;
-        m.serialize_entry("seen_by", &v.looked.then_some("descendants"))?;
+        m.serialize_entry("seen_by", &v.seen_by)?;
         m.end()
     }
 }

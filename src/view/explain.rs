@@ -395,10 +395,23 @@ fn evidence_words(p: &FirstPenalty) -> Vec<String> {
             if n == 1 { "" } else { "es" }
         ));
     }
-    if let Some(us) = e.psi_io_some_us.filter(|&us| us > 0) {
-        words.push(format!(
+    // The tree's own stall (its cgroup's PSI) where there is one: the system-wide figure
+    // also counts every other process's waits.
+    match (e.io_stall_ns, e.psi_io_some_us) {
+        (Some(ns), _) if ns > 0 => {
+            words.push(format!("{} I/O stall of its cgroup", human_ns(ns as f64)));
+        }
+        (Some(_), _) => {}
+        (None, Some(us)) if us > 0 => words.push(format!(
             "{} I/O stall system-wide",
             human_ns(us as f64 * 1e3)
+        )),
+        _ => {}
+    }
+    if let Some(ns) = e.memory_stall_ns.filter(|&ns| ns > 0) {
+        words.push(format!(
+            "{} memory stall of its cgroup",
+            human_ns(ns as f64)
         ));
     }
     words
@@ -434,6 +447,8 @@ mod tests {
                 major_faults: Some(87),
                 voluntary_switches: Some(400),
                 psi_io_some_us: Some(70_000),
+                io_stall_ns: None,
+                memory_stall_ns: None,
             },
             stands_out: StandsOut {
                 significant: true,
@@ -492,6 +507,27 @@ mod tests {
              70 ms I/O stall system-wide), +40 ms CPU (sys ≈ +17 ms: tick-sampled, 4 ms \
              tick), +2 ms waiting for a CPU"
         );
+    }
+
+    #[test]
+    fn the_trees_own_stalls_replace_the_system_wide_one() {
+        let mut p = penalty(Basis::Schedstat);
+        p.evidence.io_stall_ns = Some(52_000_000);
+        p.evidence.memory_stall_ns = Some(3_000_000);
+        let text = plain(penalty_sentence(&p));
+        assert!(
+            text.contains(
+                "400 voluntary context switches, 52 ms I/O stall of its cgroup, 3 ms memory \
+                 stall of its cgroup)"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("system-wide"), "{text}");
+        // No stall of its own: nothing said, not the system's figure instead.
+        p.evidence.io_stall_ns = Some(0);
+        p.evidence.memory_stall_ns = Some(0);
+        let text = plain(penalty_sentence(&p));
+        assert!(text.contains("switches), +40 ms CPU"), "{text}");
     }
 
     #[test]

@@ -4,7 +4,10 @@
 //! running by one run is never counted or signalled by the next.
 
 use super::common::{ct, read_batch, Output, TempDir};
-use super::{assert_no_raw_controls, assert_no_survivor, assert_records_whole, script, DEADLINE};
+use super::{
+    assert_no_raw_controls, assert_no_survivor, assert_records_whole, may_mount,
+    run_in_private_mounts, script, DEADLINE,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -121,7 +124,10 @@ fn a_timeout_reaches_a_grandchild_that_left_the_session() {
         let s = &records[0]["survivors"];
         // Dead of it by the time the command was reaped, or right after: never left.
         assert_ne!(s["action"], "left", "{how}: {s}");
-        assert_eq!(s["seen_by"], "descendants", "{s}");
+        // Its cgroup holds it where the batch has one, else coldtrace's descendants do.
+        let has_group = !read_batch(&dir.join("b"))["context"]["cgroup"]["path"].is_null();
+        let seen_by = if has_group { "cgroup" } else { "descendants" };
+        assert_eq!(s["seen_by"], seen_by, "{s}");
     }
 }
 
@@ -348,4 +354,283 @@ fn time_says_nothing_of_survivors_and_leaves_them_as_gnu_time_does() {
     out.expect_code(0);
     assert_eq!(out.stderr, "0\n", "{}", out.describe());
     end_left(&d.link);
+}
+
+/// A cgroup v2 of the test's own, below this process's (root only): coldtrace started in it
+/// makes its batch's group below it, so what one test leaves there no other batch sees, and
+/// what it finds there is the test's. Killed and removed when dropped.
+struct TestGroup {
+    path: PathBuf,
+}
+
+impl TestGroup {
+    /// `None`, said, where none can be made (not root, no cgroup v2, a read-only one).
+    fn new(tag: &str) -> Option<TestGroup> {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let mount = mountinfo.lines().find_map(|l| {
+            let (fields, rest) = l.split_once(" - ")?;
+            rest.starts_with("cgroup2 ")
+                .then(|| fields.split(' ').nth(4))?
+        });
+        let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+        let own = cgroup.lines().find_map(|l| l.strip_prefix("0::"));
+        let Some((mount, own)) = mount.zip(own) else {
+            eprintln!("skipped the cgroup of {tag}: no cgroup v2 here");
+            return None;
+        };
+        let path = Path::new(mount)
+            .join(own.trim_start_matches('/'))
+            .join(super::unique_name(tag));
+        match std::fs::create_dir(&path) {
+            Ok(()) => Some(TestGroup { path }),
+            Err(e) => {
+                eprintln!(
+                    "skipped the cgroup of {tag}: cannot make {}: {e}",
+                    path.display()
+                );
+                None
+            }
+        }
+    }
+
+    /// `coldtrace ARGS` in `dir`, started in the group (not waited for).
+    fn start(&self, dir: &TempDir, line: &str) -> (std::process::Child, String) {
+        let procs = self.path.join("cgroup.procs");
+        let script = format!("echo $$ > {} && exec \"$@\"", procs.display());
+        let child = std::process::Command::new("/bin/sh")
+            .args(["-c", &script, "sh", super::common::BIN])
+            .args(line.split(' '))
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        (
+            child,
+            format!("(in {}) coldtrace {line}", self.path.display()),
+        )
+    }
+
+    /// `coldtrace ARGS` in `dir`, in the group, to its end.
+    fn run(&self, dir: &TempDir, line: &str) -> Output {
+        let _ = std::fs::remove_dir_all(dir.join("b"));
+        let (child, shown) = self.start(dir, line);
+        let out = super::common::finish(child, shown, Instant::now(), DEADLINE);
+        assert_no_raw_controls(&out);
+        out
+    }
+
+    /// The groups below it (the batches' groups coldtrace made).
+    fn batch_groups(&self) -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&self.path)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect();
+        found.sort();
+        found
+    }
+}
+
+impl Drop for TestGroup {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.path.join("cgroup.kill"), "1");
+        for _ in 0..300 {
+            let mut dirs = vec![self.path.clone()];
+            let mut i = 0;
+            while i < dirs.len() {
+                let below = std::fs::read_dir(&dirs[i]).into_iter().flatten().flatten();
+                dirs.extend(
+                    below
+                        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                        .map(|e| e.path()),
+                );
+                i += 1;
+            }
+            for d in dirs.iter().rev() {
+                let _ = std::fs::remove_dir(d);
+            }
+            if !self.path.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// The line of `/proc/self/cgroup` a command prints: `0::PATH`, as a path below the mount.
+fn born_in(out: &str) -> String {
+    out.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn each_run_is_born_in_the_batchs_cgroup_which_counts_the_whole_trees_cpu_and_is_removed() {
+    let Some(group) = TestGroup::new("cgcpu") else {
+        return;
+    };
+    let dir = TempDir::new("prcgcpu");
+    // 150 ms of CPU in a child the command never waits for: no rusage of the command holds it.
+    let cmd = script(
+        &dir,
+        "cgc",
+        "cat /proc/self/cgroup\n( i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done ) &\n\
+         sleep 0.01; kill -0 $! 2>/dev/null && echo busy",
+    );
+    let out = group.run(
+        &dir,
+        &format!(
+            "run -n 2 -o b --keep-output --survivors wait -- {}",
+            cmd.display()
+        ),
+    );
+    out.expect_code(0);
+    let batch = read_batch(&dir.join("b"));
+    let context = &batch["context"]["cgroup"];
+    let path = context["path"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no cgroup: {context}"));
+    assert!(Path::new(path).starts_with(&group.path), "{context}");
+    assert_eq!(context["unavailable_reason"], Value::Null, "{context}");
+    // Removed at the end: nothing was left in it.
+    assert!(!Path::new(path).exists(), "{path} is left");
+    assert_eq!(group.batch_groups(), Vec::<PathBuf>::new());
+    for (i, r) in assert_records_whole(&dir.join("b"), true)
+        .iter()
+        .enumerate()
+    {
+        let leaf = r["cgroup"]["path"].as_str().unwrap();
+        assert!(leaf.starts_with(path), "{r}");
+        let stdout = std::fs::read_to_string(dir.join(format!("b/runs/{i:03}/stdout"))).unwrap();
+        assert!(
+            leaf.ends_with(&born_in(&stdout)),
+            "born in {stdout}, recorded {leaf}"
+        );
+        assert!(stdout.contains("busy"), "{stdout}");
+        let tree = r["cgroup"]["cpu_usage_ns"].as_u64().unwrap();
+        let own =
+            r["rusage"]["user_us"].as_u64().unwrap() + r["rusage"]["sys_us"].as_u64().unwrap();
+        // The spinning child ran for most of the tree's CPU; the command's own rusage misses it.
+        assert!(
+            tree > own * 1000 + 50_000_000,
+            "tree {tree} ns, command {own} µs: {r}"
+        );
+        assert_eq!(r["survivors"]["seen_by"], "cgroup", "{r}");
+        if context["psi_unavailable_reason"].is_null() {
+            assert!(r["cgroup"]["io_stall_some_ns"].is_u64(), "{r}");
+            assert!(r["cgroup"]["cpu_stall_some_ns"].is_u64(), "{r}");
+        }
+    }
+}
+
+#[test]
+fn without_a_cgroup_the_batch_says_why_and_survivors_are_still_found() {
+    if !may_mount("the read-only cgroup file system") {
+        return;
+    }
+    let dir = TempDir::new("prcgro");
+    let d = daemon(&dir, "ro", "30", false);
+    let cmd = starter(&dir, "ros", &d, "setsid", "0");
+    // A container's view: the cgroup2 file system read-only.
+    let setup = "for m in $(awk '$9 == \"cgroup2\" {print $5}' /proc/self/mountinfo); do \
+                 mount -o remount,bind,ro $m; done";
+    let line = format!("run -n 2 -o b -- {}", cmd.display());
+    let args: Vec<&str> = line.split(' ').collect();
+    let out = run_in_private_mounts(&dir, setup, &args);
+    out.expect_code(0);
+    let context = &read_batch(&dir.join("b"))["context"]["cgroup"];
+    assert_eq!(context["path"], Value::Null, "{context}");
+    let why = context["unavailable_reason"].as_str().unwrap();
+    assert!(why.contains("read-only"), "{context}");
+    let s = survivors_of(&dir, 0);
+    assert_eq!(s["seen_by"], "descendants", "{s}");
+    assert_settled(&s, &d.link);
+    assert_eq!(
+        assert_records_whole(&dir.join("b"), true)[0]["cgroup"]["path"],
+        Value::Null
+    );
+    end_left(&d.link);
+}
+
+#[test]
+fn a_group_left_by_a_coldtrace_killed_mid_batch_is_emptied_and_named_by_the_next_batch() {
+    let Some(group) = TestGroup::new("cgkill") else {
+        return;
+    };
+    let dir = TempDir::new("prcgkill");
+    let d = daemon(&dir, "ck", "30", false);
+    let cmd = starter(&dir, "cks", &d, "setsid", "30");
+    let (mut child, shown) = group.start(&dir, &format!("run -n 2 -o first -- {}", cmd.display()));
+    let until = Instant::now() + Duration::from_secs(10);
+    while !super::running(&d.link) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(super::running(&d.link), "the daemon never ran: {shown}");
+    child.kill().unwrap();
+    let _ = child.wait();
+    // The command died with coldtrace (its parent-death signal); the daemon in a session of
+    // its own did not, and is still in the killed batch's group.
+    let until = Instant::now() + Duration::from_secs(5);
+    while super::running(&cmd) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!super::running(&cmd), "the command outlived coldtrace");
+    assert!(super::running(&d.link));
+    let left = group.batch_groups();
+    assert_eq!(left.len(), 1, "{left:?}");
+    let out = group.run(&dir, "run -n 1 -o b -- true");
+    out.expect_code(0);
+    assert_no_survivor(&d.link);
+    let named = format!(
+        "a coldtrace killed mid-batch left 1 process running in {}:",
+        left[0].display()
+    );
+    assert_says(&out, &named);
+    assert_says(&out, &format!("({}); killed", name(&d.link)));
+    let context = &read_batch(&dir.join("b"))["context"]["cgroup"];
+    let l = &context["leftover"][0];
+    assert_eq!(l["action"], "killed", "{context}");
+    assert_eq!(l["finished"], false, "{context}");
+    assert_eq!(l["processes"][0]["comm"], name(&d.link), "{context}");
+    // The killed batch's group is gone, and so is this batch's.
+    assert_eq!(group.batch_groups(), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_finished_batch_that_left_a_daemon_keeps_its_group_and_the_next_names_it_and_leaves_it() {
+    let Some(group) = TestGroup::new("cgleft") else {
+        return;
+    };
+    let dir = TempDir::new("prcgleft");
+    let d = daemon(&dir, "cl", "30", false);
+    let cmd = starter(&dir, "cls", &d, "setsid", "0");
+    let out = group.run(&dir, &format!("run -n 1 -o b -- {}", cmd.display()));
+    out.expect_code(0);
+    let left = group.batch_groups();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].join("finished").is_dir());
+    let out = group.run(&dir, "run -n 1 -o b -- true");
+    out.expect_code(0);
+    // Said by the batch that left it; recorded, not said again, by this one, and left.
+    assert!(!out.stderr.contains("left 1 process"), "{}", out.describe());
+    assert!(super::running(&d.link));
+    let context = &read_batch(&dir.join("b"))["context"]["cgroup"];
+    let l = &context["leftover"][0];
+    assert_eq!(
+        (&l["action"], &l["finished"]),
+        (&"left".into(), &true.into()),
+        "{context}"
+    );
+    assert_eq!(l["group"], left[0].display().to_string(), "{context}");
+    end_left(&d.link);
+    // Emptied: the next batch removes it without a word.
+    let out = group.run(&dir, "run -n 1 -o b -- true");
+    out.expect_code(0);
+    let context = &read_batch(&dir.join("b"))["context"]["cgroup"];
+    assert_eq!(context["leftover"], serde_json::json!([]), "{context}");
+    assert_eq!(group.batch_groups(), Vec::<PathBuf>::new());
 }

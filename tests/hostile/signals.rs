@@ -6,8 +6,8 @@
 
 use super::common::{compile, ct, read_batch, Ct, Output, TempDir};
 use super::{
-    assert_no_raw_controls, assert_no_survivor, assert_records_whole, listing, script,
-    wait_until_blocking_sigint, DEADLINE,
+    assert_no_raw_controls, assert_no_survivor, assert_records_whole, in_private_mounts, listing,
+    may_mount, run_in_private_mounts, script, wait_until_blocking_sigint, DEADLINE,
 };
 use rustix::process::Signal;
 use serde_json::Value;
@@ -251,47 +251,6 @@ fn time_reports_a_command_stopped_for_a_tracer_as_gnu_time_does() {
     assert_no_survivor(&sleeper);
 }
 
-/// Whether this test may mount (root); says why not when it may not.
-fn may_mount(what: &str) -> bool {
-    let root = rustix::process::geteuid().is_root();
-    if !root {
-        eprintln!("skipped {what}: mounting needs root (CI runs as root)");
-    }
-    root
-}
-
-/// `unshare -m sh -c 'SETUP; exec coldtrace ARGS'` in `dir`, not started: a private mount
-/// namespace, so the mounts of SETUP are seen by coldtrace alone and vanish with it.
-fn in_private_mounts(dir: &TempDir, setup: &str, args: &[&str]) -> Command {
-    let script = format!("set -e; {setup}; exec \"$@\"");
-    let mut cmd = Command::new("unshare");
-    cmd.args([
-        "-m",
-        "--propagation",
-        "private",
-        "/bin/sh",
-        "-c",
-        &script,
-        "sh",
-    ])
-    .arg(super::common::BIN)
-    .args(args)
-    .current_dir(dir.path())
-    .stdin(std::process::Stdio::null())
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped());
-    cmd
-}
-
-/// [`in_private_mounts`], run to its end.
-fn run_in_private_mounts(dir: &TempDir, setup: &str, args: &[&str]) -> Output {
-    let child = in_private_mounts(dir, setup, args)
-        .spawn()
-        .expect("spawn unshare");
-    let shown = format!("unshare -m … coldtrace {}", args.join(" "));
-    super::common::finish(child, shown, Instant::now(), DEADLINE)
-}
-
 #[test]
 fn a_fifo_bind_mounted_over_proc_files_neither_blocks_nor_hides_a_signal() {
     if !may_mount("the FIFO over /proc files") {
@@ -472,4 +431,40 @@ fn a_coldtrace_killed_with_sigkill_takes_its_command_with_it() {
         let pid: i32 = pid.trim().parse().expect("a PID");
         assert_ended(pid, &format!("the command of `{}`", args.join(" ")));
     }
+}
+
+#[test]
+fn a_second_sigterm_kills_a_grandchild_in_a_session_of_its_own_that_ignores_it() {
+    let dir = TempDir::new("sig2ndsetsid");
+    let sleep = ["/bin/sleep", "/usr/bin/sleep"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("sleep(1)");
+    let link = dir.join(super::unique_name("g2"));
+    std::os::unix::fs::symlink(sleep, &link).unwrap();
+    let name = link.file_name().unwrap().to_string_lossy().into_owned();
+    // Command and grandchild both ignore SIGTERM; the grandchild left the command's session.
+    let start = format!(
+        "trap '' TERM\nsetsid sh -c \"trap '' TERM; exec {} 30\" >/dev/null 2>&1 &\n\
+         i=0; until pgrep -x {name} >/dev/null || [ $i -ge 1000 ]; do sleep 0.01; \
+         i=$((i+1)); done",
+        link.display()
+    );
+    let stubborn = ready_script(&dir, "g2s", &start, "sleep 30");
+    let out = interrupt(
+        &dir,
+        &["--timeout", "60"],
+        &stubborn,
+        &twice(Signal::TERM, Duration::from_millis(300)),
+        143,
+    );
+    let records = assert_interrupted(&dir, "SIGTERM");
+    assert_eq!(
+        records[0]["outcome"]["tree_killed"],
+        "second SIGTERM",
+        "{}",
+        out.describe()
+    );
+    assert_no_survivor(&link);
+    assert_no_survivor(&stubborn);
 }
