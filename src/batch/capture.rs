@@ -244,10 +244,13 @@ impl Stream {
         end: u64,
     ) -> Result<(), ArtifactError> {
         let stop = end.min(KEPT_LIMIT);
+        // Small or large is decided for the whole range: what follows the first run of data in
+        // a chunk is less than a chunk, and copied whole it would write that chunk's holes out.
+        let whole = stop.saturating_sub(from) < SPILL_AT;
         let mut offset = from;
         // Each turn moves `offset` forward: to the end of a run of data, or to `stop`.
         while offset < stop {
-            let (data, hole) = if stop - offset < SPILL_AT {
+            let (data, hole) = if whole {
                 (offset, stop)
             } else {
                 match self.segment(offset) {
@@ -387,6 +390,29 @@ mod tests {
         assert!(
             spare.is_none(),
             "a memfd that was written is not used again"
+        );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn a_chunk_moved_while_the_command_runs_keeps_its_holes() {
+        use std::os::unix::fs::MetadataExt;
+        let (root, dir) = fresh_batch_dir("holes");
+        let capture = RunCapture::new(0, None).unwrap();
+        // "head", then a seek far past the chunk: the chunk moved while the command runs holds
+        // four bytes of data and a hole of a chunk less a page.
+        (&capture.stdout.memfd).write_all(b"head").unwrap();
+        capture.stdout.memfd.set_len(3 * SPILL_AT).unwrap();
+        capture.spill(&dir, &|| false);
+        assert!(capture.stdout.moved.get() >= SPILL_AT, "a chunk was moved");
+        let (out, _, _) = capture.finish(&dir, true).unwrap();
+        assert_eq!(out.bytes, 3 * SPILL_AT);
+        let meta = std::fs::metadata(root.join("runs/000/stdout")).unwrap();
+        assert_eq!(meta.len(), 3 * SPILL_AT);
+        assert!(
+            meta.blocks() < 64,
+            "{} blocks of 512 B: the hole was written out",
+            meta.blocks()
         );
         let _ = std::fs::remove_dir_all(&root);
     }
