@@ -9,6 +9,7 @@ use crate::batch::sink::DrainedPipe;
 use crate::measure::boot_marker::{self, BootMarker};
 use crate::measure::cgroup::Leftover;
 use crate::measure::context;
+use crate::measure::descendants::OWN_UNREAPED_CHILD;
 use crate::measure::floor::Floor;
 use crate::measure::spawner::{BatchSpawner, SpawnerUsage};
 use crate::measure::system::SystemSampler;
@@ -82,10 +83,8 @@ impl<'s> Shared<'s> {
         }
         match BatchSpawner::start(&mut self.stack) {
             Ok(spawner) => {
-                // A descendant that no run started: never a survivor, never signalled.
-                if let Some(me) = crate::measure::descendants::Proc::read(spawner.pid()) {
-                    self.spared.push((me.pid, me.start_ticks));
-                }
+                // A child that no run started: never a survivor, never signalled.
+                self.spared.push((spawner.pid(), OWN_UNREAPED_CHILD));
                 self.spawner = Some(spawner);
             }
             Err(why) => self.spawner_usage = Some(SpawnerUsage::refused(why)),
@@ -96,7 +95,11 @@ impl<'s> Shared<'s> {
     /// (`None`: none was asked for). Kept for later calls.
     pub(crate) fn stop_spawner(&mut self) -> Option<SpawnerUsage> {
         if let Some(spawner) = self.spawner.take() {
+            let pid = spawner.pid();
             self.spawner_usage = Some(spawner.stop());
+            // Reaped: its PID may now name another process.
+            self.spared
+                .retain(|&entry| entry != (pid, OWN_UNREAPED_CHILD));
         }
         self.spawner_usage.clone()
     }

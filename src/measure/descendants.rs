@@ -100,18 +100,29 @@ fn children_of(pid: i32, buf: &mut Vec<u8>) -> Vec<i32> {
     found
 }
 
+/// The start time of a `skip` entry that names one of this process's own children by PID
+/// alone, while it is unreaped (the spawner): its PID cannot pass to another process before
+/// this process reaps it, so its `/proc/PID/stat` is not read on every walk. Such an entry
+/// must leave `skip` when the child is reaped.
+pub const OWN_UNREAPED_CHILD: u64 = u64::MAX;
+
 /// The live descendants of this process, parents before their children, at most
 /// [`WALK_LIMIT`]; zombies and the subtrees below `skip` (processes named by PID and start
-/// time: survivors of earlier runs, left running) are left out.
+/// time: survivors of earlier runs, left running; or a direct child by PID alone, see
+/// [`OWN_UNREAPED_CHILD`]) are left out.
 pub fn walk(skip: &[(i32, u64)]) -> Vec<Proc> {
     let me = rustix::process::getpid().as_raw_nonzero().get();
     let mut buf = Vec::with_capacity(4096);
     let mut found = Vec::new();
     let mut queue = children_of(me, &mut buf);
+    let direct = queue.len();
     let mut at = 0;
     while at < queue.len() && found.len() < WALK_LIMIT {
         let pid = queue[at];
         at += 1;
+        if at <= direct && skip.contains(&(pid, OWN_UNREAPED_CHILD)) {
+            continue;
+        }
         let Some(proc) = Proc::read(pid) else {
             continue;
         };
