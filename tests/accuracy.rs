@@ -579,12 +579,16 @@ fn through_the_spawner_a_tiny_programs_max_rss_is_at_most_gnu_times() {
             "coldtrace {ours} KiB > GNU time {theirs} KiB"
         );
     }
-    let (ours, theirs) = max_rss_medians(&[s(&w.minimal)], 5);
+    // Above both floors the figure is the program's own, as the kernel counts it: in batches
+    // of 32 pages per CPU (see `rss_counter_slack_kib`), so the same program reads in clusters
+    // about 90 KiB apart for either tool (seen: 976 and 1,068 KiB). Eleven interleaved runs
+    // and GNU time's own 10 % (tests/gnu_time.rs), not a margin below one batch (128 KiB).
+    let (ours, theirs) = max_rss_medians(&[s(&w.minimal)], 11);
     eprintln!(
         "accuracy: dynamic minimal program max RSS: coldtrace {ours} KiB, GNU time {theirs} KiB"
     );
     assert!(
-        ours.abs_diff(theirs) <= 64,
+        rel(ours, theirs) <= 0.10,
         "dynamic minimal program: coldtrace {ours} KiB vs GNU time {theirs} KiB"
     );
 }
