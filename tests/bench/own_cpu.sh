@@ -62,6 +62,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
   fi
   own=$(own_us "$CT" run -n "$N" -q --json -- /bin/true)
   sp=$(spawner_us)
+  CGROUP=$(python3 -c 'import json, sys; c = (json.load(open(sys.argv[1])).get("context") or {}).get("cgroup") or {}; print("on" if c.get("path") else "off")' "$WORK/stdout")
   add ct_own "$own"; add ct_spawner "$sp"; add ct "$(awk -v a="$own" -v b="$sp" 'BEGIN { printf "%.2f", a + b }')"
   own=$(own_us "$CT" run -n "$N" -q --json --minimal -- /bin/true)
   add ctmin "$own"
@@ -95,5 +96,11 @@ echo "| … of which coldtrace's process | $(stat ct_own) | |"
 echo "| … of which the spawner | $(stat ct_spawner) | |"
 echo "| coldtrace \`run --minimal\` (no spawner) | $(stat ctmin) | $(ratio ctmin) |"
 echo
-echo "The process-tree source and the per-batch cgroup are not on by default in this build: no"
-echo "share of theirs is counted."
+if [ "${CGROUP:-off}" = on ]; then
+  echo "The default run made its per-batch cgroup (each run born in a leaf of it): its cost is in"
+  echo "coldtrace's and the spawner's figures (the spawner's clone puts each child in the leaf);"
+  echo "tests/bench/cgroup_cost.sh measures its share. The process-tree source is not on by default."
+else
+  echo "No per-batch cgroup was made here, and the process-tree source is not on by default: no"
+  echo "share of theirs is counted."
+fi
