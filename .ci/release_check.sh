@@ -79,7 +79,7 @@ got=$(coldtrace --version)
 
 # A real command, three runs: every record exited 0, and every run's stdout as the command wrote it.
 rc=0
-(cd "$WORK" && coldtrace run -n 3 -o batch --keep-output -- gzip -c /usr/share/doc/coldtrace/copyright 2>run.err) || rc=$?
+(cd "$WORK" && coldtrace run -n 3 -o batch --keep-output -- gzip -c /usr/share/doc/coldtrace/copyright >run.out 2>run.err) || rc=$?
 [ "$rc" = 0 ] || { cat "$WORK/run.err" >&2; fail "coldtrace run exited $rc"; }
 [ "$(wc -l < "$WORK/batch/runs.jsonl")" = 3 ] || fail "runs.jsonl does not hold 3 records"
 [ "$(grep -c '"outcome":{"kind":"exited","code":0}' "$WORK/batch/runs.jsonl")" = 3 ] || fail "a run did not exit 0"
@@ -87,8 +87,10 @@ for run in 000 001 002; do
   gzip -dc "$WORK/batch/runs/$run/stdout" | cmp -s - /usr/share/doc/coldtrace/copyright ||
     fail "run $run's stdout is not the gzipped copyright file"
 done
-grep -q '^coldtrace: 3 runs of gzip -c ' "$WORK/run.err" ||
-  fail "no table on stderr: $(head -3 "$WORK/run.err")"
+# The table is the result, on stdout (as hyperfine's); stderr keeps progress and notices only.
+grep -q '^coldtrace: 3 runs of gzip -c ' "$WORK/run.out" ||
+  fail "no table on stdout: $(head -3 "$WORK/run.out")"
+! grep -q '^coldtrace: 3 runs of ' "$WORK/run.err" || fail "the table is on stderr too"
 echo "installed: coldtrace --version is '$got'; coldtrace run: 3 runs of gzip recorded, outputs intact"
 
 # man coldtrace finds the installed page.

@@ -85,6 +85,19 @@ impl IgnoreFailure {
     }
 }
 
+/// Which metrics the table shows (`--metrics`): every one is recorded whatever it shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum MetricView {
+    /// Wall time, CPU time, max RSS, major faults, storage read (`record::metrics::COMPACT`),
+    /// and what was asked for besides: the residency of watched files, the perf events.
+    #[default]
+    Compact,
+    /// Every metric that has a value (`--metrics all`).
+    All,
+    /// These metrics (their names in the record), in this order (`--metrics wall,max_rss`).
+    List(Vec<&'static str>),
+}
+
 /// Where the child's stdin comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StdinMode {
@@ -200,6 +213,13 @@ impl Exports {
         .collect()
     }
 
+    /// Whether an export is written to coldtrace's own stdout (`/dev/stdout`, `/dev/fd/1`):
+    /// then the table of results leaves stdout to it.
+    pub fn on_stdout(&self) -> bool {
+        let own = crate::record::export_file::own_descriptor;
+        self.targets().iter().any(|t| own(t.path) == Some(1))
+    }
+
     /// Whether any export needs every run's record kept until the end (all of them do).
     pub fn needs_records(&self) -> bool {
         !self.targets().is_empty()
@@ -260,6 +280,8 @@ pub struct Plan {
     pub cleanup: Option<std::ffi::OsString>,
     /// Which failing runs are counted too (marked as failed).
     pub ignore_failure: IgnoreFailure,
+    /// Which metrics the table shows.
+    pub view: MetricView,
     /// Free-text label stored in every record.
     pub label: Option<String>,
     /// No table, no progress, no notices on stderr.
@@ -316,6 +338,8 @@ pub struct ComparePlan {
     pub json: bool,
     /// No table, no progress, no notices on stderr.
     pub quiet: bool,
+    /// Which metrics the table shows.
+    pub view: MetricView,
     /// Where the comparison is exported after the runs.
     pub exports: Exports,
 }

@@ -122,7 +122,7 @@ fn a_dentry_cold_first_run_is_kernel_cpu_with_no_storage_reads() {
     assert_eq!(batch["first_cold_cause"]["cause"], "prepare", "{batch:#}");
     // What a person reads: the penalty is CPU, most of it system time, next to a blocked part
     // and a storage read that are small beside it.
-    let said = prose(&out.stderr);
+    let said = prose(&out.shown());
     let penalty = sentence(&said, "first run +", "waiting for a CPU");
     eprintln!("cold_shapes: dentry-cold: {penalty}");
     let part = |words: &str| {
@@ -142,7 +142,7 @@ fn a_dentry_cold_first_run_is_kernel_cpu_with_no_storage_reads() {
     assert!(
         said.contains("the first run followed a --prepare command"),
         "{}",
-        out.stderr
+        out.describe()
     );
 }
 
@@ -214,7 +214,7 @@ fn a_page_cache_cold_run_waits_on_storage_with_the_bytes_read() {
     // What a person reads: the measured penalty, a blocked part that is a large share of it,
     // with the file's 256 MiB read from storage (the mean over the cycles: a cycle can read a
     // little less when the machine's reclaim took some readahead back).
-    let said = prose(&out.stderr);
+    let said = prose(&out.shown());
     let penalty = sentence(
         &said,
         "cold penalty, measured over 6 cycles: +",
@@ -310,14 +310,14 @@ fn evicted_runs_of_files_another_process_maps_are_flagged_not_cold() {
             "{anomaly}"
         );
     }
-    let said = prose(&out.stderr);
+    let said = prose(&out.shown());
     assert!(
         said.contains(
             "not cold: run #1 was made cold but was not: 100 % of what the first run brought \
              into the page cache was cached before it; mapped by pid"
         ),
         "{}",
-        out.stderr
+        out.describe()
     );
     // report counts them with the batch's other anomalies.
     let report = ct(tmp.path(), ["report", "--json", "b"]).run();

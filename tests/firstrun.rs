@@ -64,7 +64,7 @@ fn a_rejected_first_run_is_shown_as_the_first_run_and_no_warm_run_is_promoted() 
     // The first column holds the rejected run's own wall time, marked.
     let first_wall = runs[0]["wall_ns"].as_f64().unwrap();
     let wall_row = out
-        .stderr_lines()
+        .shown_lines()
         .into_iter()
         .find(|l| l.trim_start().starts_with("wall "))
         .expect("a wall row")
@@ -90,8 +90,8 @@ fn a_rejected_first_run_is_shown_as_the_first_run_and_no_warm_run_is_promoted() 
         cells[2],
         cells[1]
     );
-    let said: Vec<&str> = out
-        .stderr_lines()
+    let said: Vec<String> = out
+        .shown_lines()
         .into_iter()
         .filter(|l| l.contains("the cold run was rejected"))
         .collect();
@@ -165,8 +165,8 @@ fn compare_says_which_command_lost_its_first_run() {
     )
     .run();
     out.expect_code(1);
-    let lines: Vec<&str> = out
-        .stderr_lines()
+    let lines: Vec<String> = out
+        .shown_lines()
         .into_iter()
         .filter(|l| l.contains("the first run was rejected"))
         .collect();
@@ -209,7 +209,7 @@ fn penalty_of(dir: &Path, argv: &[&str]) -> (Value, String) {
     let batch = read_batch(&dir.join("b"));
     let p = batch["first_penalty"].clone();
     assert!(p.is_object(), "{batch:#}{}", out.describe());
-    (p, out.stderr)
+    (p, out.shown())
 }
 
 /// stderr with every run of whitespace made one space: sentences under the table are wrapped.
@@ -294,17 +294,17 @@ fn a_first_run_inside_the_warm_range_claims_no_penalty() {
     assert!(lo < first && first < hi, "strictly inside: {p}");
     assert_eq!(p["significant"], false, "{p}");
     assert_eq!(p["warm_runs"], 19, "{p}");
-    let said = prose(&out.stderr);
+    let said = prose(&out.shown());
     assert!(
         said.contains("within the warm runs' range")
             && said.contains("no first-run penalty to explain; use --cold-cycles to measure one"),
         "{}",
-        out.stderr
+        out.shown()
     );
     assert!(
         !said.contains("blocked"),
         "no parts as an explanation: {}",
-        out.stderr
+        out.shown()
     );
 }
 
@@ -385,7 +385,7 @@ fn without_a_warm_series_the_penalty_is_null_with_the_reason() {
         "{batch:#}"
     );
     assert!(
-        out.stderr.contains("no first-run penalty"),
+        out.shown().contains("no first-run penalty"),
         "{}",
         out.describe()
     );
@@ -468,7 +468,7 @@ fn a_cold_cat_of_64_mib_names_the_file_it_read_and_the_read_in_its_penalty() {
         "{evidence}"
     );
     assert!(evidence["block_in"].as_i64().unwrap() * 512 >= 60 << 20);
-    let text = prose(&out.stderr);
+    let text = prose(&out.shown());
     assert!(
         text.contains("into the page cache (1 file): data.bin 64 MiB"),
         "{}",
@@ -588,7 +588,7 @@ fn a_warm_run_after_the_watched_file_was_evicted_between_runs_is_flagged() {
         "{}",
         report.describe()
     );
-    let text = prose(&out.stderr);
+    let text = prose(&out.shown());
     assert!(
         text.contains("disturbed: warm run #3 started with")
             && text.contains(&format!(
@@ -683,8 +683,8 @@ fn with_a_cold_action_before_every_run_the_runs_after_the_first_are_cold_not_war
         .collect();
     assert_eq!(roles, ["first", "cold", "cold"], "{}", out.describe());
     // The table's columns after "first" are titled cold; the ratio is first/cold.
-    let header: Vec<&str> = out
-        .stderr_lines()
+    let header: Vec<String> = out
+        .shown_lines()
         .into_iter()
         .skip_while(|l| !l.contains("first/"))
         .take(2)
@@ -702,7 +702,7 @@ fn with_a_cold_action_before_every_run_the_runs_after_the_first_are_cold_not_war
         out.describe()
     );
     assert!(
-        prose(&out.stderr).contains(
+        prose(&out.shown()).contains(
             "the 2 runs after the first started cold too (role cold), so the table's cold \
              columns describe them and there is no warm series"
         ),

@@ -347,7 +347,7 @@ fn the_title_names_where_the_output_went_with_or_without_out() {
     for (args, sink) in cases {
         let out = ct(dir.path(), args.iter().copied()).run();
         out.expect_code(0);
-        let title = out.stderr.lines().next().unwrap_or_default().to_string();
+        let title = out.stdout.lines().next().unwrap_or_default().to_string();
         assert!(
             title.ends_with(&format!(" · {sink}")),
             "{args:?}{}",

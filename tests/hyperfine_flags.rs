@@ -155,7 +155,7 @@ fn a_failing_setup_or_conclude_stops_the_batch_and_a_failing_cleanup_exits_1() {
     .run();
     out.expect_code(1);
     assert!(
-        out.stderr
+        out.shown()
             .contains("--setup failed before the first run (exited with code 3): exit 3"),
         "{}",
         out.describe()
@@ -175,7 +175,7 @@ fn a_failing_setup_or_conclude_stops_the_batch_and_a_failing_cleanup_exits_1() {
     .run();
     out.expect_code(1);
     assert!(
-        out.stderr
+        out.shown()
             .contains("--cleanup failed after the last run (exited with code 5)"),
         "{}",
         out.describe()
@@ -242,7 +242,7 @@ fn a_parameter_scan_is_an_interleaved_comparison_with_a_ratio_against_the_first(
         .collect();
     assert_eq!(slots.len(), 18);
     assert!(
-        out.stderr.contains("3 commands compared"),
+        out.stdout.contains("3 commands compared"),
         "{}",
         out.describe()
     );
@@ -346,7 +346,7 @@ fn names_and_the_shell_are_shown_and_recorded() {
     out.expect_code(0);
     let ctx = out.describe();
     assert!(
-        out.stderr.contains("[0] fast") && out.stderr.contains("[1] slow"),
+        out.stdout.contains("[0] fast") && out.stdout.contains("[1] slow"),
         "{ctx}"
     );
     assert!(
@@ -577,11 +577,11 @@ fn run_chooses_its_count_by_time_unless_n_is_given_and_n_1_is_times_one_run() {
     .run();
     out.expect_code(0);
     assert_eq!(counted(&dir.join("b")), 10, "{}", out.describe());
-    assert!(out.stderr.contains("coldtrace: 10 runs of sleep 0.02 · "));
+    assert!(out.stdout.contains("coldtrace: 10 runs of sleep 0.02 · "));
     let out = ct(dir.path(), ["run", "-n", "1", "-w", "2", "--", "true"]).run();
     out.expect_code(0);
     assert!(
-        out.stderr
+        out.stdout
             .contains("coldtrace: 1 counted run of true · stdout → /dev/null\n"),
         "{}",
         out.describe()

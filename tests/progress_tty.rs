@@ -410,11 +410,18 @@ fn off_a_terminal_there_is_no_line_and_no_escape() {
         "{}",
         out.describe()
     );
-    let notice = out
-        .stderr
-        .find("-n/--runs given twice")
-        .expect("the notice");
-    assert!(notice < out.stderr.find("3 runs of sleep").unwrap());
+    assert!(
+        out.stderr.contains("-n/--runs given twice"),
+        "{}",
+        out.describe()
+    );
+    // The table is the result, on stdout, with no escape either.
+    assert!(
+        out.stdout.starts_with("coldtrace: 3 runs of sleep"),
+        "{}",
+        out.describe()
+    );
+    assert!(!out.stdout.contains('\x1b'), "{}", out.describe());
 }
 
 #[test]

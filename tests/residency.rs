@@ -30,9 +30,10 @@ fn cached_before_and_after_are_shown_also_when_zero() {
         )
         .run_within(std::time::Duration::from_secs(60));
         out.expect_code(0);
-        let before = row(&out.stderr, "cached before")
+        let shown = out.shown();
+        let before = row(&shown, "cached before")
             .unwrap_or_else(|| panic!("no cached before row{}", out.describe()));
-        let after = row(&out.stderr, "cached after")
+        let after = row(&shown, "cached after")
             .unwrap_or_else(|| panic!("no cached after row{}", out.describe()));
         if coldtrace::measure::cache::is_tmpfs(tmp.path()) == Some(false) {
             // `cached before  %  0 …`: the row's unit, then the first run's figure.
@@ -150,7 +151,8 @@ fn files_the_user_may_not_write_are_unknown_with_the_reason_never_a_figure() {
         .env("COLDTRACE_STATE_DIR", "")
         .output()
         .expect("run coldtrace as an unprivileged user");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    // What the terminal shows: the notices on stderr, the table on stdout.
+    let stderr = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let records = read_records(&tmp.join("b"));
     for r in &records {
@@ -214,7 +216,7 @@ fn an_eviction_on_tmpfs_is_said_not_to_have_made_the_file_cold() {
         s["top"][0]["reason"].as_str().unwrap().contains("tmpfs"),
         "{s}"
     );
-    let text = prose(&out.stderr);
+    let text = prose(&out.shown());
     assert!(
         text.contains(&format!(
             "not cold: 100 % of {f} stayed cached after the eviction"
@@ -269,7 +271,7 @@ fn an_eviction_of_a_file_another_process_maps_names_that_process() {
         "{s}"
     );
     assert!(
-        prose(&out.stderr).contains("stayed cached after the eviction (1 file): mapped.bin"),
+        prose(&out.shown()).contains("stayed cached after the eviction (1 file): mapped.bin"),
         "{}",
         out.describe()
     );

@@ -8,6 +8,7 @@ use coldtrace::batch::{BatchOutcome, CompareOutcome, FirstPagedIn};
 use coldtrace::measure::cache::{PagedFile, PagedIn};
 use coldtrace::measure::perf::default_events;
 use coldtrace::plan::ColdWhen;
+use coldtrace::plan::MetricView;
 use coldtrace::record::batch::{BatchContext, Counts, FailedRun};
 use coldtrace::record::compare::{CommandEntry, MetricComparison, Ratio};
 use coldtrace::record::metrics::{metrics_for, Metric, MAX_RSS};
@@ -132,6 +133,7 @@ const PYTHON: &[(&str, f64, &[f64])] = &[
     ("runqueue_wait_ns", 278e3, &[312e3, 223e3, 546e3, 300e3]),
     ("resident_ratio_before", 0.0, &[0.02, 0.02, 0.02, 0.02]),
     ("psi_io_some_us", 838.0, &[426.0, 0.0, 781.0, 0.0]),
+    ("cpu_us", 83370.0, &[91450.0, 86570.0, 114040.0, 90010.0]),
     ("task-clock", 104.46e6, &[81.46e6, 80.0e6, 90.1e6, 79.9e6]),
 ];
 
@@ -382,26 +384,43 @@ fn render(width: usize) -> String {
         table::heading(&format!("coldtrace: {what} of "), cmd, tail, width)
     };
     let mut out = String::new();
+    // The default view, then every metric (--metrics all).
     out += &table::table(
         &cold_batch(),
         &title("5 runs", "python3 -c 'import json'", " [cold]"),
+        &MetricView::Compact,
+        false,
+        width,
+    );
+    out += &table::table(
+        &cold_batch(),
+        &title("5 runs", "python3 -c 'import json'", " [cold]"),
+        &MetricView::All,
         false,
         width,
     );
     out += &table::table(
         &many_rejected(),
         &title("13 runs", LONG_COMMAND, ""),
+        &MetricView::All,
         false,
         width,
     );
     out += &table::table(
         &all_rejected(),
         &title("no counted run", "false", ""),
+        &MetricView::Compact,
         false,
         width,
     );
-    out += &table::table(&single_run(), &title("1 run", "true", ""), false, width);
-    out += &compare::compare_table(&comparison(), false, width);
+    out += &table::table(
+        &single_run(),
+        &title("1 run", "true", ""),
+        &MetricView::Compact,
+        false,
+        width,
+    );
+    out += &compare::compare_table(&comparison(), &MetricView::All, false, width);
     out += &report::render_table(&report_rows(), width);
     out
 }
@@ -509,7 +528,7 @@ fn compare_cells_line_up_with_and_without_an_interval() {
 #[test]
 fn compare_shows_each_commands_mean_and_sigma_within_the_width() {
     for width in [80, 120] {
-        let text = compare::compare_table(&comparison(), false, width);
+        let text = compare::compare_table(&comparison(), &MetricView::All, false, width);
         for line in text.lines() {
             assert!(display_width(line) <= width, "{width}: {line}");
         }

@@ -301,7 +301,12 @@ pub fn draw(data: &[u8]) -> Reached {
     let command_chars = command.chars().count();
     let title = table::heading("coldtrace: 2 runs of ", &command, "", width);
     let outcome = outcome(&mut c);
-    let drawn = table::table(&outcome, &title, false, width);
+    let view = match outcome.exit_code % 3 {
+        0 => coldtrace::plan::MetricView::Compact,
+        1 => coldtrace::plan::MetricView::All,
+        _ => coldtrace::plan::MetricView::List(vec!["max_rss_kib", "wall_ns", "task-clock"]),
+    };
+    let drawn = table::table(&outcome, &title, &view, false, width);
     check_no_controls("table", &drawn);
     check_width("table", &drawn, width);
     check_no_controls("table markdown", &table::markdown(&outcome, &title));

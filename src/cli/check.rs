@@ -9,7 +9,7 @@ use crate::cli::usage::{usage, UsageError};
 use crate::measure::perf::{default_events, PerfEvent};
 use crate::measure::survivors::SurvivorPolicy;
 use crate::plan::{
-    ColdPlan, ColdWhen, Exports, IgnoreFailure, OutputMode, Plan, RunBounds, StdinMode,
+    ColdPlan, ColdWhen, Exports, IgnoreFailure, MetricView, OutputMode, Plan, RunBounds, StdinMode,
 };
 use crate::text::escape_controls;
 use std::ffi::OsString;
@@ -55,6 +55,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         }
     }
     let counters = perf_events(raw.events.as_deref(), raw.counters)?;
+    let view = metric_view(raw.metrics.as_deref(), &counters)?;
     let exports = check_exports(&raw.exports, out_dir.as_deref())?;
     let program_name = raw.command[0].clone();
     if program_name.is_empty() {
@@ -86,6 +87,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         conclude: raw.conclude,
         cleanup: raw.cleanup,
         ignore_failure: ignore_failure(raw.ignore_failure.as_ref())?,
+        view,
         label: raw.label,
         quiet: raw.quiet,
         cold,
@@ -346,6 +348,50 @@ fn cold_cycles(raw: &RawRun) -> Result<Option<u32>, UsageError> {
         ));
     }
     Ok(Some(m))
+}
+
+/// `--metrics all|LIST`, each name a metric of the batch (its short name, its full name, or a
+/// perf event the batch counts).
+fn metric_view(given: Option<&str>, counters: &[PerfEvent]) -> Result<MetricView, UsageError> {
+    use crate::record::metrics::{every_name, find, metrics_for, short_name};
+    let Some(list) = given else {
+        return Ok(MetricView::Compact);
+    };
+    if list.trim() == "all" {
+        return Ok(MetricView::All);
+    }
+    let metrics = metrics_for(counters);
+    let mut names = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let Some(metric) = find(&metrics, name) else {
+            let shown = escape_controls(name);
+            if PerfEvent::parse(name).is_some() {
+                return Err(usage(format!(
+                    "--metrics {shown}: that perf event is not counted; add --events {shown} (or --counters)"
+                )));
+            }
+            let names = every_name();
+            let near = args::nearest(name, names.iter().map(|n| (*n, *n)));
+            let hint = near.map_or(String::new(), |n| format!(" (did you mean {n}?)"));
+            return Err(usage(format!(
+                "--metrics: unknown metric '{shown}'{hint}; all, or some of: {}",
+                crate::record::metrics::METRICS
+                    .iter()
+                    .map(|m| short_name(m.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        if !names.contains(&metric.name) {
+            names.push(metric.name);
+        }
+    }
+    if names.is_empty() {
+        return Err(usage(
+            "--metrics: expected all or a list of metrics, got ''",
+        ));
+    }
+    Ok(MetricView::List(names))
 }
 
 /// `--events LIST` (implies `--counters`), or the default events with `--counters`.

@@ -8,7 +8,7 @@ use crate::cli::check::{check_exports, check_run, out_dir};
 use crate::cli::commands::{commands, CommandSpec, Given};
 use crate::cli::help;
 use crate::cli::options::{raw_flags, RawRun};
-use crate::cli::output::{exported_error, json_line, Output};
+use crate::cli::output::{exported_error, json_line, Output, TableOut};
 use crate::cli::parsed::Command;
 use crate::cli::table::Sub;
 use crate::cli::usage::{usage, UsageError};
@@ -67,8 +67,10 @@ pub(crate) fn comparison(raw: RawRun, specs: Vec<CommandSpec>) -> Result<Compare
         plans.push(plan);
     }
     let exports = check_exports(&raw.exports, out_dir.as_deref())?;
+    let view = plans.first().map(|p| p.view.clone()).unwrap_or_default();
     Ok(ComparePlan {
         notices: raw.notices,
+        view,
         plans,
         out_dir,
         shuffle_seed,
@@ -110,10 +112,10 @@ pub fn execute_compare(plan: &ComparePlan) -> Result<Output, crate::batch::Batch
         eprint!("{stopped}");
     } else if !plan.quiet {
         // The notices were said as they came, through the progress line.
-        eprint!(
-            "{}",
-            crate::view::compare::compare_table(&outcome, use_colour(), width)
-        );
+        let out = TableOut::of(plan.json, plan.exports.on_stdout(), on_terminal);
+        let table =
+            crate::view::compare::compare_table(&outcome, &plan.view, out.colour(), out.width());
+        out.show(&table);
     }
     // A runner-only build refused every export before the run (check_exports).
     let written = match cfg!(feature = "full") {

@@ -50,6 +50,8 @@ pub(crate) struct RawRun {
     pub(crate) counters: bool,
     pub(crate) events: Option<String>,
     pub(crate) minimal: bool,
+    /// `--metrics`: the table's rows.
+    pub(crate) metrics: Option<String>,
     /// `--export-json`, `--export-hyperfine-json`, `--export-csv`, `--export-markdown`.
     pub(crate) exports: crate::plan::Exports,
     /// What to say once about how the flags were read.
@@ -122,6 +124,7 @@ pub(crate) fn raw_flags(read: &Read) -> RawRun {
         counters: read.has("--counters"),
         events: read.text("--events"),
         minimal: read.has("--minimal"),
+        metrics: read.text("--metrics"),
         exports: crate::plan::Exports {
             json: first("--export-json").map(PathBuf::from),
             hyperfine_json: first("--export-hyperfine-json").map(PathBuf::from),

@@ -163,6 +163,7 @@ fn comparisons_text(comparisons: &[(String, ReadComparison)], markdown: bool) ->
             commands: &read.commands,
             metrics: &read.metrics,
             comparison: &read.comparison,
+            rows: crate::plan::MetricView::All,
         };
         let title = format!(
             "comparison {}: {} commands, interleaved",

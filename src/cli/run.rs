@@ -7,7 +7,7 @@ use crate::batch::{self, Signals};
 use crate::cli::check::check_run;
 use crate::cli::commands::{commands, Given};
 use crate::cli::options::raw_flags;
-use crate::cli::output::{exported_error, json_line, Output};
+use crate::cli::output::{exported_error, json_line, Output, TableOut};
 use crate::cli::parsed::Command;
 use crate::cli::table::Sub;
 use crate::cli::usage::{usage, UsageError};
@@ -84,28 +84,22 @@ fn one_command_string(read: &args::Read) -> Option<String> {
     (blank && !shell && !std::path::Path::new(only).exists()).then(|| text.into_owned())
 }
 
-/// Runs the plan and shows its table (unless quiet); `--json` goes to stdout.
+/// Runs the plan and shows its table (unless quiet) where [`TableOut`] says; `--json` goes to
+/// stdout.
 pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
     let signals = Signals::install()?;
-    let mut progress = ProgressLine::new(plan.quiet, plan.output == OutputMode::Inherit);
+    let on_terminal = plan.output == OutputMode::Inherit;
+    let mut progress = ProgressLine::new(plan.quiet, on_terminal);
     let outcome = batch::run(plan, &signals, &mut progress)?;
     // As the user wrote it (with --shell, the string the shell runs).
     let command = escape_controls(&plan.text);
-    let what = match outcome.counts.counted {
-        _ if plan.is_single_run() => "1 run".to_string(),
-        0 => "no counted run".to_string(),
-        1 => "1 counted run".to_string(),
-        n => format!("{n} runs"),
-    };
     let label = |max: usize| {
         plan.label.as_deref().map_or(String::new(), |l| {
             format!(" [{}]", shorten(&escape_controls(l), max))
         })
     };
-    // The title names where the command's output went (the same with or without -o).
-    let sink = format!(" · {}", escape_controls(&plan.output.shown()));
-    let width = terminal::width(Stream::Stderr);
-    let stopped = table::failure_stop(&outcome, &command, &label(40), use_colour(), width);
+    let errors = terminal::width(Stream::Stderr);
+    let stopped = table::failure_stop(&outcome, &command, &label(40), use_colour(), errors);
     if let (Some(message), 0) = (&outcome.start_failure, outcome.counts.counted) {
         // Nothing ran: one line, like a PATH lookup failure, not an empty table.
         eprintln!("coldtrace: error: {}", escape_controls(message));
@@ -114,10 +108,19 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
         eprint!("{stopped}");
     } else if !plan.quiet {
         // The notices were said as they came, through the progress line.
-        let lead = format!("coldtrace: {what} of ");
-        let tail = format!("{}{sink}", label(40));
+        let out = TableOut::of(plan.json, plan.exports.on_stdout(), on_terminal);
+        let width = out.width();
+        let tail = format!(" · {}", escape_controls(&plan.output.shown()));
+        let tail = format!("{}{tail}", label(40));
+        let lead = format!("coldtrace: {} of ", runs_done(plan, &outcome));
         let title = table::heading(&lead, &command, &tail, width);
-        eprint!("{}", table::table(&outcome, &title, use_colour(), width));
+        out.show(&table::table(
+            &outcome,
+            &title,
+            &plan.view,
+            out.colour(),
+            width,
+        ));
     }
     let name = plan.name.as_deref().map(escape_controls);
     // A runner-only build refused every export before the run (check_exports).
@@ -133,4 +136,14 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
         stdout: json_line(plan.json, &outcome.json),
         exit_code,
     })
+}
+
+/// `1 run`, `12 runs`, `1 counted run` (a batch of one), `no counted run`.
+fn runs_done(plan: &Plan, outcome: &batch::BatchOutcome) -> String {
+    match outcome.counts.counted {
+        _ if plan.is_single_run() => "1 run".to_string(),
+        0 => "no counted run".to_string(),
+        1 => "1 counted run".to_string(),
+        n => format!("{n} runs"),
+    }
 }

@@ -388,7 +388,7 @@ static OPTIONS: &[OptSpec] = &[
         help: "the record (-n 1) or the batch document on stdout",
         description: "Print the record of a single run, or the batch document, as JSON on \
             stdout after the command has finished. stdout is the JSON's alone: the command's \
-            own stdout goes to the terminal through stderr.",
+            own stdout goes to the terminal through stderr, and so does the table.",
     },
     opt! {
         long: "export-json", short: [], values: ["FILE"], repeat: LastWins,
@@ -471,6 +471,21 @@ static OPTIONS: &[OptSpec] = &[
             batch.",
     },
     opt! {
+        long: "metrics", short: [], values: ["LIST"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "the table's rows: all, or a list (default: wall,cpu,max_rss,major_faults,read_bytes)",
+        description: "Which metrics the table shows (every one is recorded whatever it \
+            shows): by default wall time, CPU time (user + sys), max RSS, major faults and \
+            what was read from storage, then the residency of watched files and the perf \
+            events counted; `all` every metric that has a value, with the sparkline of the \
+            runs and the context; or a comma-separated list in its order, by the names \
+            wall, cpu, user, sys, max_rss, minor_faults, major_faults, block_in, block_out, \
+            voluntary_switches, involuntary_switches, read_bytes, rchar, runqueue_wait, \
+            resident_ratio_before, resident_ratio_after, pgmajfault, psi_io_some, \
+            cpu_usage, io_stall_some, memory_stall_some (the run's cgroup), or a perf event \
+            counted with --counters or --events.",
+    },
+    opt! {
         long: "label", short: [], values: ["TEXT"], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
         help: "a label stored in every record and shown by `report`",
@@ -480,9 +495,9 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "quiet", short: ['q'], values: [], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "no table, progress or notices on stderr",
-        description: "Print nothing on stderr but errors: no table, no progress line, no \
-            notices.",
+        help: "no table, progress or notices",
+        description: "Print nothing but errors (and --json's document): no table, no \
+            progress line, no notices.",
     },
     opt! {
         long: "minimal", short: [], values: [], repeat: LastWins,
@@ -769,13 +784,8 @@ static FOREIGN: &[Foreign] = &[
     Foreign {
         flag: "--style",
         origin: Origin::Hyperfine,
-        instead: "-q for no output on stderr; colour follows NO_COLOR and the terminal",
-    },
-    Foreign {
-        flag: "--metrics",
-        origin: Origin::Hyperfine,
-        instead: "coldtrace records every rusage field of every run; --counters or --events \
-                  LIST add perf counters",
+        instead: "-q for no table, progress or notices; colour follows NO_COLOR and the \
+                  terminal",
     },
     Foreign {
         flag: "--time-unit",
@@ -1059,6 +1069,29 @@ mod tests {
                 o.long
             );
         }
+    }
+
+    #[test]
+    fn metrics_names_every_metric_it_takes_and_no_other() {
+        use crate::record::metrics::{short_name, METRICS};
+        let o = find_long(Sub::Run, "--metrics").expect("--metrics");
+        let list = o
+            .description
+            .split("by the names ")
+            .nth(1)
+            .and_then(|rest| rest.split(", or a perf event").next())
+            .expect("the names in the description");
+        let mut said: Vec<&str> = list.split(", ").map(str::trim).collect();
+        let mut names: Vec<&str> = METRICS.iter().map(|m| short_name(m.name)).collect();
+        said.sort_unstable();
+        names.sort_unstable();
+        assert_eq!(said, names, "{}", o.description);
+        let default = o.help.split("default: ").nth(1).expect("the default");
+        let compact: Vec<&str> = crate::record::metrics::COMPACT
+            .iter()
+            .map(|n| short_name(n))
+            .collect();
+        assert_eq!(default.trim_end_matches(')'), compact.join(","));
     }
 
     #[test]

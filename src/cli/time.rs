@@ -96,6 +96,7 @@ fn single_run(argv: Vec<OsString>) -> Plan {
         conclude: None,
         cleanup: None,
         ignore_failure: crate::plan::IgnoreFailure::No,
+        view: crate::plan::MetricView::Compact,
         label: None,
         quiet: true,
         cold: ColdPlan::default(),

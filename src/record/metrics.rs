@@ -245,26 +245,70 @@ pub const METRICS: &[Metric] = &[
     cgroup_metric!(cpu_usage_ns, "CPU (cgroup)", 0, cpu_ns),
     cgroup_metric!(io_stall_some_ns, "I/O stall (cgroup)", 1, stall_ns),
     cgroup_metric!(memory_stall_some_ns, "memory stall (cgroup)", 3, stall_ns),
+    // user + sys: the kernel's CPU time of the run, exact where its split is tick-sampled.
+    Metric {
+        name: "cpu_us",
+        label: "CPU",
+        unit: Unit::Us,
+        source: Source::Field(|r| r.rusage.map(|u| (u.0.user_us + u.0.sys_us) as f64)),
+    },
 ];
+
+/// The rows of the default table, in order: wall time, CPU time, max RSS, major faults and
+/// what was read from storage (`read_bytes`; `block_in` where the child's I/O is not read).
+pub const COMPACT: [&str; 5] = [
+    "wall_ns",
+    "cpu_us",
+    "max_rss_kib",
+    "major_faults",
+    "read_bytes",
+];
+
+/// A metric's short name (`--metrics wall,max_rss`): its name without the unit at its end.
+pub fn short_name(name: &str) -> &str {
+    ["_ns", "_us", "_kib"]
+        .iter()
+        .find_map(|unit| name.strip_suffix(unit))
+        .unwrap_or(name)
+}
+
+/// The metric of `metrics` named `given`: by its short name, its full name, or for a perf
+/// event its name.
+pub fn find<'m>(metrics: &'m [Metric], given: &str) -> Option<&'m Metric> {
+    metrics
+        .iter()
+        .find(|m| m.name == given || short_name(m.name) == given)
+}
+
+/// Every metric's short name, then every perf event's: what `--metrics` takes.
+pub fn every_name() -> Vec<&'static str> {
+    METRICS
+        .iter()
+        .map(|m| short_name(m.name))
+        .chain(PerfEvent::names())
+        .collect()
+}
 
 /// Where `metric` is in a record as `runs.jsonl` writes it: the keys from the top, e.g.
 /// `["rusage", "user_us"]`; a perf event's is `["counters", EVENT]`, the `value` of the reading
 /// whose `event` is EVENT. What the exports read; [`Metric::get`] reads the same value from the
 /// record before it is written (a test holds them together).
-pub fn record_path(metric: &Metric) -> Vec<&'static str> {
+pub fn record_path(metric: &Metric) -> Option<Vec<&'static str>> {
     let name = metric.name;
     let parent = match (metric.source, name) {
+        // A sum of two fields, in no single place.
+        (_, "cpu_us") => return None,
         (Source::Counter, _) => Some("counters"),
         (_, "wall_ns") => None,
         (_, "read_bytes" | "rchar") => Some("child_io"),
         (_, "runqueue_wait_ns") => Some("sched"),
-        (_, "resident_ratio_before") => return vec!["cache", "before", "resident_ratio"],
-        (_, "resident_ratio_after") => return vec!["cache", "after", "resident_ratio"],
+        (_, "resident_ratio_before") => return Some(vec!["cache", "before", "resident_ratio"]),
+        (_, "resident_ratio_after") => return Some(vec!["cache", "after", "resident_ratio"]),
         (_, "pgmajfault" | "psi_io_some_us") => Some("system_delta"),
         (_, "cpu_usage_ns" | "io_stall_some_ns" | "memory_stall_some_ns") => Some("cgroup"),
         _ => Some("rusage"),
     };
-    parent.into_iter().chain([name]).collect()
+    Some(parent.into_iter().chain([name]).collect())
 }
 
 /// The number at [`record_path`] in a record read back as JSON (`None`: absent or null).
@@ -272,7 +316,7 @@ pub fn json_at<'a>(
     record: &'a serde_json::Value,
     metric: &Metric,
 ) -> Option<&'a serde_json::Value> {
-    number_at(record, &record_path(metric))
+    number_at(record, &record_path(metric)?)
 }
 
 /// The number at `path` in a record read back as JSON (`None`: absent, null or not a number).

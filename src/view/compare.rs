@@ -4,10 +4,12 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::CompareOutcome;
+use crate::plan::MetricView;
 use crate::record::compare::{conclusion, CommandEntry, MetricComparison};
 use crate::record::metrics::{Metric, Unit};
 use crate::view::grid::{Align, Grid};
 use crate::view::lines::Note;
+use crate::view::rows::{rows, Values};
 use crate::view::style::Style;
 use crate::view::units::{fold, shorten, Scale};
 use std::fmt::Write;
@@ -21,6 +23,8 @@ pub struct CompareView<'a> {
     pub metrics: &'a [Metric],
     /// Per metric, each command's median, ratio and interval.
     pub comparison: &'a [MetricComparison],
+    /// Which metrics it shows (`--metrics`).
+    pub rows: MetricView,
 }
 
 impl<'a> CompareView<'a> {
@@ -30,6 +34,7 @@ impl<'a> CompareView<'a> {
             commands: &outcome.commands,
             metrics: &outcome.metrics,
             comparison: &outcome.comparison,
+            rows: MetricView::All,
         }
     }
 }
@@ -37,9 +42,17 @@ impl<'a> CompareView<'a> {
 /// The commands of a comparison side by side in `width` columns: each command's warm median,
 /// and its ratio to the first command's with the 95 % interval; then the verdicts. When the
 /// commands do not fit side by side, they are shown in groups, each beside the first.
-pub fn compare_table(outcome: &CompareOutcome, colour: bool, width: usize) -> String {
+pub fn compare_table(
+    outcome: &CompareOutcome,
+    rows: &MetricView,
+    colour: bool,
+    width: usize,
+) -> String {
     let style = Style { on: colour };
-    let view = CompareView::of(outcome);
+    let view = CompareView {
+        rows: rows.clone(),
+        ..CompareView::of(outcome)
+    };
     let mut out = String::new();
     let n = outcome.commands.len();
     let sink = crate::text::escape_controls(&outcome.sink);
@@ -231,10 +244,22 @@ fn grid(view: &CompareView<'_>, others: &[usize]) -> Grid {
             .column("\nratio", Align::Right)
             .column("\n95% CI", Align::Right);
     }
-    for (cmp, metric) in view.comparison.iter().zip(view.metrics) {
-        if !shown(cmp, metric) {
+    let worth_a_row = |i: usize| {
+        let (cmp, metric) = (view.comparison.get(i), view.metrics.get(i));
+        cmp.zip(metric).is_some_and(|(c, m)| shown(c, m))
+    };
+    let measured = |i: usize| {
+        let cmp = view.comparison.get(i);
+        cmp.is_some_and(|c| c.commands.iter().any(|r| r.warm_median.is_some()))
+    };
+    let values = Values {
+        measured: &measured,
+        worth_a_row: &worth_a_row,
+    };
+    for i in rows(view.metrics, &view.rows, false, &values) {
+        let (Some(cmp), Some(metric)) = (view.comparison.get(i), view.metrics.get(i)) else {
             continue;
-        }
+        };
         let scale = Scale::for_values(
             metric.unit,
             cmp.commands.iter().filter_map(|r| r.warm_median),

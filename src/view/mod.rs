@@ -15,6 +15,7 @@ pub mod lines;
 pub mod picture;
 pub mod progress;
 pub mod report;
+pub mod rows;
 pub mod style;
 pub mod table;
 pub mod terminal;

@@ -4,13 +4,14 @@
 #![forbid(unsafe_code)]
 
 use crate::batch::BatchOutcome;
-use crate::plan::ColdWhen;
+use crate::plan::{ColdWhen, MetricView};
 use crate::record::metrics::{is_residency, Metric, MAX_RSS};
 use crate::record::stats::Summary;
 use crate::record::summary::MetricSummary;
 use crate::text::escape_controls;
 use crate::view::grid::{Align, Grid};
 use crate::view::lines::Note;
+use crate::view::rows::{rows, Values};
 use crate::view::style::Style;
 use crate::view::units::{display_width, human_uptime, shorten, Scale};
 use std::fmt::Write;
@@ -73,24 +74,32 @@ fn nothing_to_tabulate(outcome: &BatchOutcome) -> bool {
     outcome.single_outcome.is_none() && outcome.counts.counted == 0
 }
 
-/// The table for a batch (or a single run) in `width` columns, with the notes under it.
-pub fn table(outcome: &BatchOutcome, title: &str, colour: bool, width: usize) -> String {
+/// The table for a batch (or a single run) in `width` columns, its rows as `view` chooses, with
+/// the notes under it (`--metrics all` adds the runs' sparkline and the machine's context).
+pub fn table(
+    outcome: &BatchOutcome,
+    title: &str,
+    view: &MetricView,
+    colour: bool,
+    width: usize,
+) -> String {
     let style = Style { on: colour };
+    let full = *view == MetricView::All;
     let mut out = String::new();
     let _ = writeln!(out, "{}", style.bold(&shorten(title, width)));
     if nothing_to_tabulate(outcome) {
         Note::plain(nothing_counted(outcome)).write(&mut out, &style, width);
     } else {
-        for line in metric_grid(outcome, &style).lines(width) {
+        for line in metric_grid(outcome, view, &style).lines(width) {
             let _ = writeln!(out, "{line}");
         }
-        if outcome.walls_ns.len() > 1 {
+        if full && outcome.walls_ns.len() > 1 {
             let lead = "  wall per run  ";
             let room = width.saturating_sub(display_width(lead)).min(60);
             let _ = writeln!(out, "{lead}{}", sparkline(&outcome.walls_ns, room));
         }
     }
-    for note in notes(outcome) {
+    for note in notes(outcome, full) {
         note.write(&mut out, &style, width);
     }
     out
@@ -148,10 +157,10 @@ pub fn markdown(outcome: &BatchOutcome, title: &str) -> String {
     if nothing_to_tabulate(outcome) {
         let _ = writeln!(out, "{}\n", nothing_counted(outcome));
     } else {
-        out.push_str(&metric_grid(outcome, &style).markdown());
+        out.push_str(&metric_grid(outcome, &MetricView::All, &style).markdown());
         out.push('\n');
     }
-    for note in notes(outcome) {
+    for note in notes(outcome, true) {
         note.markdown(&mut out);
     }
     out
@@ -176,7 +185,7 @@ fn nothing_counted(outcome: &BatchOutcome) -> String {
 /// One row per shown metric: its unit, the first run, the warm runs' median, mean ± σ and
 /// range, and the first run over the warm median (`cold` for all of these when a cold action
 /// came before every counted run).
-fn metric_grid(outcome: &BatchOutcome, style: &Style) -> Grid {
+fn metric_grid(outcome: &BatchOutcome, view: &MetricView, style: &Style) -> Grid {
     let has_warm = outcome.summaries.iter().any(|s| s.warm.is_some());
     let rejected = outcome.first.as_ref().filter(|f| !f.counted);
     let first = if rejected.is_some() {
@@ -202,11 +211,26 @@ fn metric_grid(outcome: &BatchOutcome, style: &Style) -> Grid {
             Align::Right,
         )
     };
-    for (i, (summary, metric)) in outcome.summaries.iter().zip(&outcome.metrics).enumerate() {
+    let worth_a_row = |i: usize| {
         let rejected_value = rejected.and_then(|f| f.row.metric(i));
-        if !row_visible(summary, rejected_value, outcome.watching) {
+        let summary = outcome.summaries.get(i);
+        summary.is_some_and(|s| row_visible(s, rejected_value, outcome.watching))
+    };
+    let measured = |i: usize| {
+        let rejected_value = rejected.and_then(|f| f.row.metric(i));
+        let summary = outcome.summaries.get(i);
+        summary.is_some_and(|s| s.all.is_some()) || rejected_value.is_some()
+    };
+    let values = Values {
+        measured: &measured,
+        worth_a_row: &worth_a_row,
+    };
+    for i in rows(&outcome.metrics, view, outcome.watching, &values) {
+        let (Some(summary), Some(metric)) = (outcome.summaries.get(i), outcome.metrics.get(i))
+        else {
             continue;
-        }
+        };
+        let rejected_value = rejected.and_then(|f| f.row.metric(i));
         let row = Row {
             summary,
             metric,
@@ -290,8 +314,9 @@ impl Row<'_> {
     }
 }
 
-/// Everything said under the table, in order.
-fn notes(outcome: &BatchOutcome) -> Vec<Note> {
+/// Everything said under the table, in order; `full` (`--metrics all`) adds "rejected: none"
+/// and the machine's context line.
+fn notes(outcome: &BatchOutcome, full: bool) -> Vec<Note> {
     let mut notes = Vec::new();
     if let Some(at) = outcome.summaries.get(MAX_RSS).and_then(|s| s.runs_at_floor) {
         if at.all > 0 {
@@ -302,7 +327,11 @@ fn notes(outcome: &BatchOutcome) -> Vec<Note> {
         }
     }
     notes.extend(crate::view::explain::notes(outcome));
-    notes.extend(rejected(outcome));
+    notes.extend(
+        rejected(outcome)
+            .into_iter()
+            .filter(|n| full || n.text != NONE_REJECTED),
+    );
     // With nothing counted, "all N runs were rejected" already says it.
     if let Some(text) = first_rejected_text(outcome).filter(|_| !nothing_to_tabulate(outcome)) {
         notes.push(Note::marked("✗", text));
@@ -312,7 +341,7 @@ fn notes(outcome: &BatchOutcome) -> Vec<Note> {
         notes.push(Note::warning("cached before/after", text));
     }
     notes.extend(survivors(outcome));
-    notes.extend(context(outcome));
+    notes.extend(context(outcome, full));
     notes
 }
 
@@ -347,6 +376,9 @@ fn survivors(outcome: &BatchOutcome) -> Option<Note> {
     )))
 }
 
+/// What `rejected` says of a batch that rejected nothing.
+const NONE_REJECTED: &str = "rejected: none";
+
 /// How a single run ended, or which runs of a batch were rejected (the first few, with the last
 /// stderr lines of the last one).
 fn rejected(outcome: &BatchOutcome) -> Vec<Note> {
@@ -355,7 +387,7 @@ fn rejected(outcome: &BatchOutcome) -> Vec<Note> {
         return vec![Note::plain(format!("outcome: {single}"))];
     }
     if failed.is_empty() {
-        return vec![Note::plain("rejected: none")];
+        return vec![Note::plain(NONE_REJECTED)];
     }
     let mut named: Vec<String> = failed
         .iter()
@@ -419,8 +451,8 @@ pub fn first_rejected_text(outcome: &BatchOutcome) -> Option<String> {
     ))
 }
 
-/// The machine, interruption or early stop, and where the records are.
-fn context(outcome: &BatchOutcome) -> Vec<Note> {
+/// The machine (`full` only), interruption or early stop, and where the records are.
+fn context(outcome: &BatchOutcome, full: bool) -> Vec<Note> {
     let sys = &outcome.context.system;
     let boot = sys.boot_id.as_deref().map_or("?".to_string(), |b| {
         escape_controls(&b.chars().take(8).collect::<String>())
@@ -430,11 +462,14 @@ fn context(outcome: &BatchOutcome) -> Vec<Note> {
         Some(true) => " (the first coldtrace batch since boot)",
         _ => "",
     };
-    let mut notes = vec![Note::plain(format!(
-        "context: boot {boot}{since}, up {uptime}, kernel {}, {} CPUs",
-        escape_controls(sys.kernel_release.as_deref().unwrap_or("?")),
-        sys.cpu_count.map_or("?".to_string(), |n| n.to_string())
-    ))];
+    let mut notes = Vec::new();
+    if full {
+        notes.push(Note::plain(format!(
+            "context: boot {boot}{since}, up {uptime}, kernel {}, {} CPUs",
+            escape_controls(sys.kernel_release.as_deref().unwrap_or("?")),
+            sys.cpu_count.map_or("?".to_string(), |n| n.to_string())
+        )));
+    }
     notes.extend(outcome.spawner.as_ref().and_then(spawner_note));
     if let Some(sig) = outcome.interrupted_by {
         notes.push(Note::warning(

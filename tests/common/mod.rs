@@ -86,6 +86,17 @@ impl Output {
         self.stderr.lines().collect()
     }
 
+    /// Everything a terminal shows: stderr (notices, errors, progress) then stdout (the table
+    /// of results, on stdout unless `--json` or `--output inherit` took it).
+    pub fn shown(&self) -> String {
+        format!("{}{}", self.stderr, self.stdout)
+    }
+
+    /// Lines of [`Output::shown`].
+    pub fn shown_lines(&self) -> Vec<String> {
+        self.shown().lines().map(str::to_owned).collect()
+    }
+
     /// Asserts the exit code.
     pub fn expect_code(&self, code: i32) -> &Self {
         assert_eq!(
@@ -119,9 +130,10 @@ fn truncate(s: &str) -> String {
     )
 }
 
-/// stderr with every run of whitespace made one space: sentences under the table are wrapped.
-pub fn prose(stderr: &str) -> String {
-    stderr.split_whitespace().collect::<Vec<_>>().join(" ")
+/// Printed text (what the terminal shows: [`Output::shown`]) with every run of whitespace made
+/// one space: sentences under the table are wrapped.
+pub fn prose(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A printed figure in its base unit (ns for a duration, bytes for a size): `+264.0` `ms`.
@@ -444,4 +456,18 @@ pub fn compile(dir: &Path, name: &str, source: &str, extra: &[&str]) -> PathBuf 
         ),
         Ok(_) => out,
     }
+}
+
+/// A file of `mib` MiB in `tmp` (the same varied 1 MiB block repeated), synced to storage so
+/// that an eviction can make it cold; its path.
+pub fn data_file(tmp: &TempDir, name: &str, mib: usize) -> String {
+    let path = tmp.join(name);
+    let block: Vec<u8> = (0..1 << 20).map(|i| (i * 31 % 251) as u8).collect();
+    let mut all = Vec::with_capacity(mib << 20);
+    for _ in 0..mib {
+        all.extend_from_slice(&block);
+    }
+    std::fs::write(&path, all).unwrap();
+    std::fs::File::open(&path).unwrap().sync_all().unwrap();
+    path.display().to_string()
 }

@@ -72,9 +72,10 @@ fn run(dir: &TempDir, line: &str) -> Output {
     out
 }
 
-/// Stderr says `text` (its continuation lines joined back).
+/// The terminal says `text` (its continuation lines joined back): a notice on stderr, or the
+/// table on stdout.
 fn assert_says(out: &Output, text: &str) {
-    let joined = out.stderr.replace("\n    ", " ").replace("\n  ", " ");
+    let joined = out.shown().replace("\n    ", " ").replace("\n  ", " ");
     assert!(joined.contains(text), "not said: {text}{}", out.describe());
 }
 
@@ -162,7 +163,7 @@ fn a_background_job_that_outlives_the_command_is_named_in_the_record_and_the_tab
     assert_eq!(s["action"], "left", "{s}");
     assert_settled(&s, &d.link);
     let pid = s["processes"][0]["pid"].as_i64().unwrap();
-    let text = out.stderr.replace("\n    ", " ");
+    let text = out.shown().replace("\n    ", " ");
     let said = format!(
         "survivors of 2 runs (first #0): {} processes left running: {pid} ({})",
         s["count"].as_u64().unwrap() + survivors_of(&dir, 1)["count"].as_u64().unwrap(),

@@ -154,7 +154,7 @@ fn sigusr1_sigusr2_and_sigalrm_end_the_batch_as_sigterm_does() {
         let once = [(Duration::ZERO, sig)];
         let out = interrupt(&dir, &["--timeout", "20"], &sleeper, &once, 128 + n);
         let said = format!("interrupted by {name}");
-        assert!(out.stderr.contains(&said), "{}", out.describe());
+        assert!(out.shown().contains(&said), "{}", out.describe());
         // Passed on to the command's group, where it kills the shell at its default action.
         let outcome = &assert_interrupted(&dir, name)[0]["outcome"];
         assert_eq!(outcome["signal_name"], name, "{outcome}");
