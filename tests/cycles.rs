@@ -5,20 +5,8 @@
 
 mod common;
 
-use common::{ct, read_batch, read_records, TempDir};
+use common::{ct, data_file, read_batch, read_records, TempDir};
 use serde_json::Value;
-
-fn data_file(tmp: &TempDir, name: &str, mib: usize) -> String {
-    let path = tmp.join(name);
-    let block: Vec<u8> = (0..1 << 20).map(|i| (i * 31 % 251) as u8).collect();
-    let mut all = Vec::with_capacity(mib << 20);
-    for _ in 0..mib {
-        all.extend_from_slice(&block);
-    }
-    std::fs::write(&path, all).unwrap();
-    std::fs::File::open(&path).unwrap().sync_all().unwrap();
-    path.display().to_string()
-}
 
 #[test]
 fn five_cycles_of_three_cold_cats_give_five_samples_per_position_and_an_interval() {
@@ -94,7 +82,7 @@ fn five_cycles_of_three_cold_cats_give_five_samples_per_position_and_an_interval
     // The cold runs are summarised apart: the warm summary has the ten warm runs only.
     assert_eq!(batch["summary"]["wall_ns"]["warm"]["n"], 10);
     assert_eq!(batch["summary"]["wall_ns"]["all"]["n"], 15);
-    let text = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = out.shown().split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         text.contains("5 cycles of { cold action; 3 runs }"),
         "{}",
@@ -265,7 +253,7 @@ fn cold_cycles_misuse_is_one_line_each() {
     ] {
         let out = ct(tmp.path(), args.clone()).run();
         out.expect_code(125);
-        assert_eq!(out.stderr_lines().len(), 1, "{}", out.describe());
-        assert!(out.stderr.contains(says), "{args:?}: {}", out.describe());
+        assert_eq!(out.shown_lines().len(), 1, "{}", out.describe());
+        assert!(out.shown().contains(says), "{args:?}: {}", out.describe());
     }
 }

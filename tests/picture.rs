@@ -11,7 +11,7 @@
 mod common;
 
 use coldtrace::view::units::human_ns;
-use common::{ct, read_batch, read_records, write_file, TempDir};
+use common::{ct, data_file, read_batch, read_records, write_file, TempDir};
 use serde_json::Value;
 use std::path::Path;
 
@@ -355,7 +355,25 @@ fn a_comparison_shows_each_command_with_its_interval_and_the_html_loads_nothing(
     let without_namespace = page.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
     assert!(!without_namespace.contains("http:") && !without_namespace.contains("https:"));
     let figures: Vec<&str> = page.split("<svg ").skip(1).collect();
-    assert_eq!(figures.len(), 1, "one figure for one directory");
+    assert_eq!(
+        figures.len(),
+        2,
+        "the summary, then one figure for one directory"
+    );
+    // The summary: one bar per command, each with its median (5 warm runs: no interval).
+    let end = figures[0].find("</svg>").unwrap() + "</svg>".len();
+    let summary_svg = format!("<svg {}", &figures[0][..end]);
+    let summary = parse(&summary_svg);
+    let bars = texts(&summary, "title");
+    for (i, name) in ["true", "sh -c true"].iter().enumerate() {
+        let label = format!("{} [{i}] {name}: ", dir.display());
+        let bar = bars.iter().find(|t| t.starts_with(&label));
+        let bar = bar.unwrap_or_else(|| panic!("no bar for {label}: {bars:#?}"));
+        assert!(
+            bar.ends_with("(too few runs for an interval), n = 5"),
+            "{bar}"
+        );
+    }
     for figure in figures {
         let end = figure.find("</svg>").unwrap() + "</svg>".len();
         parse(&format!("<svg {}", &figure[..end]));
@@ -541,5 +559,121 @@ fn runs_made_cold_before_each_are_drawn_as_cold_never_as_warm() {
     assert!(
         texts(&doc, "text").iter().any(|t| t.contains("3 cold")),
         "{svg}"
+    );
+}
+
+#[test]
+fn the_html_opens_with_a_summary_and_cold_cycles_draw_their_penalty_and_paged_in_files() {
+    let tmp = TempDir::new("picture-cycles");
+    assert_eq!(
+        coldtrace::measure::cache::is_tmpfs(tmp.path()),
+        Some(false),
+        "eviction needs a disk-backed temporary directory"
+    );
+    let f = data_file(&tmp, "data.bin", 8);
+    let out = ct(
+        tmp.path(),
+        [
+            "run",
+            "-q",
+            "-n",
+            "3",
+            "--cold-cycles",
+            "6",
+            "-o",
+            "cy",
+            "--evict",
+            &f,
+            "--",
+            "cat",
+            &f,
+        ],
+    )
+    .run_within(std::time::Duration::from_secs(120));
+    out.expect_code(0);
+    let batch = read_batch(&tmp.join("cy"));
+    let penalty = &batch["cycles"]["penalty"]["per_cycle"];
+    let svg = report_svg(&tmp, &[&tmp.join("cy")]);
+    let doc = parse(&svg);
+    let words = texts(&doc, "text");
+    // The cycles' penalty: a bar of the mean difference, its interval drawn and written.
+    let (mean, lo, hi) = (
+        penalty["mean_wall_ns"].as_f64().unwrap(),
+        penalty["ci_low_ns"].as_f64().unwrap(),
+        penalty["ci_high_ns"].as_f64().unwrap(),
+    );
+    let signed = |ns: f64| {
+        let text = human_ns(ns.abs());
+        if ns < 0.0 {
+            format!("−{text}")
+        } else {
+            format!("+{text}")
+        }
+    };
+    let said = format!("{} [{} to {}]", signed(mean), signed(lo), signed(hi));
+    assert!(words.iter().any(|t| t == &said), "{said} not in {words:#?}");
+    assert!(
+        words
+            .iter()
+            .any(|t| t.starts_with("cold penalty over 6 cycles of 3 runs: ")),
+        "{words:#?}"
+    );
+    assert!(
+        class_count(&doc, "ci") >= 3,
+        "the interval and its two ends"
+    );
+    // The first run paged in the file: one bar, its size from the record.
+    let first = &read_records(&tmp.join("cy"))[0];
+    let bytes = first["paged_in"][0]["bytes"].as_u64().unwrap();
+    assert!(bytes >= 7 << 20, "{first}");
+    let tips = texts(&doc, "title");
+    let tip = format!("{f}: {}", coldtrace::view::units::human_bytes(bytes as f64));
+    assert!(tips.contains(&tip), "{tip} not in {tips:#?}");
+    // The runs on a real time axis: its title, and every run's mark inside the strip.
+    assert!(
+        words
+            .iter()
+            .any(|t| t == "time since the first run started (s); each run at its start"),
+        "{words:#?}"
+    );
+    // The HTML page opens with the summary: the batch's bar, with the interval of its median
+    // over the 12 warm runs.
+    let html = tmp.join("r.html");
+    let cy = tmp.join("cy");
+    let out = ct(
+        tmp.path(),
+        [
+            "report",
+            "--html",
+            html.to_str().unwrap(),
+            cy.to_str().unwrap(),
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let first_svg = page.split("<svg ").nth(1).unwrap();
+    let end = first_svg.find("</svg>").unwrap() + "</svg>".len();
+    let summary_svg = format!("<svg {}", &first_svg[..end]);
+    let summary = parse(&summary_svg);
+    let words = texts(&summary, "text");
+    assert!(
+        words
+            .iter()
+            .any(|t| t == "summary: the warm runs' median wall time"),
+        "{words:#?}"
+    );
+    let bar = texts(&summary, "title")
+        .into_iter()
+        .find(|t| t.ends_with(", n = 12"))
+        .unwrap_or_else(|| panic!("no bar over 12 warm runs: {summary_svg}"));
+    assert!(
+        bar.contains(" [") && bar.contains("–"),
+        "an interval: {bar}"
+    );
+    assert_eq!(
+        class_count(&summary, "bar"),
+        1 + 1,
+        "the batch's bar and the legend's key{summary_svg}"
     );
 }

@@ -11,7 +11,9 @@
 use crate::record::compare::ReadComparison;
 use crate::record::head::RecordHead;
 use crate::record::pick::{Fields, Leaf};
-use crate::record::series::{Compared, Comparison, Penalty, Picture, RunPoint, Series};
+use crate::record::series::{
+    Compared, Comparison, CyclesPenalty, PagedIn, Penalty, Picture, RunPoint, Series,
+};
 use crate::record::stats::{ratio, Summary};
 use crate::serialize_struct;
 use crate::untrusted::{self, OpenError, Want};
@@ -1096,6 +1098,7 @@ pub fn read_series(dir: &Path, cap: usize) -> Result<Series, ReportError> {
         series.penalty = doc.get("first_penalty").and_then(penalty);
         series.penalty_unavailable =
             str_at(&doc, &["first_penalty_unavailable"]).map(|s| one_line(&s));
+        series.cycles = doc.get("cycles").and_then(cycles_penalty);
         series.flagged = flagged_runs(&doc);
         series.noise = str_at(&doc, &["warm_noise", "rule"]).map(|r| one_line(&r));
         series.title = row.label.unwrap_or_default();
@@ -1131,6 +1134,9 @@ pub fn stream_runs(
         };
         if series.command.is_empty() {
             series.command = title_of(&record);
+        }
+        if series.paged_in.is_none() && str_at(&record, &["role"]).as_deref() == Some("first") {
+            series.paged_in = paged_in(&record);
         }
         series.push(&run_point(&record, &series.flagged));
         Ok(Flow::Next)
@@ -1181,6 +1187,7 @@ fn run_point(record: &Value, flagged: &[(u64, String)]) -> RunPoint {
         wall_ns: f64_at(record, &["wall_ns"]),
         disturbed: own.or_else(judged),
         failure_reason: str_at(record, &["failure_reason"]).map(|s| one_line(&s)),
+        uptime_s: f64_at(record, &["uptime_s"]),
     }
 }
 
@@ -1210,6 +1217,52 @@ fn flagged_runs(doc: &Value) -> Vec<(u64, String)> {
         }
     }
     flagged
+}
+
+/// The files of a record's `paged_in` (largest first, at most [`PAGED_IN_DRAWN`]) and its
+/// totals; `None` when the record lists none.
+fn paged_in(record: &Value) -> Option<PagedIn> {
+    let listed = record.get("paged_in").and_then(Value::as_array)?;
+    let files: Vec<(String, u64)> = listed
+        .iter()
+        .filter_map(|f| Some((one_line(&str_at(f, &["path"])?), u64_at(f, &["bytes"])?)))
+        .take(PAGED_IN_DRAWN)
+        .collect();
+    (!files.is_empty()).then(|| PagedIn {
+        files,
+        total_files: u64_at(record, &["cache", "paged_in_files"]),
+        total_bytes: u64_at(record, &["cache", "paged_in_bytes"]),
+    })
+}
+
+/// The most paged-in files the picture draws.
+pub const PAGED_IN_DRAWN: usize = 10;
+
+/// `cycles` of a batch document: its penalty, `None` when there is none.
+fn cycles_penalty(v: &Value) -> Option<CyclesPenalty> {
+    let p = v.get("penalty").filter(|p| p.is_object())?;
+    let pair = |lo: Option<f64>, hi: Option<f64>| lo.zip(hi);
+    let per = p.get("per_cycle").filter(|c| c.is_object());
+    let at = |path: &[&str]| per.and_then(|c| f64_at(c, path));
+    let parts = match (at(&["cpu_ns"]), at(&["runqueue_ns"]), at(&["blocked_ns"])) {
+        (Some(c), Some(r), Some(b)) => Some([c, r, b]),
+        _ => None,
+    };
+    Some(CyclesPenalty {
+        cycles: u64_at(v, &["cycles"]).unwrap_or(0),
+        runs_per_cycle: u64_at(v, &["runs_per_cycle"]).unwrap_or(0),
+        cold_median_ns: f64_at(p, &["cold_median_wall_ns"])?,
+        warm_median_ns: f64_at(p, &["warm_median_wall_ns"])?,
+        ratio: f64_at(p, &["ratio"]),
+        ratio_interval: pair(f64_at(p, &["ci_low"]), f64_at(p, &["ci_high"])),
+        per_cycle_ns: at(&["mean_wall_ns"]),
+        per_cycle_n: per.and_then(|c| u64_at(c, &["cycles"])).unwrap_or(0),
+        per_cycle_interval: pair(at(&["ci_low_ns"]), at(&["ci_high_ns"])),
+        no_interval: str_at(p, &["no_interval"])
+            .or_else(|| per.and_then(|c| str_at(c, &["no_interval"])))
+            .map(|s| one_line(&s)),
+        parts,
+    })
 }
 
 /// `first_penalty` of a batch document; `None` when it is null or lacks its wall times.

@@ -94,6 +94,9 @@ pub struct Bucket {
     pub last_index: u64,
     /// Wall times by kind, in [`Kind::ALL`] order.
     pub spans: [Option<Span>; 5],
+    /// When its first and its last run started, seconds after the batch's first record's
+    /// start (`None` when a record has no `uptime_s`).
+    pub started_s: Option<(f64, f64)>,
 }
 
 /// The run with role `first`.
@@ -107,6 +110,8 @@ pub struct FirstRun {
     pub wall_ns: Option<f64>,
     /// Why it was rejected, when it was.
     pub rejected: Option<String>,
+    /// When it started, seconds after the batch's first record's start.
+    pub started_s: Option<f64>,
 }
 
 /// One run as the reader hands it over.
@@ -128,6 +133,8 @@ pub struct RunPoint {
     pub disturbed: Option<String>,
     /// Why it was not counted.
     pub failure_reason: Option<String>,
+    /// `uptime_s` at its start: seconds since boot, to 10 ms (`/proc/uptime`).
+    pub uptime_s: Option<f64>,
 }
 
 /// The first-run penalty of `batch.json` (`first_penalty`): the first run minus the warm run
@@ -155,6 +162,43 @@ pub struct Penalty {
     /// Whether the first run stands out of the warm runs (`first_penalty.significant`; `None`
     /// in a document written before the rule, which the picture then applies itself).
     pub significant: Option<bool>,
+}
+
+/// A `--cold-cycles` batch's cold penalty (`batch.json`'s `cycles.penalty`): position 0 against
+/// the warm positions, as a ratio of medians and as the cycles' own differences averaged, each
+/// with its 95 % interval when there is one.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CyclesPenalty {
+    /// M cycles of { cold action; K runs }.
+    pub cycles: u64,
+    /// K.
+    pub runs_per_cycle: u64,
+    /// Median wall time at position 0 (right after the cold action), ns.
+    pub cold_median_ns: f64,
+    /// Median wall time over the warm positions, ns.
+    pub warm_median_ns: f64,
+    /// Their ratio, and its interval.
+    pub ratio: Option<f64>,
+    pub ratio_interval: Option<(f64, f64)>,
+    /// The cycles' own differences (each cold run minus its cycle's median warm run),
+    /// averaged, ns; the cycles that had both; and the interval of that mean.
+    pub per_cycle_ns: Option<f64>,
+    pub per_cycle_n: u64,
+    pub per_cycle_interval: Option<(f64, f64)>,
+    /// Why there is no interval, when there is none.
+    pub no_interval: Option<String>,
+    /// The mean's parts — on CPU, waiting for a CPU, blocked — when every cycle was split.
+    pub parts: Option<[f64; 3]>,
+}
+
+/// The files the first run brought into the page cache (its record's `paged_in`, largest
+/// first, as many as the record lists) and the totals (`cache.paged_in_files`, `_bytes`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PagedIn {
+    /// (path, bytes), largest first.
+    pub files: Vec<(String, u64)>,
+    pub total_files: Option<u64>,
+    pub total_bytes: Option<u64>,
 }
 
 /// One batch, ready to draw.
@@ -186,6 +230,16 @@ pub struct Series {
     pub penalty: Option<Penalty>,
     /// Why `batch.json` says there is none.
     pub penalty_unavailable: Option<String>,
+    /// A `--cold-cycles` batch's cold penalty.
+    pub cycles: Option<CyclesPenalty>,
+    /// What the first run paged in, when files were watched.
+    pub paged_in: Option<PagedIn>,
+    /// The first record's `uptime_s`: the time axis's 0.
+    pub origin_s: Option<f64>,
+    /// Whether every run read had a start time (then the runs are drawn on a time axis).
+    pub all_timed: bool,
+    /// When the last run ended, seconds after the origin.
+    pub end_s: f64,
     /// Runs that batch.json flags as disturbed (judged over the whole warm series), and why.
     pub flagged: Vec<(u64, String)>,
     /// Why the disturbed runs look so, in order (the first [`DISTURBED_KEPT`]), for tooltips.
@@ -206,6 +260,7 @@ impl Series {
             dir,
             per_bucket: 1,
             cap: cap.max(2),
+            all_timed: true,
             ..Series::default()
         }
     }
@@ -214,6 +269,15 @@ impl Series {
     pub fn push(&mut self, run: &RunPoint) {
         let position = self.runs;
         self.runs += 1;
+        if position == 0 {
+            self.origin_s = run.uptime_s;
+        }
+        let started_s = run.uptime_s.zip(self.origin_s).map(|(at, zero)| at - zero);
+        self.all_timed &= started_s.is_some();
+        if let Some(at) = started_s {
+            let wall_s = run.wall_ns.filter(|w| w.is_finite()).unwrap_or(0.0) / 1e9;
+            self.end_s = self.end_s.max(at + wall_s);
+        }
         if run.first {
             self.first = Some(FirstRun {
                 position,
@@ -224,6 +288,7 @@ impl Series {
                         .clone()
                         .unwrap_or_else(|| "not counted".into())
                 }),
+                started_s,
             });
             self.without_wall += u64::from(run.wall_ns.is_none());
             return;
@@ -247,19 +312,36 @@ impl Series {
             self.warm_wall_ns.extend(run.wall_ns);
         }
         match run.wall_ns {
-            Some(wall_ns) if wall_ns.is_finite() => self.place(position, run.index, kind, wall_ns),
+            Some(wall_ns) if wall_ns.is_finite() => {
+                let run = Placed {
+                    position,
+                    index: run.index,
+                    kind,
+                    wall_ns,
+                    started_s,
+                };
+                self.place(&run);
+            }
             _ => self.without_wall += 1,
         }
     }
 
-    /// Puts a run into the bucket that covers `position`, merging buckets first when full.
-    fn place(&mut self, position: u64, index: u64, kind: Kind, wall_ns: f64) {
+    /// Puts a run into the bucket that covers its position, merging buckets first when full.
+    fn place(&mut self, run: &Placed) {
+        let Placed {
+            position,
+            index,
+            kind,
+            wall_ns,
+            started_s,
+        } = *run;
         loop {
             if let Some(last) = self.buckets.last_mut() {
                 if position < last.position + self.per_bucket {
                     last.last_index = index;
                     let slot = &mut last.spans[kind.slot()];
                     *slot = Span::merge(*slot, Some(Span::of(wall_ns)));
+                    last.started_s = last.started_s.zip(started_s).map(|(a, b)| (a.0, b));
                     return;
                 }
             }
@@ -276,6 +358,7 @@ impl Series {
             first_index: index,
             last_index: index,
             spans,
+            started_s: started_s.map(|at| (at, at)),
         });
     }
 
@@ -289,6 +372,10 @@ impl Series {
             match merged.last_mut() {
                 Some(last) if last.position == start => {
                     last.last_index = bucket.last_index;
+                    last.started_s = last
+                        .started_s
+                        .zip(bucket.started_s)
+                        .map(|(a, b)| (a.0, b.1));
                     for (a, b) in last.spans.iter_mut().zip(bucket.spans) {
                         *a = Span::merge(*a, b);
                     }
@@ -312,6 +399,15 @@ impl Series {
             .flat_map(|s| [s.low_ns, s.high_ns]);
         first.into_iter().chain(spans)
     }
+}
+
+/// A run other than the first, as [`Series::place`] files it.
+struct Placed {
+    position: u64,
+    index: u64,
+    kind: Kind,
+    wall_ns: f64,
+    started_s: Option<f64>,
 }
 
 /// One command of a comparison (or one value of a parameter scan).
@@ -365,7 +461,28 @@ mod tests {
             wall_ns: Some(wall_ns),
             disturbed: None,
             failure_reason: None,
+            uptime_s: Some(1000.0 + index as f64 * 0.5),
         }
+    }
+
+    #[test]
+    fn runs_keep_their_start_on_the_batchs_clock_through_merges() {
+        let mut s = Series::new("d".into(), 2);
+        for i in 0..9 {
+            s.push(&run(i, i == 0, true, 0.1e9));
+        }
+        assert!(s.all_timed);
+        assert_eq!(s.first.as_ref().and_then(|f| f.started_s), Some(0.0));
+        // Eight runs after the first (positions 1–8) in buckets of eight, two at most: 1–7 and
+        // 8, each from its first run's start to its last one's.
+        let spans: Vec<_> = s.buckets.iter().map(|b| b.started_s).collect();
+        assert_eq!(spans, [Some((0.5, 3.5)), Some((4.0, 4.0))]);
+        assert!((s.end_s - 4.1).abs() < 1e-9, "{}", s.end_s);
+        s.push(&RunPoint {
+            uptime_s: None,
+            ..run(9, false, true, 0.1e9)
+        });
+        assert!(!s.all_timed);
     }
 
     #[test]

@@ -278,9 +278,77 @@ pub fn bootstrap_mean_ci(
     Some(percentile_interval(means, level))
 }
 
+/// The distribution-free interval of the median of `sorted` (ascending, finite) at `level`:
+/// the order statistics x(j) and x(k), 1-based, with j = ⌊(n − z·√n) / 2⌋ and k = ⌈(n + z·√n)
+/// / 2⌉ + 1 — the normal approximation to the binomial(n, ½) count of values below the median
+/// (Conover, *Practical Nonparametric Statistics*, 3rd ed., §3.2). No resampling, so it scales
+/// to any batch. `None` with fewer than 6 values (even [min, max] holds the median with less
+/// than 95 % then).
+pub fn median_interval(sorted: &[f64], level: f64) -> Option<(f64, f64)> {
+    let n = sorted.len();
+    if n < 6 {
+        return None;
+    }
+    let z = normal_quantile((1.0 + level) / 2.0);
+    let half = z * (n as f64).sqrt();
+    let j = ((n as f64 - half) / 2.0).floor().max(1.0) as usize;
+    let k = (((n as f64 + half) / 2.0).ceil() as usize + 1).min(n);
+    Some((sorted[j - 1], sorted[k - 1]))
+}
+
+/// The standard normal quantile at `p` for the levels intervals use (0.975 → 1.96), by
+/// Acklam's rational approximation's central region (|error| < 1.2e-9 for 0.02 ≤ p ≤ 0.98).
+fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969_683_028_665_376e1,
+        2.209_460_984_245_205e2,
+        -2.759_285_104_469_687e2,
+        1.383_577_518_672_69e2,
+        -3.066_479_806_614_716e1,
+        2.506_628_277_459_239,
+    ];
+    const B: [f64; 5] = [
+        -5.447_609_879_822_406e1,
+        1.615_858_368_580_409e2,
+        -1.556_989_798_598_866e2,
+        6.680_131_188_771_972e1,
+        -1.328_068_155_288_572e1,
+    ];
+    let q = p.clamp(0.02, 0.98) - 0.5;
+    let r = q * q;
+    let num = A.iter().fold(0.0, |acc, a| acc * r + a);
+    let den = B.iter().fold(0.0, |acc, b| acc * r + b) * r + 1.0;
+    num * q / den
+}
+
 #[cfg(test)]
 mod bootstrap_tests {
     use super::*;
+
+    #[test]
+    fn the_median_interval_is_of_order_statistics_and_holds_the_median() {
+        assert!((normal_quantile(0.975) - 1.959_964).abs() < 1e-5);
+        assert!(normal_quantile(0.5).abs() < 1e-12);
+        let sorted: Vec<f64> = (1..=100).map(f64::from).collect();
+        // n = 100: j = ⌊(100 − 19.6) / 2⌋ = 40, k = ⌈(100 + 19.6) / 2⌉ + 1 = 61.
+        assert_eq!(median_interval(&sorted, 0.95), Some((40.0, 61.0)));
+        assert_eq!(median_interval(&sorted[..5], 0.95), None);
+        let (lo, hi) = median_interval(&sorted[..6], 0.95).unwrap();
+        assert_eq!((lo, hi), (1.0, 6.0));
+        // Coverage, counted: of 2,000 samples of 25 from a skewed distribution, about 95 %
+        // of the intervals hold the true median (ln 2 for an exponential of mean 1).
+        let mut rng = SplitMix64::new(3);
+        let mut held = 0;
+        for _ in 0..2000 {
+            let mut v: Vec<f64> = (0..25)
+                .map(|_| -((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 + 1e-18).ln())
+                .collect();
+            v.sort_by(f64::total_cmp);
+            let (lo, hi) = median_interval(&v, 0.95).unwrap();
+            held += usize::from(lo <= 2f64.ln() && 2f64.ln() <= hi);
+        }
+        assert!((1860..=1990).contains(&held), "{held} of 2000");
+    }
 
     #[test]
     fn a_doubled_sample_has_an_interval_around_two() {

@@ -1,5 +1,5 @@
-//! The HTML page of `report --html FILE`: the picture's figures inline, one per directory,
-//! with a few words around them. Self-contained: no script, no external style, font or image,
+//! The HTML page of `report --html FILE`: a summary of every batch and command first, then the
+//! picture's figures inline, one per directory, with a few words around them. Self-contained: no script, no external style, font or image,
 //! and a Content-Security-Policy that forbids loading anything, so it shows the same offline.
 #![forbid(unsafe_code)]
 
@@ -32,6 +32,9 @@ pub fn render_html(pictures: &[Picture], dirs: &[String]) -> String {
         env!("CARGO_PKG_VERSION"),
         escape(&dirs.join(", "))
     );
+    if let Some(summary) = super::render_summary(pictures) {
+        let _ = writeln!(page, "<figure>\n{summary}</figure>");
+    }
     for figure in super::render_figures(pictures) {
         let _ = writeln!(page, "<figure>\n{figure}</figure>");
     }

@@ -7,12 +7,14 @@
 //! relies on the browser to fit: labels are shortened to a width estimated from their length.
 #![forbid(unsafe_code)]
 
+mod cold;
 mod compare;
 pub mod html;
 mod panel;
 mod penalty;
 mod scale;
 mod strip;
+mod summary;
 pub mod svg;
 
 pub use panel::WIDTH;
@@ -41,6 +43,7 @@ text{font-family:'DejaVu Sans','Liberation Sans',Arial,Helvetica,sans-serif;font
 .bar{fill:#9ecae1}.box{fill:#c6dbef;stroke:#0072B2;stroke-width:1.2}.whisker{stroke:#0072B2}\
 .mid{stroke:#08306b;stroke-width:2.5}\
 .cpu{fill:#009E73}.runqueue{fill:#E69F00}.blocked{fill:#56B4E9}.total{fill:#666}\
+.paged{fill:#D55E00;fill-opacity:.55}\
 .zero{stroke:#333;stroke-width:1.2}.one{stroke:#333;stroke-dasharray:3 3}\
 .ci{stroke:#222;stroke-width:2}.ratio{fill:#222}";
 
@@ -84,6 +87,16 @@ fn one_picture(svg: &mut Svg, picture: &Picture, y: f64) -> f64 {
         }
     }
     used
+}
+
+/// The summary of every picture (one bar per batch and per command compared) as its own SVG
+/// document, for the top of the HTML page; `None` with nothing to summarise.
+pub fn render_summary(pictures: &[Picture]) -> Option<String> {
+    let mut svg = Svg::default();
+    svg.open(8.0);
+    let height = summary::summary(&mut svg, pictures);
+    svg.close();
+    (height > 0.0).then(|| svg.document(WIDTH, height + 16.0, "summary", STYLE))
 }
 
 /// Each picture as its own SVG document (for the HTML page, one figure each).

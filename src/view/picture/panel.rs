@@ -3,8 +3,9 @@
 //! lays out no panel and reads no series.
 #![forbid(unsafe_code)]
 
-use super::scale;
+use super::scale::{self, Scale};
 use super::svg::{Anchor, Shape, Svg};
+use crate::view::units::human_ns;
 
 /// The picture's width in pixels.
 pub const WIDTH: f64 = 960.0;
@@ -94,3 +95,58 @@ pub(super) fn x_ticks(svg: &mut Svg, bottom: f64, ticks: impl Iterator<Item = (f
         svg.text(px, bottom + 17.0, Anchor::Middle, "small", &label);
     }
 }
+
+/// `+12.98 ms`, `−3.10 ms`.
+pub(super) fn signed(ns: f64) -> String {
+    if ns < 0.0 {
+        format!("−{}", human_ns(-ns))
+    } else {
+        format!("+{}", human_ns(ns))
+    }
+}
+
+/// A linear time axis along `x` between `top` and `bottom`: grid lines, round labels in one
+/// unit, and its title (`what` and the unit) under them.
+pub(super) fn time_grid(svg: &mut Svg, x: &Scale, top: f64, bottom: f64, what: &str) {
+    let ticks = scale::linear_ticks(x.lo, x.hi);
+    let step = ticks.windows(2).map(|w| w[1] - w[0]).next().unwrap_or(1.0);
+    let (unit, per) = scale::time_unit(x.hi.abs().max(x.lo.abs()));
+    for t in ticks {
+        let px = x.at(t);
+        svg.line(px, top, px, bottom, "grid");
+        let label = scale::plain(t / per, step / per);
+        svg.text(px, bottom + 14.0, Anchor::Middle, "small", &label);
+    }
+    svg.text(
+        (x.px_lo + x.px_hi) / 2.0,
+        bottom + 28.0,
+        Anchor::Middle,
+        "small",
+        &format!("{what} ({unit})"),
+    );
+}
+
+/// An interval along `x` at height `mid`: a line from `lo` to `hi` with an end mark at each,
+/// `half` pixels up and down.
+pub(super) fn whisker(svg: &mut Svg, x: &Scale, (lo, hi): (f64, f64), mid: f64, half: f64) {
+    svg.line(x.at(lo), mid, x.at(hi), mid, "ci");
+    svg.line(x.at(lo), mid - half, x.at(lo), mid + half, "ci");
+    svg.line(x.at(hi), mid - half, x.at(hi), mid + half, "ci");
+}
+
+/// One row of signed bars from zero, [`BAR_ROW`] pixels tall at `top`: its label ending at
+/// `labels_right`, its bar (`class`) from 0 to `value`.
+pub(super) fn bar_row(
+    svg: &mut Svg,
+    x: &Scale,
+    labels_right: f64,
+    top: f64,
+    (label, class, value): (&str, &str, f64),
+) {
+    svg.text(labels_right, top + 15.0, Anchor::End, "small", label);
+    let (zero, end) = (x.at(0.0), x.at(value));
+    svg.rect(zero, top + 4.0, end - zero, BAR_ROW - 8.0, class);
+}
+
+/// The height of a row of [`bar_row`].
+pub(super) const BAR_ROW: f64 = 22.0;

@@ -5,7 +5,7 @@
 //! ([`crate::record::penalty::RULE`]); one that does not is a line saying so.
 #![forbid(unsafe_code)]
 
-use super::panel::{fit, PLOT_LEFT, PLOT_RIGHT};
+use super::panel::{bar_row, fit, signed, time_grid, BAR_ROW as ROW, PLOT_LEFT, PLOT_RIGHT};
 use super::scale::{self, Scale};
 use super::svg::{Anchor, Svg};
 use crate::record::series::{Penalty, Series};
@@ -13,22 +13,15 @@ use crate::view::units::human_ns;
 
 /// Where the bars start (the row labels are to the left of it).
 const BARS_LEFT: f64 = 330.0;
-/// Height of a row.
-const ROW: f64 = 22.0;
-
-/// `+12.98 ms`, `−3.10 ms`.
-fn signed(ns: f64) -> String {
-    if ns < 0.0 {
-        format!("−{}", human_ns(-ns))
-    } else {
-        format!("+{}", human_ns(ns))
-    }
-}
 
 /// Draws the penalty of `s` from `top`; returns the height used (0 when there is nothing to
 /// say: no `first_penalty` in `batch.json`).
 pub fn penalty(svg: &mut Svg, s: &Series, top: f64) -> f64 {
     let Some(p) = &s.penalty else {
+        if s.cycles.is_some() {
+            // The cycles' own penalty is drawn instead (`cold::cycles`).
+            return 0.0;
+        }
         return match &s.penalty_unavailable {
             Some(why) => one_line(svg, top, &format!("first-run penalty: none ({why})")),
             None => 0.0,
@@ -57,24 +50,17 @@ pub fn penalty(svg: &mut Svg, s: &Series, top: f64) -> f64 {
     let x = bar_scale(&rows);
     let bars_top = y0 + 14.0;
     let bottom = bars_top + rows.len() as f64 * ROW;
-    grid(svg, &x, bars_top, bottom);
-    for (i, (label, class, value)) in rows.iter().enumerate() {
+    time_grid(svg, &x, bars_top, bottom, "extra time of the first run");
+    for (i, &(label, class, value)) in rows.iter().enumerate() {
         let row_top = bars_top + i as f64 * ROW;
-        svg.text(
-            BARS_LEFT - 10.0,
-            row_top + 15.0,
-            Anchor::End,
-            "small",
-            label,
-        );
-        let (zero, end) = (x.at(0.0), x.at(*value));
-        svg.rect(zero, row_top + 4.0, end - zero, ROW - 8.0, class);
-        let (lx, anchor) = if *value < 0.0 {
+        bar_row(svg, &x, BARS_LEFT - 10.0, row_top, (label, class, value));
+        let end = x.at(value);
+        let (lx, anchor) = if value < 0.0 {
             (end - 4.0, Anchor::End)
         } else {
             (end + 4.0, Anchor::Start)
         };
-        svg.text(lx, row_top + 15.0, anchor, "small halo", &signed(*value));
+        svg.text(lx, row_top + 15.0, anchor, "small halo", &signed(value));
     }
     svg.line(x.at(0.0), bars_top, x.at(0.0), bottom, "zero");
     let mut used = bottom - top + 28.0;
@@ -160,23 +146,4 @@ fn bar_scale(rows: &[(&str, &str, f64)]) -> Scale {
         px_lo: BARS_LEFT + room,
         px_hi: PLOT_RIGHT - 70.0,
     }
-}
-
-fn grid(svg: &mut Svg, x: &Scale, top: f64, bottom: f64) {
-    let ticks = scale::linear_ticks(x.lo, x.hi);
-    let step = ticks.windows(2).map(|w| w[1] - w[0]).next().unwrap_or(1.0);
-    let (unit, per) = scale::time_unit(x.hi.abs().max(x.lo.abs()));
-    for t in ticks {
-        let px = x.at(t);
-        svg.line(px, top, px, bottom, "grid");
-        let label = scale::plain(t / per, step / per);
-        svg.text(px, bottom + 14.0, Anchor::Middle, "small", &label);
-    }
-    svg.text(
-        (x.px_lo + x.px_hi) / 2.0,
-        bottom + 28.0,
-        Anchor::Middle,
-        "small",
-        &format!("extra time of the first run ({unit})"),
-    );
 }

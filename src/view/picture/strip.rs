@@ -1,12 +1,13 @@
 //! A batch's panel: the wall time of every run in order (first run, warm-ups, disturbed and
 //! rejected runs marked), beside it the warm runs' distribution on the same axis (histogram
-//! and box), and under it the first-run penalty's parts. Draws a [`Series`]; reads nothing.
+//! and box), and under it the first-run penalty's parts, a cold-cycles batch's penalty and the
+//! files the first run paged in. Draws a [`Series`]; reads nothing.
 #![forbid(unsafe_code)]
 
 use super::panel::{fit, header, legend, Key, PLOT_LEFT, PLOT_RIGHT};
 use super::scale::{self, Scale};
 use super::svg::{Anchor, Shape, Svg};
-use crate::record::series::{Bucket, Kind, Series, Span};
+use crate::record::series::{Bucket, FirstRun, Kind, Series, Span};
 use crate::record::stats::Summary;
 use crate::view::units::human_ns;
 
@@ -34,15 +35,9 @@ pub fn batch(svg: &mut Svg, s: &Series) -> f64 {
         );
         return TOP + 32.0;
     };
-    let x = Scale {
-        lo: -0.5,
-        hi: s.runs.max(1) as f64 - 0.5,
-        log: false,
-        px_lo: PLOT_LEFT + 8.0,
-        px_hi: STRIP_RIGHT - 8.0,
-    };
+    let x = RunX::of(s);
     super::panel::time_axis(svg, &y, PLOT_LEFT, STRIP_RIGHT, "wall time");
-    run_axis(svg, &x, s.runs);
+    run_axis(svg, &x, s);
     let warm = Summary::of(&s.warm_wall_ns);
     if let Some(w) = warm {
         median_line(svg, &y, w.median);
@@ -54,7 +49,9 @@ pub fn batch(svg: &mut Svg, s: &Series) -> f64 {
     distribution(svg, &y, &s.warm_wall_ns);
     let mut used = BOTTOM + 60.0;
     used += footnotes(svg, s, used);
-    used + super::penalty::penalty(svg, s, used)
+    used += super::penalty::penalty(svg, s, used);
+    used += super::cold::cycles(svg, s, used);
+    used + super::cold::paged_in(svg, s, used)
 }
 
 fn subtitle(s: &Series) -> String {
@@ -116,19 +113,71 @@ fn keys(s: &Series) -> Vec<(Key<'static>, String)> {
     keys
 }
 
-/// The run axis under the strip: round run numbers, and its title.
-fn run_axis(svg: &mut Svg, x: &Scale, runs: u64) {
-    let step = scale::nice_step(runs.max(1) as f64 / 8.0).max(1.0);
+/// Where the runs go across the strip: at the time each started, seconds after the batch's
+/// first run (every record has `uptime_s`), else at their place in `runs.jsonl`.
+struct RunX {
+    scale: Scale,
+    timed: bool,
+}
+
+impl RunX {
+    fn of(s: &Series) -> RunX {
+        let timed = s.all_timed && s.end_s > 0.0;
+        let (lo, hi) = if timed {
+            (-s.end_s * 0.01, s.end_s * 1.01)
+        } else {
+            (-0.5, s.runs.max(1) as f64 - 0.5)
+        };
+        let scale = Scale {
+            lo,
+            hi,
+            log: false,
+            px_lo: PLOT_LEFT + 8.0,
+            px_hi: STRIP_RIGHT - 8.0,
+        };
+        RunX { scale, timed }
+    }
+
+    /// A bucket's pixel: the middle of its runs' starts (or places).
+    fn bucket(&self, b: &Bucket, per_bucket: u64) -> f64 {
+        match b.started_s.filter(|_| self.timed) {
+            Some((first, last)) => self.scale.at((first + last) / 2.0),
+            None => self
+                .scale
+                .at(b.position as f64 + (per_bucket as f64 - 1.0) / 2.0),
+        }
+    }
+
+    /// The first run's pixel.
+    fn first(&self, f: &FirstRun) -> f64 {
+        match f.started_s.filter(|_| self.timed) {
+            Some(at) => self.scale.at(at),
+            None => self.scale.at(f.position as f64),
+        }
+    }
+}
+
+/// The axis under the strip: round seconds (or run numbers), and its title.
+fn run_axis(svg: &mut Svg, x: &RunX, s: &Series) {
+    let (end, title) = if x.timed {
+        let title = "time since the first run started (s); each run at its start";
+        (s.end_s, title)
+    } else {
+        (s.runs as f64, "run, in the order run (index in runs.jsonl)")
+    };
+    let step = scale::nice_step(end.max(1e-3) / 8.0);
+    let step = if x.timed { step } else { step.max(1.0) };
     let ticks = (0..)
         .map(|k| k as f64 * step)
-        .take_while(|t| *t < runs as f64);
-    super::panel::x_ticks(svg, BOTTOM, ticks.map(|t| (x.at(t), format!("{t:.0}"))));
+        .take_while(|t| *t < end || (x.timed && *t <= end));
+    let label = |t: f64| scale::plain(t, if x.timed { step } else { 1.0 });
+    super::panel::x_ticks(svg, BOTTOM, ticks.map(|t| (x.scale.at(t), label(t))));
     svg.text(
         (PLOT_LEFT + STRIP_RIGHT) / 2.0,
         BOTTOM + 36.0,
         Anchor::Middle,
         "sub",
-        "run, in the order run (index in runs.jsonl)",
+        title,
     );
 }
 
@@ -138,9 +187,8 @@ fn median_line(svg: &mut Svg, y: &Scale, median_ns: f64) {
 }
 
 /// One bucket: a marker per kind when it holds one run (or runs of one value), else a range.
-fn draw_bucket(svg: &mut Svg, x: &Scale, y: &Scale, b: &Bucket, s: &Series) {
-    let per_bucket = s.per_bucket;
-    let px = x.at(b.position as f64 + (per_bucket as f64 - 1.0) / 2.0);
+fn draw_bucket(svg: &mut Svg, x: &RunX, y: &Scale, b: &Bucket, s: &Series) {
+    let px = x.bucket(b, s.per_bucket);
     for kind in Kind::ALL {
         let Some(span) = b.spans[kind.slot()] else {
             continue;
@@ -206,10 +254,10 @@ fn tip(kind: Kind, b: &Bucket, span: &Span) -> String {
 
 /// The first run, on top of everything (its value is in the legend, where it never covers
 /// a mark).
-fn first_run(svg: &mut Svg, x: &Scale, y: &Scale, s: &Series) {
+fn first_run(svg: &mut Svg, x: &RunX, y: &Scale, s: &Series) {
     let Some(first) = &s.first else { return };
     let Some(wall) = first.wall_ns else { return };
-    let (px, py) = (x.at(first.position as f64), y.at(wall));
+    let (px, py) = (x.first(first), y.at(wall));
     match &first.rejected {
         Some(why) => {
             let tip = format!(

@@ -75,6 +75,20 @@ impl Svg {
         );
     }
 
+    /// A rectangle with a tooltip (its `<title>`).
+    pub fn titled_rect(&mut self, x: f64, y: f64, w: f64, h: f64, class: &str, tip: &str) {
+        let (x, w) = if w < 0.0 { (x + w, -w) } else { (x, w) };
+        let _ = writeln!(
+            self.body,
+            r#"<rect class="{class}" x="{}" y="{}" width="{}" height="{}"><title>{}</title></rect>"#,
+            n(x),
+            n(y),
+            n(w),
+            n(h.max(0.0)),
+            escape(tip)
+        );
+    }
+
     /// A straight line.
     pub fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, class: &str) {
         let _ = writeln!(
