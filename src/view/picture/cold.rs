@@ -161,11 +161,12 @@ pub fn paged_in(svg: &mut Svg, s: &Series, top: f64) -> f64 {
 
 /// `the first run paged in 212 files, 13.6 MiB; the 10 largest:`.
 fn paged_title(p: &PagedIn) -> String {
+    let files = |n: u64| format!("{n} file{}", if n == 1 { "" } else { "s" });
     let total = match (p.total_files, p.total_bytes) {
-        (Some(n), Some(b)) => format!("{n} files, {}", human_bytes(b as f64)),
-        (Some(n), None) => format!("{n} files"),
+        (Some(n), Some(b)) => format!("{}, {}", files(n), human_bytes(b as f64)),
+        (Some(n), None) => files(n),
         (None, Some(b)) => human_bytes(b as f64),
-        (None, None) => format!("{} files listed", p.files.len()),
+        (None, None) => format!("{} listed", files(p.files.len() as u64)),
     };
     let which = match p.files.len() {
         1 => "the largest".to_string(),
