@@ -63,7 +63,11 @@ fn run(dir: &Path, filter: &[&str], args: &[&str]) -> common::Output {
 }
 
 fn notes(out: &common::Output, what: &str) -> usize {
-    out.stderr.lines().filter(|l| l.contains(what)).count()
+    // What the terminal shows: notices on stderr, the table's notes on stdout.
+    out.shown_lines()
+        .iter()
+        .filter(|l| l.contains(what))
+        .count()
 }
 
 const NO_PIDFDS: [&str; 4] = ["--clone-pidfd", ENOSYS, "--pidfd-open", ENOSYS];

@@ -482,8 +482,8 @@ static OPTIONS: &[OptSpec] = &[
             wall, cpu, user, sys, max_rss, minor_faults, major_faults, block_in, block_out, \
             voluntary_switches, involuntary_switches, read_bytes, rchar, runqueue_wait, \
             resident_ratio_before, resident_ratio_after, pgmajfault, psi_io_some, \
-            cpu_usage, io_stall_some, memory_stall_some (the run's cgroup), or a perf event \
-            counted with --counters or --events.",
+            cpu_usage, io_stall_some, memory_stall_some, or a perf event counted with \
+            --counters or --events.",
     },
     opt! {
         long: "label", short: [], values: ["TEXT"], repeat: LastWins,
