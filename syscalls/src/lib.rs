@@ -21,6 +21,7 @@ mod exec_image;
 mod owners;
 pub mod perf;
 pub mod raw;
+pub mod ring;
 pub mod rusage;
 pub mod signal;
 mod sigset;

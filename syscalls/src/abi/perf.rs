@@ -218,3 +218,54 @@ impl PerfEventAttr {
 
 /// `PERF_FLAG_PID_CGROUP`: `pid` is a descriptor of a cgroup directory (per-CPU events only).
 pub const PERF_FLAG_PID_CGROUP: u64 = 1 << 2;
+
+/// `PERF_TYPE_TRACEPOINT`: a kernel tracepoint; `config` is its ID (tracefs
+/// `events/<system>/<name>/id`).
+pub const PERF_TYPE_TRACEPOINT: u32 = 2;
+
+/// `PERF_SAMPLE_TIME`: a sample carries the time of the event (`u64`, ns of the event's clock).
+pub const PERF_SAMPLE_TIME: u64 = 1 << 2;
+/// `PERF_SAMPLE_RAW`: a sample carries the tracepoint's raw record (`u32` size, then the bytes
+/// laid out as tracefs `events/<system>/<name>/format` says).
+pub const PERF_SAMPLE_RAW: u64 = 1 << 10;
+
+/// `use_clockid` (bit 25 of [`PerfEventAttr::flags`]): sample times on
+/// [`PerfEventAttr::clockid`] instead of the perf clock.
+pub const ATTR_USE_CLOCKID: u64 = 1 << 25;
+/// `CLOCK_MONOTONIC`, for [`PerfEventAttr::clockid`].
+pub const CLOCK_MONOTONIC: i32 = 1;
+
+/// `PERF_RECORD_LOST`: the kernel dropped samples because the ring was full (`u64 id`,
+/// `u64 lost`).
+pub const PERF_RECORD_LOST: u32 = 2;
+/// `PERF_RECORD_SAMPLE`: one sample, laid out by the event's `sample_type`.
+pub const PERF_RECORD_SAMPLE: u32 = 9;
+/// `PERF_RECORD_LOST_SAMPLES` (Linux ≥ 4.2): samples dropped before reaching the ring (`u64
+/// lost`).
+pub const PERF_RECORD_LOST_SAMPLES: u32 = 13;
+
+/// `PERF_EVENT_IOC_ENABLE`, `_IO('$', 0)`: start an event (its group with
+/// [`PERF_IOC_FLAG_GROUP`]).
+pub const PERF_EVENT_IOC_ENABLE: u32 = 0x2400;
+/// `PERF_EVENT_IOC_DISABLE`, `_IO('$', 1)`: stop an event (its group with
+/// [`PERF_IOC_FLAG_GROUP`]).
+pub const PERF_EVENT_IOC_DISABLE: u32 = 0x2401;
+/// `PERF_EVENT_IOC_SET_OUTPUT`, `_IO('$', 5)`: send an event's records to another event's
+/// ring (same CPU), given that event's descriptor.
+pub const PERF_EVENT_IOC_SET_OUTPUT: u32 = 0x2405;
+/// `PERF_IOC_FLAG_GROUP`: an enable or disable applies to the whole group.
+pub const PERF_IOC_FLAG_GROUP: usize = 1;
+
+/// Offsets in `struct perf_event_mmap_page`, the first page of a ring mapping: `data_head`
+/// (written by the kernel), `data_tail` (written by the reader), `data_offset` and `data_size`
+/// (where the data pages start and how many bytes they hold; Linux ≥ 4.1).
+pub mod mmap_page {
+    /// `data_head`: bytes the kernel has written, ever (wraps modulo the data size).
+    pub const DATA_HEAD: usize = 1024;
+    /// `data_tail`: bytes the reader has consumed, ever.
+    pub const DATA_TAIL: usize = 1032;
+    /// `data_offset`: where the data pages start in the mapping.
+    pub const DATA_OFFSET: usize = 1040;
+    /// `data_size`: the data pages' size in bytes, a power of two.
+    pub const DATA_SIZE: usize = 1048;
+}

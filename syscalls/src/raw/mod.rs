@@ -1,8 +1,9 @@
 //! THE unsafe room: every `unsafe` of coldtrace is in this file, `child.rs` (everything that
-//! runs in the vfork child), `spawn.rs` (the parent's side of the clone) and `perf.rs`, and
-//! nothing else is here — declarations are in [`crate::abi`], safe fronts with the full
-//! documentation in [`crate::spawn`], [`crate::wait`], [`crate::signal`], [`crate::cache`] and
-//! [`crate::perf`].
+//! runs in the vfork child), `spawn.rs` (the parent's side of the clone), `perf.rs` and
+//! `ring.rs` (a perf ring buffer shared with the kernel), and nothing else is here —
+//! declarations are in [`crate::abi`], safe fronts with the full documentation in
+//! [`crate::spawn`], [`crate::wait`], [`crate::signal`], [`crate::cache`], [`crate::perf`] and
+//! [`crate::ring`].
 //!
 //! The auditors' inventory — every unsafe item, one row each, and why it holds — is this
 //! module's page: `inventory.md`, beside this file.
@@ -12,6 +13,7 @@
 mod child;
 mod clone;
 pub(crate) mod perf;
+pub(crate) mod ring;
 pub mod spawn;
 #[cfg(test)]
 pub(crate) mod test_support;

@@ -1,0 +1,297 @@
+//! Perf records from a ring buffer shared with the kernel: [`PerfRing`] opens a group of events
+//! on one CPU (or task), sends all their records into the leader's ring and maps it; [`frame`]
+//! cuts the bytes the kernel wrote into records, and [`time_and_raw`] / [`lost_count`] read
+//! the two kinds a tracepoint reader needs. The framing is pure and total (any bytes give
+//! records or `malformed`, never a panic): the fuzz target `perf_records` checks it.
+//!
+//! The mapping and the `data_head`/`data_tail` protocol are in `raw::ring`, with their proofs.
+//!
+//! # References
+//! [perf_event_open(2)](https://man7.org/linux/man-pages/man2/perf_event_open.2.html), "MMAP
+//! layout" and "PERF_RECORD_SAMPLE"; [mmap(2)](https://man7.org/linux/man-pages/man2/mmap.2.html);
+//! [ioctl(2)](https://man7.org/linux/man-pages/man2/ioctl.2.html).
+#![forbid(unsafe_code)]
+
+use crate::abi::perf::{PerfEventAttr, PERF_FLAG_FD_CLOEXEC, PERF_IOC_FLAG_GROUP};
+use crate::errno::Errno;
+use crate::perf::{perf_event_open, PerfTarget};
+use crate::raw::ring::{self as raw, RingMap};
+use alloc::vec::Vec;
+use rustix::fd::{AsFd, OwnedFd};
+
+/// The header of every perf record: `u32 type`, `u16 misc`, `u16 size` (header included).
+pub const HEADER_BYTES: usize = 8;
+
+/// One record, its header decoded: `kind` is `PERF_RECORD_*`, `body` the bytes after the
+/// header (`size - 8` of them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// `PERF_RECORD_SAMPLE`, `PERF_RECORD_LOST`, …
+    pub kind: u32,
+    /// `misc`: the CPU mode and flags.
+    pub misc: u16,
+    /// The record after its header.
+    pub body: &'a [u8],
+}
+
+/// What [`frame`] made of the bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Framed {
+    /// Whole records handed out.
+    pub records: u64,
+    /// Their bytes, headers included: what may be handed back to the kernel.
+    pub bytes: u64,
+    /// A header with a size below 8, or a record running past the bytes given: the rest could
+    /// not be cut into records (the kernel never publishes such bytes).
+    pub malformed: bool,
+}
+
+/// Cuts `first` followed by `second` (a ring's unread bytes, wrapped at its end) into records,
+/// calling `each` for every whole one in order. A record that straddles the two parts is copied
+/// into `scratch`, so every body handed out is contiguous. Stops at the first malformed header.
+pub fn frame(
+    first: &[u8],
+    second: &[u8],
+    scratch: &mut Vec<u8>,
+    mut each: impl FnMut(Record<'_>),
+) -> Framed {
+    let total = first.len() + second.len();
+    let mut framed = Framed::default();
+    let mut at = 0usize;
+    while at < total {
+        let mut header = [0u8; HEADER_BYTES];
+        if !copy_out(first, second, at, &mut header) {
+            framed.malformed = true;
+            break;
+        }
+        let kind = u32::from_ne_bytes([header[0], header[1], header[2], header[3]]);
+        let misc = u16::from_ne_bytes([header[4], header[5]]);
+        let size = usize::from(u16::from_ne_bytes([header[6], header[7]]));
+        if size < HEADER_BYTES || size > total - at {
+            framed.malformed = true;
+            break;
+        }
+        let (from, to) = (at + HEADER_BYTES, at + size);
+        let body: &[u8] = if to <= first.len() {
+            &first[from..to]
+        } else if from >= first.len() {
+            &second[from - first.len()..to - first.len()]
+        } else {
+            scratch.clear();
+            scratch.resize(to - from, 0);
+            copy_out(first, second, from, scratch);
+            scratch
+        };
+        each(Record { kind, misc, body });
+        framed.records += 1;
+        framed.bytes += size as u64;
+        at = to;
+    }
+    framed
+}
+
+/// Copies `out.len()` bytes at `at` of `first` followed by `second` into `out`; `false` when
+/// they run past the end.
+fn copy_out(first: &[u8], second: &[u8], at: usize, out: &mut [u8]) -> bool {
+    let end = match at.checked_add(out.len()) {
+        Some(end) if end <= first.len() + second.len() => end,
+        _ => return false,
+    };
+    for (k, slot) in (at..end).zip(out.iter_mut()) {
+        *slot = if k < first.len() {
+            first[k]
+        } else {
+            second[k - first.len()]
+        };
+    }
+    true
+}
+
+/// The time and the raw tracepoint bytes of a `PERF_RECORD_SAMPLE` body whose event had
+/// `sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_RAW` (and nothing else): `u64 time`,
+/// `u32 size`, `size` bytes. `None` when the body is too short for what it announces.
+pub fn time_and_raw(body: &[u8]) -> Option<(u64, &[u8])> {
+    let time = u64::from_ne_bytes(body.get(..8)?.try_into().ok()?);
+    let size = u32::from_ne_bytes(body.get(8..12)?.try_into().ok()?) as usize;
+    let raw = body.get(12..12usize.checked_add(size)?)?;
+    Some((time, raw))
+}
+
+/// How many samples a `PERF_RECORD_LOST` body (`u64 id`, `u64 lost`) or a
+/// `PERF_RECORD_LOST_SAMPLES` body (`u64 lost`) says were dropped; `None` for another kind or
+/// a short body.
+pub fn lost_count(record: &Record<'_>) -> Option<u64> {
+    use crate::abi::perf::{PERF_RECORD_LOST, PERF_RECORD_LOST_SAMPLES};
+    let at = match record.kind {
+        PERF_RECORD_LOST => 8,
+        PERF_RECORD_LOST_SAMPLES => 0,
+        _ => return None,
+    };
+    Some(u64::from_ne_bytes(
+        record.body.get(at..at + 8)?.try_into().ok()?,
+    ))
+}
+
+/// A group of perf events on one CPU (or task) whose records all go into the leader's ring,
+/// mapped here. Dropping it unmaps the ring and closes the events.
+pub struct PerfRing {
+    map: RingMap,
+    leader: OwnedFd,
+    /// The other events of the group, kept open; their records go to the leader's ring.
+    members: Vec<OwnedFd>,
+    /// A record that wraps the ring's end, copied out.
+    scratch: Vec<u8>,
+}
+
+impl PerfRing {
+    /// Opens `attrs` on `target` and `cpu` as one group (the first is the leader; open it with
+    /// `disabled` and the others without, and [`PerfRing::enable`] starts them together),
+    /// redirects every member's records into the leader's ring, and maps that ring with
+    /// `data_pages` pages of data (a power of two).
+    ///
+    /// # Errors
+    /// `EINVAL` without attributes or for `data_pages` not a power of two; those of
+    /// [`perf_event_open`] (`EACCES` for system-wide events without root or CAP_PERFMON,
+    /// `ENODEV` for an offline CPU), of `mmap` (`EPERM` past `perf_event_mlock_kb`; `EINVAL`
+    /// for an inherited event on every CPU, which cannot be mapped) and of
+    /// `PERF_EVENT_IOC_SET_OUTPUT`.
+    pub fn open(
+        attrs: &[PerfEventAttr],
+        target: PerfTarget<'_>,
+        cpu: i32,
+        data_pages: usize,
+    ) -> Result<PerfRing, Errno> {
+        let (leader_attr, others) = attrs.split_first().ok_or(Errno::INVAL)?;
+        let leader = perf_event_open(leader_attr, target, cpu, None, PERF_FLAG_FD_CLOEXEC)?;
+        let map = RingMap::map(leader.as_fd(), data_pages)?;
+        let mut members = Vec::with_capacity(others.len());
+        for attr in others {
+            let fd = perf_event_open(
+                attr,
+                target,
+                cpu,
+                Some(leader.as_fd()),
+                PERF_FLAG_FD_CLOEXEC,
+            )?;
+            raw::set_output(fd.as_fd(), leader.as_fd())?;
+            members.push(fd);
+        }
+        Ok(PerfRing {
+            map,
+            leader,
+            members,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Starts the whole group (`PERF_EVENT_IOC_ENABLE` with `PERF_IOC_FLAG_GROUP`).
+    pub fn enable(&self) -> Result<(), Errno> {
+        raw::enable(self.leader.as_fd(), true, PERF_IOC_FLAG_GROUP)
+    }
+
+    /// Stops the whole group. When it returns, the events are off every CPU, so every record
+    /// they wrote is in the ring.
+    pub fn disable(&self) -> Result<(), Errno> {
+        raw::enable(self.leader.as_fd(), false, PERF_IOC_FLAG_GROUP)
+    }
+
+    /// How many events the group holds.
+    pub fn events(&self) -> usize {
+        1 + self.members.len()
+    }
+
+    /// The ring's size in bytes.
+    pub fn data_bytes(&self) -> u64 {
+        self.map.data_size()
+    }
+
+    /// Hands every whole record written since the last read to `each`, in ring order, then
+    /// gives their bytes back to the kernel. Bytes that cannot be cut into records
+    /// ([`Framed::malformed`]) are given back too, unread, so that the ring never stalls.
+    ///
+    /// # Errors
+    /// `EIO` when the kernel's `data_head` is not within one ring of our tail (never seen).
+    pub fn read(&mut self, each: impl FnMut(Record<'_>)) -> Result<Framed, Errno> {
+        let (first, second) = self.map.unread()?;
+        let all = (first.len() + second.len()) as u64;
+        let framed = frame(first, second, &mut self.scratch, each);
+        let done = if framed.malformed { all } else { framed.bytes };
+        self.map.consume(done);
+        Ok(framed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn record(kind: u32, body: &[u8]) -> Vec<u8> {
+        let size = (HEADER_BYTES + body.len()) as u16;
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&kind.to_ne_bytes());
+        bytes.extend_from_slice(&0u16.to_ne_bytes());
+        bytes.extend_from_slice(&size.to_ne_bytes());
+        bytes.extend_from_slice(body);
+        bytes
+    }
+
+    fn collect(first: &[u8], second: &[u8]) -> (Vec<(u32, Vec<u8>)>, Framed) {
+        let mut seen = Vec::new();
+        let mut scratch = Vec::new();
+        let framed = frame(first, second, &mut scratch, |r| {
+            seen.push((r.kind, r.body.to_vec()))
+        });
+        (seen, framed)
+    }
+
+    #[test]
+    fn a_record_wrapping_the_end_reads_as_if_contiguous() {
+        let mut bytes = record(9, &[1, 2, 3, 4, 5, 6, 7, 8]);
+        bytes.extend(record(2, &[9; 16]));
+        let whole = collect(&bytes, &[]);
+        assert_eq!(whole.1.records, 2);
+        assert!(!whole.1.malformed);
+        // Cut at every place: the same records, the same bytes.
+        for cut in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(cut);
+            assert_eq!(collect(a, b), whole, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn short_and_overlong_sizes_are_malformed_and_stop_the_framing() {
+        let mut bytes = record(9, &[0; 8]);
+        let good = bytes.len() as u64;
+        bytes.extend_from_slice(&[9, 0, 0, 0, 0, 0, 4, 0]); // size 4 < header
+        let (seen, framed) = collect(&bytes, &[]);
+        assert_eq!(
+            (seen.len(), framed.bytes, framed.malformed),
+            (1, good, true)
+        );
+        let long = record(9, &[0; 8]);
+        let (seen, framed) = collect(&long[..12], &[]);
+        assert_eq!((seen.len(), framed.malformed), (0, true));
+        let (seen, framed) = collect(&[1, 2, 3], &[]);
+        assert_eq!((seen.len(), framed.malformed), (0, true));
+    }
+
+    #[test]
+    fn samples_and_lost_records_decode() {
+        let mut body = 77u64.to_ne_bytes().to_vec();
+        body.extend_from_slice(&3u32.to_ne_bytes());
+        body.extend_from_slice(&[1, 2, 3, 0]);
+        assert_eq!(time_and_raw(&body), Some((77, &[1u8, 2, 3][..])));
+        assert_eq!(time_and_raw(&body[..13]), None);
+        let mut lost = vec![0u8; 8];
+        lost.extend_from_slice(&5u64.to_ne_bytes());
+        let r = Record {
+            kind: crate::abi::perf::PERF_RECORD_LOST,
+            misc: 0,
+            body: &lost,
+        };
+        assert_eq!(lost_count(&r), Some(5));
+        let r = Record { kind: 9, ..r };
+        assert_eq!(lost_count(&r), None);
+    }
+}

@@ -1,0 +1,171 @@
+//! The perf ring on a real kernel: samples of the calling thread's task clock (allowed
+//! unprivileged under `perf_event_paranoid` 2 when the kernel is excluded) wrap a one-page ring
+//! many times and come out whole and in time order; a ring left full drops samples and says
+//! how many; and, as root with tracefs, system-wide `sched_switch` samples on every CPU see a
+//! thread of this process switch out.
+
+#![forbid(unsafe_code)]
+
+use coldtrace_syscalls::perf::{
+    attr_flags, PerfEventAttr, PerfTarget, ATTR_USE_CLOCKID, CLOCK_MONOTONIC, PERF_RECORD_SAMPLE,
+    PERF_SAMPLE_RAW, PERF_SAMPLE_TIME, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT,
+};
+use coldtrace_syscalls::ring::{lost_count, time_and_raw, PerfRing};
+
+/// A sample every 20 µs of this thread's user-space CPU time: `u64 time` only.
+fn task_clock_samples() -> PerfEventAttr {
+    use coldtrace_syscalls::perf::PERF_COUNT_SW_TASK_CLOCK;
+    let mut attr = PerfEventAttr::counting(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
+    attr.sample_period = 20_000;
+    attr.sample_type = PERF_SAMPLE_TIME;
+    attr.flags = attr_flags::DISABLED
+        | attr_flags::EXCLUDE_KERNEL
+        | attr_flags::EXCLUDE_HV
+        | ATTR_USE_CLOCKID;
+    attr.clockid = CLOCK_MONOTONIC;
+    attr
+}
+
+fn spin(ms: u64) {
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+    let mut x = 0u64;
+    while std::time::Instant::now() < until {
+        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+    }
+}
+
+/// Reads every record: sample times, and the samples said lost.
+fn drain(ring: &mut PerfRing) -> (Vec<u64>, u64) {
+    let (mut times, mut lost) = (Vec::new(), 0);
+    let framed = ring
+        .read(|r| {
+            if r.kind == PERF_RECORD_SAMPLE {
+                let time = u64::from_ne_bytes(r.body[..8].try_into().expect("8 bytes"));
+                times.push(time);
+            }
+            lost += lost_count(&r).unwrap_or(0);
+        })
+        .expect("read the ring");
+    assert!(!framed.malformed, "{framed:?}");
+    (times, lost)
+}
+
+#[test]
+fn samples_wrap_a_one_page_ring_many_times_and_come_out_whole_in_time_order() {
+    let mut ring = PerfRing::open(&[task_clock_samples()], PerfTarget::CallingThread, -1, 1)
+        .expect("a task-clock ring");
+    assert_eq!(ring.data_bytes(), rustix::param::page_size() as u64);
+    ring.enable().expect("enable");
+    let (mut times, mut lost) = (Vec::new(), 0);
+    // 16-byte samples every 20 µs: a 4 KiB ring holds 256 (5 ms); read every ~2 ms.
+    for _ in 0..100 {
+        spin(2);
+        let (t, l) = drain(&mut ring);
+        times.extend(t);
+        lost += l;
+    }
+    ring.disable().expect("disable");
+    let bytes = times.len() as u64 * 16;
+    println!(
+        "{} samples ({bytes} bytes through a {}-byte ring), {lost} lost",
+        times.len(),
+        ring.data_bytes()
+    );
+    assert!(
+        bytes > 10 * ring.data_bytes(),
+        "the ring wrapped many times"
+    );
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "time order");
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    let now_ns = now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64;
+    let last = *times.last().expect("samples");
+    assert!(
+        last <= now_ns && now_ns - last < 1_000_000_000,
+        "CLOCK_MONOTONIC times"
+    );
+}
+
+#[test]
+fn a_full_ring_drops_samples_and_says_how_many() {
+    let mut ring = PerfRing::open(&[task_clock_samples()], PerfTarget::CallingThread, -1, 1)
+        .expect("a task-clock ring");
+    ring.enable().expect("enable");
+    spin(50); // ~2,500 samples into room for 256
+    let (kept, lost_before) = drain(&mut ring);
+    spin(5); // with room again, the kernel first says what it dropped
+    ring.disable().expect("disable");
+    let (after, lost) = drain(&mut ring);
+    println!(
+        "kept {}, then {} more; lost {}",
+        kept.len(),
+        after.len(),
+        lost_before + lost
+    );
+    assert!(kept.len() <= 256, "{}", kept.len());
+    assert!(lost_before + lost > 0, "{lost_before} + {lost}");
+}
+
+/// The tracepoint ID of `sched/sched_switch`, from tracefs wherever it is mounted.
+fn sched_switch_id() -> Option<u64> {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .find_map(|d| std::fs::read_to_string(format!("{d}/events/sched/sched_switch/id")).ok())
+        .and_then(|s| s.trim().parse().ok())
+}
+
+/// `/sys/devices/system/cpu/online`: `0-3,5`.
+fn online_cpus() -> Vec<i32> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("online CPUs");
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        cpus.extend(a.parse::<i32>().expect("a CPU")..=b.parse::<i32>().expect("a CPU"));
+    }
+    cpus
+}
+
+#[test]
+fn system_wide_sched_switch_samples_see_this_thread_switch_out() {
+    let Some(id) = sched_switch_id() else {
+        println!("skipped: tracefs is not mounted or not readable (needs root)");
+        return;
+    };
+    let mut attr = PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, id);
+    attr.sample_period = 1;
+    attr.sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
+    attr.flags = attr_flags::DISABLED | ATTR_USE_CLOCKID;
+    attr.clockid = CLOCK_MONOTONIC;
+    let mut rings: Vec<PerfRing> = online_cpus()
+        .into_iter()
+        .map(|c| PerfRing::open(&[attr], PerfTarget::AllProcesses, c, 16).expect("per CPU"))
+        .collect();
+    for ring in &rings {
+        ring.enable().expect("enable");
+    }
+    // This test's thread: /proc/thread-self is PID/task/TID.
+    let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+    let tid: i32 = link
+        .file_name()
+        .and_then(|n| n.to_str()?.parse().ok())
+        .expect("a TID");
+    for _ in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let mut ours = 0;
+    for ring in &mut rings {
+        ring.disable().expect("disable");
+        ring.read(|r| {
+            let Some((_, raw)) = time_and_raw(r.body).filter(|_| r.kind == PERF_RECORD_SAMPLE)
+            else {
+                return;
+            };
+            // sched_switch: prev_pid at 24 (its format file says so on 6.x).
+            if raw.len() >= 28 && i32::from_ne_bytes(raw[24..28].try_into().unwrap()) == tid {
+                ours += 1;
+            }
+        })
+        .expect("read");
+    }
+    println!("{ours} switches of this thread out of a CPU");
+    assert!(ours >= 20, "{ours}");
+}
