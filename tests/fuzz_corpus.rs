@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 #[path = "../fuzz/bodies/argv.rs"]
 mod argv;
+#[path = "../fuzz/bodies/perf_records.rs"]
+mod perf_records;
 #[path = "../fuzz/bodies/record_reader.rs"]
 mod record_reader;
 #[path = "../fuzz/bodies/renderers.rs"]
@@ -171,4 +173,27 @@ fn renderers_body_rejects_what_it_should() {
     assert!(!fails(|| renderers::check_no_controls("t", "a\nb")));
     assert!(fails(|| renderers::check_width("t", "12345", 4)));
     assert!(!fails(|| renderers::check_width("t", "1234\n12", 4)));
+}
+
+#[test]
+fn perf_records_corpus() {
+    use coldtrace_syscalls::ring::{frame, lost_count};
+    let files = replay("perf_records", perf_records::run);
+    // The seeds reach a real tree's creation, a lost-records report and a malformed size.
+    let (mut created, mut lost, mut malformed) = (false, false, false);
+    for (_, data) in files.iter().filter(|(_, d)| d.len() > 5) {
+        let root = i32::from_ne_bytes(data[1..5].try_into().unwrap());
+        let fork_of_root = |body: &[u8]| {
+            // sched_process_fork (ID 366 on 6.18): child_pid at raw offset 20.
+            body.len() >= 12 + 24
+                && u16::from_ne_bytes([body[12], body[13]]) == 366
+                && i32::from_ne_bytes(body[32..36].try_into().unwrap()) == root
+        };
+        let framed = frame(&data[5..], &[], &mut Vec::new(), |r| {
+            created |= r.kind == 9 && fork_of_root(r.body);
+            lost |= lost_count(&r).is_some_and(|n| n > 0);
+        });
+        malformed |= framed.malformed;
+    }
+    assert!(created && lost && malformed, "{created} {lost} {malformed}");
 }

@@ -165,6 +165,7 @@ fn run_around(program: &Program, shared: &mut Shared<'_>) -> (Result<u64, Failur
         inspect_child: false,
         orphans: Some(&shared.signals.subreaper),
         tick: None,
+        tree: None,
     };
     // Never measured: cloned by coldtrace itself, whatever the batch's runs use.
     let via = runner::Via {

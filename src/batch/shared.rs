@@ -13,7 +13,9 @@ use crate::measure::descendants::OWN_UNREAPED_CHILD;
 use crate::measure::floor::Floor;
 use crate::measure::spawner::{BatchSpawner, SpawnerUsage};
 use crate::measure::system::SystemSampler;
+use crate::measure::tree::session::TreeTracer;
 use coldtrace_syscalls::{ChildStack, Signal};
+use std::cell::RefCell;
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
 
@@ -49,6 +51,9 @@ pub struct Shared<'s> {
     /// Whether this is the first coldtrace batch since boot (the state file is consulted once,
     /// when the first command's checks have passed).
     boot_marker: std::cell::OnceCell<BootMarker>,
+    /// The tree tracer, opened before the first traced run ([`Shared::open_tree`]), or why
+    /// there is none.
+    pub(crate) tree: Option<Result<RefCell<TreeTracer>, String>>,
 }
 
 impl<'s> Shared<'s> {
@@ -71,6 +76,7 @@ impl<'s> Shared<'s> {
             group: GroupState::NotYet,
             leftover: Vec::new(),
             boot_marker: std::cell::OnceCell::new(),
+            tree: None,
         })
     }
 
@@ -139,6 +145,27 @@ impl<'s> Shared<'s> {
     pub(crate) fn boot_marker(&self) -> &BootMarker {
         self.boot_marker
             .get_or_init(|| boot_marker::check_and_mark(self.boot_id.as_deref()))
+    }
+
+    /// Opens the tree tracer unless it was tried already (then `tree` holds it, or why there
+    /// is none).
+    pub(crate) fn open_tree(&mut self) {
+        self.tree.get_or_insert_with(|| {
+            let tracer = TreeTracer::open()?;
+            if let Some(dir) = &tracer.mounted {
+                eprintln!(
+                    "coldtrace: note: mounted tracefs at {} to read the scheduler's tracepoint \
+                     formats",
+                    dir.display()
+                );
+            }
+            Ok(RefCell::new(tracer))
+        });
+    }
+
+    /// Why there is no tree tracer (`None`: there is one, or none was asked for yet).
+    pub(crate) fn tree_why(&self) -> Option<&str> {
+        self.tree.as_ref()?.as_ref().err().map(String::as_str)
     }
 
     /// A pending request to stop, if any.

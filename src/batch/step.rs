@@ -30,6 +30,7 @@ use crate::record::run::{
     self, Anomaly, ArtifactPaths, CacheRecord, ColdAction, CyclePosition, OutcomeRecord, Role,
     RunRecord, RusageRecord, Slot,
 };
+use crate::record::tree::{cpu_by_place, TreeRecord};
 use coldtrace_syscalls::Signal;
 
 /// A run as measured, with the context sampled around it.
@@ -41,6 +42,8 @@ struct Measured {
     cache: Option<CacheRecord>,
     paged_in: Option<Vec<PagedFile>>,
     system_delta: Option<SystemDelta>,
+    /// Why the run's tree was not traced (no tree source here).
+    tree_why: Option<String>,
 }
 
 /// The context sampled right before a run.
@@ -95,6 +98,10 @@ impl<'a> RecordBase<'a> {
             runner: result.floor,
             child_io: result.child_io,
             sched: result.sched,
+            tree: result.sched.is_some().then(|| {
+                let cpu = cpu_by_place(result.sched, result.stat, rusage);
+                TreeRecord::of(result.tree.as_ref(), measured.tree_why.as_deref(), cpu)
+            }),
             cache: measured.cache,
             paged_in: measured.paged_in.map(run::PagedInList),
             cold_action,
@@ -292,6 +299,9 @@ impl CommandBatch<'_> {
         }
         // The cgroup's one probe spawn comes before the watched files are probed.
         self.prepare_cgroup(shared);
+        if !plan.minimal {
+            shared.open_tree();
+        }
         // Before the streams are borrowed for the spawn; only their wiring comes between.
         let residency_before = self.watch_before(&|| shared.signals.pending_interrupt())?;
         let sinks = Sinks {
@@ -317,6 +327,7 @@ impl CommandBatch<'_> {
             }
         };
         let bounded = sink.is_some() || spill.is_some();
+        let tree = shared.tree.as_ref().filter(|_| !plan.minimal);
         let limits = RunLimits {
             timeout_ns: plan.timeout_ns,
             kill_after_ns: plan.kill_after_ns,
@@ -329,6 +340,7 @@ impl CommandBatch<'_> {
             inspect_child: !plan.minimal,
             orphans: Some(&shared.signals.subreaper),
             tick: bounded.then_some(&bound as &runner::Tick<'_>),
+            tree: tree.and_then(|t| t.as_ref().ok()),
         };
         let before = self.sample_before(shared.boot_id.as_ref(), &mut shared.sampler);
         // The last moment to stop without starting the run.
@@ -369,6 +381,7 @@ impl CommandBatch<'_> {
             uptime_s: before.uptime_s,
             cache,
             paged_in,
+            tree_why: shared.tree_why().map(str::to_string),
             system_delta: match (&before.system, &system_after) {
                 (Some((before, from_ns)), Some((after, to_ns))) => {
                     Some(SystemDelta::between(before, after).over(to_ns.saturating_sub(*from_ns)))

@@ -18,5 +18,6 @@ pub mod spawner;
 pub mod survivors;
 pub mod system;
 pub mod tick;
+pub mod tree;
 pub mod waiting;
 pub mod zombie;

@@ -13,13 +13,15 @@ use crate::measure::floor::{Floor, FloorReading};
 use crate::measure::perf::{CounterReading, PerfEvent, PerfSession};
 use crate::measure::spawner::{BatchSpawner, Started};
 use crate::measure::survivors::{Members, SurvivorAction, SurvivorPolicy, Survivors, Sweep};
+use crate::measure::tree::session::{TreeReading, TreeTracer};
 use crate::measure::waiting::{TickSchedule, WhileWaiting};
-use crate::measure::zombie::{ChildIo, ChildSched};
+use crate::measure::zombie::{ChildIo, ChildSched, ChildStat};
 use coldtrace_syscalls::spawn::{ChildStage, SpawnError};
 use coldtrace_syscalls::{
     Child, ChildStack, Errno, Program, ResourceUsage, Signal, SignalFd, SpawnOptions, Subreaper,
     WaitEvent, WaitStatus,
 };
+use std::cell::RefCell;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -198,6 +200,8 @@ pub struct RunLimits<'a> {
     /// does much (moving output to a file) must stop at once when the check says so, or the
     /// wall time would include its work.
     pub tick: Option<&'a Tick<'a>>,
+    /// The tree's states from the scheduler's tracepoints (`None`: not traced).
+    pub tree: Option<&'a RefCell<TreeTracer>>,
 }
 
 impl<'a> RunLimits<'a> {
@@ -231,6 +235,8 @@ pub struct RunResult {
     pub child_io: Option<ChildIo>,
     /// `/proc/PID/schedstat` of the zombie (the child alone).
     pub sched: Option<ChildSched>,
+    /// `/proc/PID/stat`'s CPU times of the zombie (its threads; its waited-for descendants).
+    pub stat: Option<ChildStat>,
     /// A signal that asked coldtrace to stop (SIGINT, SIGQUIT, SIGTERM, SIGHUP) during the run.
     pub interrupted_by: Option<Signal>,
     /// The first signal that stopped the child while coldtrace waited, if any.
@@ -250,6 +256,8 @@ pub struct RunResult {
     /// What the run's cgroup leaf counted for its whole tree (filled in by the caller, which
     /// owns the leaf).
     pub cgroup: Option<crate::measure::cgroup::RunGroup>,
+    /// The tree's states over the wall time (`None`: not traced).
+    pub tree: Option<TreeReading>,
 }
 
 /// Where a run's child is cloned: coldtrace's own child stack and floor, and the batch's
@@ -271,18 +279,38 @@ pub fn measure(
     limits: &RunLimits<'_>,
     watcher: &mut dyn WhileWaiting,
 ) -> RunResult {
+    // Before the floor: starting the rings may grow coldtrace's memory, never after it.
+    let tree = limits.tree;
+    if let Some(t) = tree {
+        t.borrow_mut().begin();
+    }
     let (spawned, start_ns, floor_reading, session) = spawn(program, options, via, limits);
     let child = match spawned {
         Ok(child) => child,
-        Err(failure) => return not_started(failure, floor_reading, session),
+        Err(failure) => {
+            if let Some(t) = tree {
+                t.borrow_mut().abandon();
+            }
+            return not_started(failure, floor_reading, session);
+        }
     };
+    if let Some(t) = tree {
+        t.borrow_mut().started(child.pid(), start_ns);
+    }
     say_fallbacks_once();
     let group = options.new_process_group;
     let mut waiting = Waiting::new(child, limits, group, start_ns, watcher.wants_ticks());
     waiting.until_exit(watcher);
     let wall_ns = waiting.end_ns.map(|end| end.saturating_sub(start_ns));
+    let tree = tree.and_then(|t| match waiting.end_ns {
+        Some(end) => t.borrow_mut().end(end),
+        None => {
+            t.borrow_mut().abandon();
+            None
+        }
+    });
     waiting.attribute_queued_signals();
-    let (child_io, sched) = waiting.inspect();
+    let (child_io, sched, stat) = waiting.inspect();
     let (interrupted_by, stopped_by) = (waiting.interrupted_by, waiting.stopped_by);
     let mut tree_killed = waiting.tree_killed;
     let grace_ns = waiting.grace_deadline();
@@ -303,6 +331,7 @@ pub fn measure(
         floor: floor_reading,
         child_io,
         sched,
+        stat,
         interrupted_by,
         stopped_by,
         orphans_reaped,
@@ -311,6 +340,7 @@ pub fn measure(
         tree_killed,
         survivors,
         cgroup: None,
+        tree,
     }
 }
 
@@ -398,6 +428,7 @@ fn not_started(
         floor,
         child_io: None,
         sched: None,
+        stat: None,
         interrupted_by: None,
         stopped_by: None,
         orphans_reaped: 0,
@@ -406,6 +437,7 @@ fn not_started(
         tree_killed: None,
         survivors: Survivors::default(),
         cgroup: None,
+        tree: None,
     }
 }
 
@@ -469,19 +501,21 @@ impl<'w> Waiting<'w> {
         }
     }
 
-    /// The wait wakes for the deadline, the bounding tick and the progress tick (see
-    /// `waiting.rs` for what it may cost), whichever comes first; a wake-up before the
-    /// deadline is a tick.
+    /// The wait wakes for the deadline, the bounding tick, the progress tick (see
+    /// `waiting.rs` for what it may cost) and the tree tracer's next read of its rings,
+    /// whichever comes first; a wake-up before the deadline is a tick.
     fn next_wake(&self) -> Option<u64> {
         let trim_at = self
             .limits
             .tick
             .map(|_| crate::measure::clock::monotonic_ns().saturating_add(TICK_NS));
+        let drain_at = self.limits.tree.and_then(|t| t.borrow().next_drain_ns());
         [
             self.deadline,
             self.escalate_at,
             trim_at,
             self.ticks.next_ns(),
+            drain_at,
         ]
         .into_iter()
         .flatten()
@@ -506,6 +540,9 @@ impl<'w> Waiting<'w> {
                     tick(&|| child.has_exited().unwrap_or(true));
                 }
                 self.ticks.fire_if_due(watcher);
+                if let Some(tree) = self.limits.tree {
+                    tree.borrow_mut().drain_if_due();
+                }
             }
             Ok(WaitEvent::Exited) => {
                 self.end_ns = Some(now);
@@ -618,12 +655,16 @@ impl<'w> Waiting<'w> {
     }
 
     /// The zombie's own `/proc` figures, read before it is reaped (when asked for).
-    fn inspect(&self) -> (Option<ChildIo>, Option<ChildSched>) {
+    fn inspect(&self) -> (Option<ChildIo>, Option<ChildSched>, Option<ChildStat>) {
         let pid = self.child.pid();
         if self.limits.inspect_child {
-            (ChildIo::read(pid), ChildSched::read(pid))
+            (
+                ChildIo::read(pid),
+                ChildSched::read(pid),
+                ChildStat::read(pid),
+            )
         } else {
-            (None, None)
+            (None, None, None)
         }
     }
 

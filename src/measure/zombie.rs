@@ -136,6 +136,52 @@ impl ChildSched {
     }
 }
 
+/// The child's CPU times from `/proc/PID/stat` ([proc_pid_stat(5)]), read from the zombie: in
+/// clock ticks (`USER_HZ`, 100 a second), so to 10 ms.
+///
+/// `utime + stime` is the whole process: every thread, those already exited included;
+/// `cutime + cstime` the descendants it waited for. With [`ChildSched`]'s main thread they say
+/// where a tree's CPU went when nothing better is allowed.
+///
+/// [proc_pid_stat(5)]: https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChildStat {
+    /// User time of every thread, ticks.
+    pub utime_ticks: u64,
+    /// System time of every thread, ticks.
+    pub stime_ticks: u64,
+    /// User time of the waited-for descendants, ticks.
+    pub cutime_ticks: u64,
+    /// System time of the waited-for descendants, ticks.
+    pub cstime_ticks: u64,
+}
+
+impl ChildStat {
+    /// Reads `/proc/PID/stat`. `None` when it cannot be read or parsed.
+    pub fn read(pid: i32) -> Option<ChildStat> {
+        read_with(&format!("/proc/{pid}/stat"), ChildStat::parse)?
+    }
+
+    /// Parses `/proc/PID/stat`: fields 14–17, counted after the command name, which is in
+    /// parentheses and may hold spaces and parentheses itself (the last `)` ends it).
+    pub fn parse(text: &[u8]) -> Option<ChildStat> {
+        let after_name = &text[text.iter().rposition(|&b| b == b')')? + 1..];
+        let mut fields = after_name
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|w| !w.is_empty());
+        // After the name: state (3), ppid, pgrp, session, tty, tpgid, flags, minflt,
+        // cminflt, majflt, cmajflt (13), then utime (14).
+        fields.nth(10)?;
+        let mut next = || fields.next().and_then(parse_u64);
+        Some(ChildStat {
+            utime_ticks: next()?,
+            stime_ticks: next()?,
+            cutime_ticks: next()?,
+            cstime_ticks: next()?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +201,19 @@ mod tests {
             (Some(123), Some(456), Some(7))
         );
         assert_eq!(ChildSched::parse(b"").on_cpu_ns, None);
+        let stat = ChildStat::parse(
+            b"812 (a) b (c)) Z 1 812 812 0 -1 4227084 600 0 3 0 12 5 40 2 20 0 1 0 4000 0 0\n",
+        )
+        .unwrap();
+        assert_eq!(
+            stat,
+            ChildStat {
+                utime_ticks: 12,
+                stime_ticks: 5,
+                cutime_ticks: 40,
+                cstime_ticks: 2
+            }
+        );
+        assert_eq!(ChildStat::parse(b"812 (x) Z 1 2"), None);
     }
 }

@@ -28,15 +28,18 @@ pub mod run;
 pub mod series;
 pub mod stats;
 pub mod summary;
+pub mod tree;
 pub mod working_set;
 
 /// Schema name and version of a run record (`runs.jsonl`). Version 4: `cgroup` (the run's
-/// cgroup leaf: the tree's CPU time and stalls). Version 3: `cache.working_set_before`
+/// cgroup leaf: the tree's CPU time and stalls) and `tree` (the whole process tree's states over
+/// the run, and where its CPU went; absent from the first records of this version, read as
+/// unknown). Version 3: `cache.working_set_before`
 /// (how much of what the first run brought into the page cache was cached before this run),
 /// `mapped_by` in every anomaly, and `runner.spawned_by` (the process that cloned the child,
-/// whose memory is the floor: the spawner or coldtrace). Version 2: `survivors` (what the run left running when its
-/// command exited, and what became of it), `outcome.tree_killed` (coldtrace killed the whole
-/// tree, and why) and the outcome kind `traced`.
+/// whose memory is the floor: the spawner or coldtrace). Version 2: `survivors` (what the run
+/// left running when its command exited, and what became of it), `outcome.tree_killed`
+/// (coldtrace killed the whole tree, and why) and the outcome kind `traced`.
 pub const RUN_SCHEMA: &str = "coldtrace.run/4";
 /// Version 1 of the run record, which `report` still reads.
 pub const RUN_SCHEMA_V1: &str = "coldtrace.run/1";
@@ -52,10 +55,13 @@ pub const RUN_SCHEMAS_READ: [&str; 4] = [
 pub fn is_run_schema(schema: Option<&str>) -> bool {
     schema.is_some_and(|s| RUN_SCHEMAS_READ.contains(&s))
 }
+
 /// Schema name and version of a batch document (`batch.json`). Version 6: `context.cgroup`
-/// (the batch's cgroup, or why it has none, and what earlier batches left). Version 5:
-/// `spawner` (the spawner that cloned the measured children: runs, CPU, resident set, or why
-/// there was none). Version 4: `first_penalty` names
+/// (the batch's cgroup, or why it has none, and what earlier batches left); `first_penalty.tree`
+/// splits the penalty by the whole process tree's states, and `basis` is `tree`, `schedstat`,
+/// `main thread` (was `parallel`, with no parts; the first documents of this version may still
+/// say so) or `unavailable`. Version 5: `spawner` (the spawner that cloned the measured
+/// children: runs, CPU, resident set, or why there was none). Version 4: `first_penalty` names
 /// the scheduler tick of the user/sys split (`cpu_tick_ns`, `cpu_tick_source`),
 /// `first_cold_cause` names what made the first run cold, `cycles.penalty.per_cycle` is the
 /// measured cycles' penalty (and a cycles batch has no `first_penalty`). Version 3:

@@ -385,6 +385,9 @@ pub struct RunRecord<'a> {
     pub child_io: Option<ChildIo>,
     /// `/proc/PID/schedstat` of the exited child (the child alone).
     pub sched: Option<ChildSched>,
+    /// The whole process tree's states over the wall time, and where its CPU went (`null`
+    /// with `--minimal`).
+    pub tree: Option<crate::record::tree::TreeRecord>,
     /// Residency of watched files.
     pub cache: Option<CacheRecord>,
     /// The watched files this run brought into the page cache, the largest first (at most
@@ -420,7 +423,7 @@ pub struct RunRecord<'a> {
 
 serialize_struct!(RunRecord<'_> {
     schema, index, role, label, started_at, boot_id, uptime_s, argv, program, cwd, outcome,
-    counted, failure_reason, wall_ns, rusage, max_rss_at_floor, runner, child_io, sched, cache,
+    counted, failure_reason, wall_ns, rusage, max_rss_at_floor, runner, child_io, sched, tree, cache,
     paged_in, cold_action, anomalies, system_delta, interrupted_by, stopped_by, orphans_reaped,
     survivors, cgroup, artifacts,
 } optional { slot, cycle, counters });

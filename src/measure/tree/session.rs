@@ -1,0 +1,367 @@
+//! A batch's tree tracer: the six `sched` tracepoints of
+//! [`TRACEPOINTS`](crate::measure::tree::decode::TRACEPOINTS) opened system-wide on
+//! every online CPU (`pid = -1, cpu = N`: one group and one ring per CPU, see
+//! [`coldtrace_syscalls::ring`]), enabled right before each spawn so the child's first
+//! instruction is covered, read while the command runs and after its exit, and replayed into
+//! the tree's four states ([`crate::measure::tree::replay`]).
+//!
+//! Why system-wide: per-task and cgroup-mode tracepoints miss the wake-ups done by processes
+//! outside the tree (a FIFO written from outside), and `PERF_RECORD_SWITCH` has no sleep state
+//! and no wake-up time. It needs root, or CAP_PERFMON with read access to tracefs.
+//!
+//! Never silently wrong: a run whose records may be incomplete — a `PERF_RECORD_LOST`, a ring
+//! that came within [`FULL_MARGIN_BYTES`] of full between two reads (a loss is only reported at
+//! the ring's next write, which may come after the run), a CPU that came online or went
+//! offline, a failed read — gets no states, and its reading says why.
+#![forbid(unsafe_code)]
+
+use crate::measure::procfs::ProcFile;
+use crate::measure::tree::decode::{Decoder, SchedEvent};
+use crate::measure::tree::replay::{Replay, TreeStates, Unreplayable};
+use crate::measure::tree::tracefs;
+use coldtrace_syscalls::perf::{
+    attr_flags, PerfEventAttr, PerfTarget, ATTR_USE_CLOCKID, CLOCK_MONOTONIC, PERF_RECORD_SAMPLE,
+    PERF_SAMPLE_RAW, PERF_SAMPLE_TIME, PERF_TYPE_TRACEPOINT,
+};
+use coldtrace_syscalls::ring::{lost_count, time_and_raw, PerfRing};
+use coldtrace_syscalls::Errno;
+use std::path::PathBuf;
+
+/// Pages of ring per CPU (512 KiB: about 5,800 scheduler records), halved down to
+/// [`MIN_PAGES`] when the locked-memory limit refuses it.
+const PAGES: usize = 128;
+/// The smallest ring tried.
+const MIN_PAGES: usize = 8;
+/// A ring this close to full when read may have dropped records (the largest record here,
+/// `sched_process_exec` with a long file name, is about 4 KiB).
+pub const FULL_MARGIN_BYTES: u64 = 8192;
+/// Events this close to the moment the rings were read wait for the next read before they are
+/// replayed: a record is in its ring microseconds after its time, and the replay needs every
+/// CPU's records up to an instant before it moves past it.
+const SETTLE_NS: u64 = 5_000_000;
+/// Reads while the command runs: the first after this long, then adapted to how full the
+/// fullest ring was (halved above half full, doubled below an eighth), between
+/// [`DRAIN_MIN_NS`] and [`DRAIN_MAX_NS`].
+const DRAIN_FIRST_NS: u64 = 100_000_000;
+/// The shortest interval between reads.
+const DRAIN_MIN_NS: u64 = 10_000_000;
+/// The longest interval between reads.
+const DRAIN_MAX_NS: u64 = 400_000_000;
+
+/// What the tracer saw of one run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeReading {
+    /// The tree's states over the run's wall time, or why they are not known.
+    pub states: Result<TreeStates, String>,
+    /// Scheduler records read during the run (all CPUs, every process).
+    pub records: u64,
+    /// Records the kernel said it dropped.
+    pub lost: u64,
+}
+
+/// One run being traced.
+struct RunTrace {
+    replay: Option<Replay>,
+    records: u64,
+    lost: u64,
+    /// Why the run's records may be incomplete (the first reason found).
+    problem: Option<String>,
+    next_drain_ns: u64,
+    drain_every_ns: u64,
+}
+
+impl RunTrace {
+    fn flag(&mut self, why: impl FnOnce() -> String) {
+        if self.problem.is_none() {
+            self.problem = Some(why());
+        }
+    }
+}
+
+/// The tracer of a batch (see the module's note).
+pub struct TreeTracer {
+    attrs: Vec<PerfEventAttr>,
+    decoder: Decoder,
+    pages: usize,
+    rings: Vec<(u32, PerfRing)>,
+    online: ProcFile,
+    cpus: Vec<u32>,
+    pending: Vec<SchedEvent>,
+    run: Option<RunTrace>,
+    /// tracefs was mounted by coldtrace, here.
+    pub mounted: Option<PathBuf>,
+}
+
+/// Why the tracepoints could not be had, in words.
+fn refused(errno: Errno) -> String {
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|s| format!(", perf_event_paranoid is {}", s.trim()))
+        .unwrap_or_default();
+    match errno {
+        Errno::ACCES | Errno::PERM => format!(
+            "system-wide scheduler tracepoints need root or CAP_PERFMON, and ring buffers within \
+             perf_event_mlock_kb ({errno}{paranoid})"
+        ),
+        _ => format!("the scheduler tracepoints could not be opened: {errno}"),
+    }
+}
+
+impl TreeTracer {
+    /// Opens the tracepoints on every online CPU. `Err` says why there is no tree source.
+    pub fn open() -> Result<TreeTracer, String> {
+        let (tracing, mounted) = tracefs::find_or_mount()?;
+        let formats = tracefs::read_formats(&tracing)?;
+        let decoder = Decoder::new(&formats)?;
+        let attrs = formats
+            .iter()
+            .enumerate()
+            .map(|(k, f)| attr(f.id, k == 0))
+            .collect();
+        let mut tracer = TreeTracer {
+            attrs,
+            decoder,
+            pages: PAGES,
+            rings: Vec::new(),
+            online: ProcFile::open("/sys/devices/system/cpu/online"),
+            cpus: Vec::new(),
+            pending: Vec::new(),
+            run: None,
+            mounted: mounted.then_some(tracing),
+        };
+        let cpus = tracer.online_cpus().ok_or("cannot read the online CPUs")?;
+        tracer.retarget(&cpus)?;
+        Ok(tracer)
+    }
+
+    fn online_cpus(&mut self) -> Option<Vec<u32>> {
+        let text = self.online.read()?;
+        tracefs::parse_cpu_list(std::str::from_utf8(text).ok()?)
+    }
+
+    /// Rings for exactly `cpus`: new ones opened, those of offline CPUs closed.
+    fn retarget(&mut self, cpus: &[u32]) -> Result<(), String> {
+        self.rings.retain(|(c, _)| cpus.contains(c));
+        for &cpu in cpus {
+            if self.rings.iter().any(|(c, _)| *c == cpu) {
+                continue;
+            }
+            let ring = self.open_ring(cpu)?;
+            self.rings.push((cpu, ring));
+        }
+        self.rings.sort_by_key(|(c, _)| *c);
+        self.cpus = cpus.to_vec();
+        Ok(())
+    }
+
+    fn open_ring(&mut self, cpu: u32) -> Result<PerfRing, String> {
+        loop {
+            let cpu_arg = cpu as i32;
+            match PerfRing::open(&self.attrs, PerfTarget::AllProcesses, cpu_arg, self.pages) {
+                Ok(ring) => return Ok(ring),
+                Err(Errno::PERM | Errno::NOMEM) if self.pages > MIN_PAGES => self.pages /= 2,
+                Err(e) => return Err(refused(e)),
+            }
+        }
+    }
+
+    /// Right before a run's spawn (and before the floor is read): follows the online CPUs
+    /// and starts every ring.
+    pub fn begin(&mut self) {
+        let mut run = RunTrace {
+            replay: None,
+            records: 0,
+            lost: 0,
+            problem: None,
+            next_drain_ns: u64::MAX,
+            drain_every_ns: DRAIN_FIRST_NS,
+        };
+        match self.online_cpus() {
+            Some(cpus) if cpus == self.cpus => {}
+            Some(cpus) => {
+                if let Err(why) = self.retarget(&cpus) {
+                    run.flag(|| format!("CPUs came online and could not be traced: {why}"));
+                }
+            }
+            None => run.flag(|| "cannot read the online CPUs".into()),
+        }
+        self.pending.clear();
+        for (cpu, ring) in &self.rings {
+            if let Err(e) = ring.enable() {
+                run.flag(|| format!("cannot enable the tracepoints on CPU {cpu}: {e}"));
+            }
+        }
+        self.run = Some(run);
+    }
+
+    /// The command's first process is `root`, spawned at `start_ns` (CLOCK_MONOTONIC, the
+    /// start of its wall time).
+    pub fn started(&mut self, root: i32, start_ns: u64) {
+        if let Some(run) = &mut self.run {
+            run.replay = Some(Replay::new(root, start_ns));
+            run.next_drain_ns = start_ns.saturating_add(run.drain_every_ns);
+        }
+    }
+
+    /// When the rings should next be read while the command runs (`None`: no run traced).
+    pub fn next_drain_ns(&self) -> Option<u64> {
+        self.run
+            .as_ref()
+            .filter(|r| r.replay.is_some())
+            .map(|r| r.next_drain_ns)
+    }
+
+    /// Reads the rings if a read is due, and replays what has settled.
+    pub fn drain_if_due(&mut self) {
+        let now = crate::measure::clock::monotonic_ns();
+        if self.next_drain_ns().is_none_or(|t| now < t) {
+            return;
+        }
+        let fullest = self.read_rings();
+        self.replay_until(now.saturating_sub(SETTLE_NS));
+        if let Some(run) = &mut self.run {
+            let every = match fullest {
+                f if f > 0.5 => run.drain_every_ns / 2,
+                f if f < 0.125 => run.drain_every_ns * 2,
+                _ => run.drain_every_ns,
+            };
+            run.drain_every_ns = every.clamp(DRAIN_MIN_NS, DRAIN_MAX_NS);
+            run.next_drain_ns = now.saturating_add(run.drain_every_ns);
+        }
+    }
+
+    /// After the exit was seen at `end_ns`: stops the rings, reads and replays the rest, and
+    /// returns the run's reading (`None` when no run was begun).
+    pub fn end(&mut self, end_ns: u64) -> Option<TreeReading> {
+        self.stop();
+        self.read_rings();
+        self.replay_until(end_ns);
+        self.pending.clear();
+        let mut run = self.run.take()?;
+        if self.online_cpus().is_some_and(|c| c != self.cpus) {
+            run.flag(|| "the online CPUs changed during the run".into());
+        }
+        let states = match (run.problem, run.replay) {
+            (Some(why), _) => Err(why),
+            (None, None) => Err("the command was never started".into()),
+            (None, Some(replay)) => replay.finish(end_ns).map_err(|e| match e {
+                Unreplayable::RootNeverCreated => {
+                    "no scheduler record shows the command's creation".to_string()
+                }
+                Unreplayable::TooManyBeforeTheRoot => {
+                    "too many scheduler records before the command's creation".to_string()
+                }
+            }),
+        };
+        Some(TreeReading {
+            states,
+            records: run.records,
+            lost: run.lost,
+        })
+    }
+
+    /// The spawn failed: stops the rings and forgets the run.
+    pub fn abandon(&mut self) {
+        self.stop();
+        self.read_rings();
+        self.pending.clear();
+        self.run = None;
+    }
+
+    fn stop(&mut self) {
+        for (cpu, ring) in &self.rings {
+            if let Err(e) = ring.disable() {
+                if let Some(run) = &mut self.run {
+                    run.flag(|| format!("cannot disable the tracepoints on CPU {cpu}: {e}"));
+                }
+            }
+        }
+    }
+
+    /// Moves every record of every ring into `pending` (scheduler events) or the run's counts;
+    /// returns how full the fullest ring was (0–1).
+    fn read_rings(&mut self) -> f64 {
+        let TreeTracer {
+            rings,
+            decoder,
+            pending,
+            run,
+            ..
+        } = self;
+        let mut fullest = 0f64;
+        let (mut records, mut lost) = (0u64, 0u64);
+        let mut problem = None;
+        for (cpu, ring) in rings.iter_mut() {
+            let cpu = *cpu;
+            let read = ring.read(|r| {
+                if r.kind == PERF_RECORD_SAMPLE {
+                    records += 1;
+                    let event =
+                        time_and_raw(r.body).and_then(|(time, raw)| decoder.decode(time, cpu, raw));
+                    pending.extend(event);
+                } else {
+                    lost += lost_count(&r).unwrap_or(0);
+                }
+            });
+            let size = ring.data_bytes();
+            match read {
+                Ok(framed) if framed.malformed => {
+                    problem.get_or_insert(format!("a malformed record in the ring of CPU {cpu}"));
+                }
+                Ok(framed) if framed.bytes + FULL_MARGIN_BYTES > size => {
+                    problem.get_or_insert(format!(
+                        "the ring of CPU {cpu} filled up ({} KiB): records may have been lost",
+                        size / 1024
+                    ));
+                }
+                Ok(framed) => fullest = fullest.max(framed.bytes as f64 / size as f64),
+                Err(e) => {
+                    problem.get_or_insert(format!("reading the ring of CPU {cpu} failed: {e}"));
+                }
+            }
+        }
+        if let Some(run) = run {
+            run.records += records;
+            run.lost += lost;
+            if lost > 0 {
+                run.flag(|| format!("the kernel dropped {lost} scheduler records"));
+            }
+            if let Some(why) = problem {
+                run.flag(|| why);
+            }
+        }
+        fullest
+    }
+
+    /// Replays the pending events up to `until_ns`, in time order; later ones wait.
+    fn replay_until(&mut self, until_ns: u64) {
+        let Some(replay) = self.run.as_mut().and_then(|r| r.replay.as_mut()) else {
+            return;
+        };
+        self.pending.sort_by_key(|e| (e.time_ns, e.cpu));
+        let settled = self.pending.partition_point(|e| e.time_ns <= until_ns);
+        for event in self.pending.drain(..settled) {
+            replay.apply(&event);
+        }
+    }
+
+    /// How many pages of ring each CPU has.
+    pub fn pages_per_cpu(&self) -> usize {
+        self.pages
+    }
+
+    /// The traced CPUs.
+    pub fn cpus(&self) -> &[u32] {
+        &self.cpus
+    }
+}
+
+/// The attribute of the tracepoint `id`: a sample of every event with its time on
+/// CLOCK_MONOTONIC and its raw record; the group leader starts disabled.
+fn attr(id: u64, leader: bool) -> PerfEventAttr {
+    let mut attr = PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, id);
+    attr.sample_period = 1;
+    attr.sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
+    attr.flags = ATTR_USE_CLOCKID | if leader { attr_flags::DISABLED } else { 0 };
+    attr.clockid = CLOCK_MONOTONIC;
+    attr
+}

@@ -1,0 +1,189 @@
+//! A run's `tree` object: the states of the command's whole process tree over the run's wall
+//! time (R, Q, D, S, from the scheduler's tracepoints), and where the tree's CPU time went by
+//! the zombie's own accounting (the main thread, its other threads, the descendants it waited
+//! for), which needs no privilege. Serialize-only; every figure is `null` when unknown.
+#![forbid(unsafe_code)]
+
+use crate::measure::tree::session::TreeReading;
+use crate::measure::zombie::{ChildSched, ChildStat};
+use crate::serialize_struct;
+use coldtrace_syscalls::ResourceUsage;
+
+/// The source of the states, as records name it.
+pub const SOURCE_TRACEPOINTS: &str = "sched tracepoints";
+
+/// The `tree` object of a run record.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TreeRecord {
+    /// [`SOURCE_TRACEPOINTS`] when the run was traced, `null` when no tree source was allowed.
+    pub source: Option<&'static str>,
+    /// Why the four states are `null`: no tree source here, or this run's records may be
+    /// incomplete (records lost, a CPU came online); `null` when they are known.
+    pub unavailable: Option<String>,
+    /// R: some task of the tree on a CPU, ns.
+    pub on_cpu_ns: Option<u64>,
+    /// Q: none on a CPU, some waiting for one, ns.
+    pub queued_ns: Option<u64>,
+    /// D: none runnable, some in uninterruptible sleep (storage, page faults, kernel locks),
+    /// ns.
+    pub uninterruptible_ns: Option<u64>,
+    /// S: all asleep (or none left), ns. R + Q + D + S = `wall_ns`.
+    pub sleeping_ns: Option<u64>,
+    /// Tasks (processes and threads) the tree had.
+    pub tasks: Option<u64>,
+    /// Scheduler records read during the run (every process on every CPU).
+    pub records: Option<u64>,
+    /// Records the kernel said it dropped.
+    pub lost_records: Option<u64>,
+    /// CPU time of the main thread (schedstat), ns.
+    pub main_thread_cpu_ns: Option<u64>,
+    /// CPU time of the process's other threads: `/proc/PID/stat` utime + stime (10 ms ticks)
+    /// less the main thread's, ns.
+    pub other_threads_cpu_ns: Option<u64>,
+    /// CPU time of the descendants it waited for: rusage CPU less the process's own, ns.
+    pub children_cpu_ns: Option<u64>,
+}
+serialize_struct!(TreeRecord {
+    source,
+    unavailable,
+    on_cpu_ns,
+    queued_ns,
+    uninterruptible_ns,
+    sleeping_ns,
+    tasks,
+    records,
+    lost_records,
+    main_thread_cpu_ns,
+    other_threads_cpu_ns,
+    children_cpu_ns
+});
+
+/// Where a process's CPU went, ns: the main thread, its other threads, its waited-for
+/// descendants. The three add up to rusage user + sys; the split between the last two is to
+/// the 10 ms of `/proc/PID/stat`'s ticks.
+pub fn cpu_by_place(
+    sched: Option<ChildSched>,
+    stat: Option<ChildStat>,
+    rusage: Option<ResourceUsage>,
+) -> (Option<u64>, Option<u64>, Option<u64>) {
+    let main = sched.and_then(|s| s.on_cpu_ns);
+    let total = rusage.map(|u| (u.user_us + u.sys_us) * 1000);
+    let tick_ns = 1_000_000_000 / rustix::param::clock_ticks_per_second().max(1);
+    let own = stat.map(|s| (s.utime_ticks + s.stime_ticks) * tick_ns);
+    let (Some(main), Some(total)) = (main, total) else {
+        return (main, None, None);
+    };
+    let elsewhere = total.saturating_sub(main);
+    let threads = own.map(|own| own.saturating_sub(main).min(elsewhere));
+    let children = threads.map(|t| elsewhere - t);
+    (Some(main), threads, children)
+}
+
+impl TreeRecord {
+    /// The record of a run: its tracer's reading (`None` when not traced, then `why_not` says
+    /// why), and the zombie's figures.
+    pub fn of(
+        reading: Option<&TreeReading>,
+        why_not: Option<&str>,
+        cpu: (Option<u64>, Option<u64>, Option<u64>),
+    ) -> TreeRecord {
+        let (main_thread_cpu_ns, other_threads_cpu_ns, children_cpu_ns) = cpu;
+        let mut record = TreeRecord {
+            main_thread_cpu_ns,
+            other_threads_cpu_ns,
+            children_cpu_ns,
+            ..TreeRecord::default()
+        };
+        let Some(reading) = reading else {
+            record.unavailable = Some(why_not.unwrap_or("not traced").to_string());
+            return record;
+        };
+        record.source = Some(SOURCE_TRACEPOINTS);
+        record.records = Some(reading.records);
+        record.lost_records = Some(reading.lost);
+        match &reading.states {
+            Ok(s) => {
+                record.on_cpu_ns = Some(s.on_cpu_ns);
+                record.queued_ns = Some(s.queued_ns);
+                record.uninterruptible_ns = Some(s.uninterruptible_ns);
+                record.sleeping_ns = Some(s.sleeping_ns);
+                record.tasks = Some(s.tasks);
+            }
+            Err(why) => record.unavailable = Some(why.clone()),
+        }
+        record
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::tree::replay::TreeStates;
+
+    #[test]
+    fn the_cpu_splits_into_places_that_add_up_to_rusage() {
+        let sched = ChildSched {
+            on_cpu_ns: Some(30_000_000),
+            ..ChildSched::default()
+        };
+        let stat = ChildStat {
+            utime_ticks: 4,
+            stime_ticks: 1,
+            cutime_ticks: 2,
+            cstime_ticks: 0,
+        };
+        let usage = ResourceUsage {
+            user_us: 60_000,
+            sys_us: 12_000,
+            ..ResourceUsage::default()
+        };
+        let tick = 1_000_000_000 / rustix::param::clock_ticks_per_second();
+        let (main, threads, children) = cpu_by_place(Some(sched), Some(stat), Some(usage));
+        assert_eq!(main, Some(30_000_000));
+        assert_eq!(threads, Some(5 * tick - 30_000_000));
+        assert_eq!(
+            main.unwrap() + threads.unwrap() + children.unwrap(),
+            72_000_000
+        );
+        // Without the stat file: the main thread only.
+        assert_eq!(
+            cpu_by_place(Some(sched), None, Some(usage)),
+            (Some(30_000_000), None, None)
+        );
+    }
+
+    #[test]
+    fn a_reading_fills_the_states_or_says_why_not() {
+        let states = TreeStates {
+            on_cpu_ns: 1,
+            queued_ns: 2,
+            uninterruptible_ns: 3,
+            sleeping_ns: 4,
+            tasks: 5,
+        };
+        let ok = TreeReading {
+            states: Ok(states),
+            records: 10,
+            lost: 0,
+        };
+        let r = TreeRecord::of(Some(&ok), None, (None, None, None));
+        assert_eq!(
+            (r.source, r.uninterruptible_ns, r.tasks),
+            (Some(SOURCE_TRACEPOINTS), Some(3), Some(5))
+        );
+        let lost = TreeReading {
+            states: Err("the kernel dropped 4 scheduler records".into()),
+            records: 10,
+            lost: 4,
+        };
+        let r = TreeRecord::of(Some(&lost), None, (None, None, None));
+        assert_eq!(r.on_cpu_ns, None);
+        assert_eq!(r.lost_records, Some(4));
+        assert!(r.unavailable.unwrap().contains("dropped 4"));
+        let r = TreeRecord::of(None, Some("needs root"), (Some(1), None, None));
+        assert_eq!(
+            (r.source, r.unavailable.as_deref()),
+            (None, Some("needs root"))
+        );
+    }
+}

@@ -1,0 +1,171 @@
+//! The states of a run's whole process tree (`tree` in every record): traced from the
+//! scheduler's tracepoints as root, they add up to the wall time, count every task, and see a
+//! sleep ended by a process outside the tree; without privilege the record says why there are
+//! none and still says where the CPU went.
+#![forbid(unsafe_code)]
+
+mod common;
+
+use common::{ct, read_records, TempDir};
+use serde_json::Value;
+use std::time::Duration;
+
+/// Whether the tree can be traced here (root); the reason printed when not.
+fn traced_here() -> bool {
+    let root = rustix::process::geteuid().is_root();
+    if !root {
+        println!("skipped: tracing the scheduler's tracepoints needs root (CI runs as root)");
+    }
+    root
+}
+
+fn ms(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN) / 1e6
+}
+
+/// R, Q, D, S of a record, ms, after checking they add up to its wall time.
+fn states(r: &Value) -> [f64; 4] {
+    let t = &r["tree"];
+    assert_eq!(t["source"], "sched tracepoints", "{r}");
+    assert!(t["unavailable"].is_null(), "{r}");
+    let parts: Vec<u64> = [
+        "on_cpu_ns",
+        "queued_ns",
+        "uninterruptible_ns",
+        "sleeping_ns",
+    ]
+    .iter()
+    .map(|k| t[k].as_u64().unwrap_or_else(|| panic!("tree.{k} in {r}")))
+    .collect();
+    assert_eq!(
+        parts.iter().sum::<u64>(),
+        r["wall_ns"].as_u64().unwrap(),
+        "{r}"
+    );
+    [0, 1, 2, 3].map(|k| parts[k] as f64 / 1e6)
+}
+
+#[test]
+fn the_four_states_add_up_to_the_wall_time_and_every_task_is_counted() {
+    if !traced_here() {
+        return;
+    }
+    let dir = TempDir::new("tree-sum");
+    // sh, a background sleep, a cat, and a wait: four processes.
+    let script = "sleep 0.05 & cat /etc/hostname >/dev/null; wait";
+    ct(
+        dir.path(),
+        ["run", "-n", "3", "-o", "b", "--", "sh", "-c", script],
+    )
+    .run()
+    .expect_code(0);
+    for r in read_records(&dir.join("b")) {
+        let [on_cpu, _, _, sleeping] = states(&r);
+        assert!(sleeping >= 40.0, "the 50 ms sleep is S: {r}");
+        assert!(on_cpu > 0.0, "{r}");
+        assert!(r["tree"]["tasks"].as_u64().unwrap() >= 3, "{r}");
+        assert_eq!(r["tree"]["lost_records"], 0, "{r}");
+    }
+}
+
+#[test]
+fn a_fifo_written_from_outside_the_tree_is_seen_as_sleep() {
+    if !traced_here() {
+        return;
+    }
+    let dir = TempDir::new("tree-fifo");
+    let fifo = dir.join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    // The writer is not in the tree: its write is the only thing that wakes the command.
+    let writer = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("sleep 0.4; echo x > \"$0\"")
+        .arg(&fifo)
+        .spawn()
+        .expect("the writer");
+    let path = fifo.display().to_string();
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "-n",
+            "1",
+            "-o",
+            "b",
+            "--",
+            "sh",
+            "-c",
+            "read line < \"$0\"",
+            &path,
+        ],
+    )
+    .run_within(Duration::from_secs(20));
+    out.expect_code(0);
+    let _ = writer.wait_with_output();
+    let r = &read_records(&dir.join("b"))[0];
+    let [on_cpu, queued, uninterruptible, sleeping] = states(r);
+    println!("R {on_cpu:.1} Q {queued:.1} D {uninterruptible:.1} S {sleeping:.1} ms");
+    assert!(sleeping >= 250.0, "the wait for the writer is S: {r}");
+    assert!(uninterruptible < 50.0 && on_cpu < 50.0, "{r}");
+    assert!(ms(&r["wall_ns"]) - sleeping < 100.0, "{r}");
+}
+
+#[test]
+fn without_privilege_the_record_says_why_and_where_the_cpu_went() {
+    if !rustix::process::geteuid().is_root() {
+        println!("skipped: the unprivileged case is run as root through setpriv");
+        return;
+    }
+    let dir = TempDir::new("tree-nobody");
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .expect("chmod");
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(common::BIN)
+        .args([
+            "run",
+            "-n",
+            "1",
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.01 & wait",
+        ])
+        .current_dir(dir.path())
+        .env("COLDTRACE_STATE_DIR", "")
+        .output()
+        .expect("setpriv");
+    assert!(out.status.success(), "{out:?}");
+    let r: Value = serde_json::from_slice(&out.stdout).expect("a record");
+    let t = &r["tree"];
+    assert!(t["source"].is_null(), "{r}");
+    let why = t["unavailable"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("root or CAP_PERFMON") || why.contains("tracefs") || why.contains("/sys/"),
+        "{why}"
+    );
+    assert!(t["on_cpu_ns"].is_null() && t["tasks"].is_null(), "{r}");
+    let main = t["main_thread_cpu_ns"].as_u64().expect("main thread CPU");
+    let children = t["children_cpu_ns"].as_u64().expect("children CPU");
+    let threads = t["other_threads_cpu_ns"].as_u64().expect("threads CPU");
+    let u = &r["rusage"];
+    let rusage_ns = (u["user_us"].as_u64().unwrap() + u["sys_us"].as_u64().unwrap()) * 1000;
+    assert_eq!(main + threads + children, rusage_ns, "{r}");
+}
+
+#[test]
+fn minimal_runs_have_no_tree() {
+    let dir = TempDir::new("tree-minimal");
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "1", "--minimal", "--json", "--", "true"],
+    )
+    .run();
+    out.expect_code(0);
+    assert!(out.json()["tree"].is_null(), "{}", out.describe());
+}
