@@ -19,7 +19,7 @@
 #![forbid(unsafe_code)]
 
 use crate::measure::tree::decode::{OffCpu, SchedEvent, SchedKind};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 /// The tree's four states over a window, and how many tasks it had.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -92,9 +92,9 @@ pub struct Replay {
     start_ns: u64,
     /// Events before the root's fork (then the spawner is unknown).
     before_root: Option<Vec<SchedEvent>>,
-    tasks: HashMap<i32, Task>,
+    tasks: BTreeMap<i32, Task>,
     /// The tree's task on each CPU.
-    running: HashMap<u32, i32>,
+    running: BTreeMap<u32, i32>,
     /// Tasks per class.
     counts: [u32; CLASSES],
     /// Time per class.
@@ -112,8 +112,8 @@ impl Replay {
             root,
             start_ns,
             before_root: Some(Vec::new()),
-            tasks: HashMap::new(),
-            running: HashMap::new(),
+            tasks: BTreeMap::new(),
+            running: BTreeMap::new(),
             counts: [0; CLASSES],
             totals: [0; CLASSES],
             now_ns: start_ns,
