@@ -248,6 +248,56 @@ fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
         let doc_text = report_svg(&tmp, &[&dir]);
         assert_eq!(class_count(&parse(&doc_text), "total"), bars, "{first_ns}");
     }
+    // Split by the tree's four states: four parts and the whole, the tree's size in the title.
+    let mut tree = penalty.clone();
+    tree["significant"] = Value::from(true);
+    tree["basis"] = Value::from("tree");
+    tree["tree"] = serde_json::json!({
+        "source": "sched tracepoints", "unavailable": null, "on_cpu_ns": 30_000_000,
+        "queued_ns": 1_250_000, "uninterruptible_ns": 21_000_000, "sleeping_ns": -1_000_000,
+        "tasks": 9
+    });
+    with_penalty(&dir, tree, Value::Null);
+    let doc_text = report_svg(&tmp, &[&dir]);
+    let doc = parse(&doc_text);
+    let words = texts(&doc, "text");
+    for part in ["cpu", "runqueue", "blocked", "asleep", "total"] {
+        assert_eq!(class_count(&doc, part), 1, "one {part} bar: {words:#?}");
+    }
+    for w in [
+        "+30 ms",
+        "+1.25 ms",
+        "+21 ms",
+        "−1 ms",
+        "uninterruptible (storage, faults, locks)",
+    ] {
+        assert!(words.iter().any(|t| t == w), "{w}: {words:#?}");
+    }
+    assert!(
+        words
+            .iter()
+            .any(|t| t.ends_with("= +51.25 ms; the tree: 9 tasks")),
+        "{words:#?}"
+    );
+    // Only the main thread's split: its three parts, labelled, and why.
+    let mut main = penalty.clone();
+    main["significant"] = Value::from(true);
+    main["basis"] = Value::from("main thread");
+    main["tree"] = serde_json::json!({"source": "main thread", "unavailable": "needs root"});
+    with_penalty(&dir, main, Value::Null);
+    let doc_text = report_svg(&tmp, &[&dir]);
+    let doc = parse(&doc_text);
+    let words = texts(&doc, "text");
+    assert_eq!(class_count(&doc, "asleep"), 0);
+    assert!(
+        words.iter().any(|t| t == "main thread on CPU"),
+        "{words:#?}"
+    );
+    assert!(
+        words.iter().any(|t| t == "main thread only: needs root"),
+        "{words:#?}"
+    );
+
     let unsplit = serde_json::json!({
         "first_index": 2, "reference_index": 5, "first_wall_ns": 60_000_000,
         "reference_wall_ns": 8_750_000, "basis": "parallel", "wall_ns": 51_250_000,

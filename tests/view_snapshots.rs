@@ -195,6 +195,7 @@ fn cold_batch() -> BatchOutcome {
             ns: 4_000_000,
             source: "timer_list",
         },
+        tree: coldtrace::record::tree_penalty::TreePenalty::default(),
     });
     o
 }

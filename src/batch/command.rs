@@ -95,6 +95,8 @@ pub struct CommandBatch<'p> {
     pub(super) working_set_before: Option<crate::measure::cache::WorkingSetResidency>,
     /// Runs made cold that were not, as they ended (for `batch.json`'s anomalies).
     pub(super) not_cold: Vec<crate::record::anomaly::RunAnomaly>,
+    /// Why the runs' process trees were not traced (no tree source here).
+    pub(super) tree_why: Option<String>,
 }
 
 /// A command's plan checked against the system before anything is created or run: the program
@@ -212,6 +214,7 @@ impl<'p> Checked<'p> {
             working_set: None,
             working_set_before: None,
             not_cold: Vec::new(),
+            tree_why: None,
         })
     }
 }

@@ -46,7 +46,10 @@ impl Findings {
             first_rejected,
             penalty: match plan.cold.when.and_then(ColdWhen::cycles) {
                 Some(_) => Err(cycles::FIRST_IS_A_CYCLE),
-                None => batch_penalty(columns.first(), columns, cold_every_run, tick),
+                None => {
+                    let no_tree = batch.tree_why.as_deref();
+                    batch_penalty(columns.first(), columns, cold_every_run, tick, no_tree)
+                }
             },
             anomalies: {
                 let mut all = series_anomalies(columns);

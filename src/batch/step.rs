@@ -487,6 +487,9 @@ impl CommandBatch<'_> {
             rusage: measured.result.rusage,
         };
         let counted = self.is_counted(role, &measured.result);
+        if measured.tree_why.is_some() {
+            self.tree_why.clone_from(&measured.tree_why);
+        }
         let failure_reason = outcome.failure_reason();
         let base = RecordBase {
             label: self.plan.label.as_deref(),

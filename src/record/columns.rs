@@ -7,6 +7,7 @@ use crate::record::metrics::{Metric, MAX_RSS, METRICS};
 use crate::record::run::{Anomaly, Role, RunRecord};
 use crate::record::stats::{ratio, Summary};
 use crate::record::summary::{AtFloor, MetricSummary};
+use crate::record::tree::TreeRecord;
 
 /// Values kept per run beside the [`METRICS`]: not summarised, but needed to name the reference
 /// warm run and to split a first-run penalty.
@@ -21,7 +22,20 @@ const EXTRAS: &[fn(&RunRecord<'_>) -> Option<f64>] = &[
         let ws = r.cache.as_ref()?.working_set_before.as_ref()?;
         ws.resident_ratio
     },
+    |r| tree(r, |t| t.on_cpu_ns),
+    |r| tree(r, |t| t.queued_ns),
+    |r| tree(r, |t| t.uninterruptible_ns),
+    |r| tree(r, |t| t.sleeping_ns),
+    |r| tree(r, |t| t.tasks),
+    |r| tree(r, |t| t.source.map(|_| 1)),
+    |r| tree(r, |t| t.other_threads_cpu_ns),
+    |r| tree(r, |t| t.children_cpu_ns),
 ];
+
+/// A figure of the record's `tree`, if it has one.
+fn tree(r: &RunRecord<'_>, get: fn(&TreeRecord) -> Option<u64>) -> Option<f64> {
+    r.tree.as_ref().and_then(get).map(|v| v as f64)
+}
 
 /// The record's `cached_before_fell` anomaly, if it has one.
 fn fell<'r>(r: &'r RunRecord<'_>) -> Option<&'r Anomaly> {
@@ -42,6 +56,10 @@ pub const CYCLE: usize = METRICS.len() + 4;
 pub const POSITION: usize = METRICS.len() + 5;
 /// Column of the share of the first run's working set cached right before the run.
 pub const WORKING_SET_RATIO: usize = METRICS.len() + 6;
+/// Columns of the tree's figures ([`crate::record::tree::TreeRecord`]), from here in this
+/// order: R, Q, D, S (ns), tasks, 1 when the run was traced, other threads' and children's CPU
+/// (ns).
+pub const TREE: usize = METRICS.len() + 7;
 /// Values per row before the batch's perf events.
 const WIDTH: usize = METRICS.len() + EXTRAS.len();
 

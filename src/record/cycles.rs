@@ -18,6 +18,7 @@
 use crate::record::columns::{FirstRun, Row, WarmSeries, CYCLE, POSITION};
 use crate::record::metrics::metric_index;
 use crate::record::penalty::{first_penalty, Basis, FirstPenalty, RunFigures};
+use crate::record::tree_penalty::{tree_penalty, TreeFigures, TreeParts};
 use crate::record::stats::{
     bootstrap_mean_ci, bootstrap_ratio_ci, ratio, NoInterval, Summary, LEVEL, RESAMPLES,
 };
@@ -125,6 +126,8 @@ pub struct PerCycle {
     pub major_faults: Option<f64>,
     /// Mean extra voluntary context switches.
     pub voluntary_switches: Option<f64>,
+    /// Mean extra R, Q, D, S of the whole tree (`basis` `tree`: every cycle's were known).
+    pub tree: Option<TreeParts>,
 }
 serialize_struct!(PerCycle {
     cycles,
@@ -140,7 +143,8 @@ serialize_struct!(PerCycle {
     rusage_cpu_ns,
     read_bytes,
     major_faults,
-    voluntary_switches
+    voluntary_switches,
+    tree
 });
 
 /// The `cycles` object of `batch.json`.
@@ -282,17 +286,17 @@ fn cycle_pairs(
     first: Option<&Row>,
     rows: &dyn WarmSeries,
     warm: &[u64],
-) -> Vec<(RunFigures, RunFigures)> {
-    let mut by_cycle: BTreeMap<u64, (Option<RunFigures>, Vec<RunFigures>)> = BTreeMap::new();
+) -> Vec<(Figures, Figures)> {
+    let mut by_cycle: BTreeMap<u64, (Option<Figures>, Vec<Figures>)> = BTreeMap::new();
     let mut take = |row: &Row| {
         let (Some(cycle), Some(position)) = (row.get_u64(CYCLE), row.get_u64(POSITION)) else {
             return;
         };
         let entry = by_cycle.entry(cycle).or_default();
         if position == 0 {
-            entry.0 = Some(RunFigures::of(row));
+            entry.0 = Some((RunFigures::of(row), TreeFigures::of(row)));
         } else if warm.contains(&position) {
-            entry.1.push(RunFigures::of(row));
+            entry.1.push((RunFigures::of(row), TreeFigures::of(row)));
         }
     };
     if let Some(row) = first {
@@ -302,19 +306,29 @@ fn cycle_pairs(
     by_cycle
         .into_values()
         .filter_map(|(cold, mut warm)| {
-            warm.retain(|w| w.wall_ns.is_some());
-            warm.sort_by_key(|w| (w.wall_ns, w.index));
+            warm.retain(|w| w.0.wall_ns.is_some());
+            warm.sort_by_key(|w| (w.0.wall_ns, w.0.index));
             let reference = *warm.get(warm.len().checked_sub(1)? / 2)?;
             Some((cold?, reference))
         })
         .collect()
 }
 
+/// A run's figures for a penalty: its own and its tree's.
+type Figures = (RunFigures, TreeFigures);
+
 /// The mean of the cycles' differences and its interval, split when every cycle's was.
-fn per_cycle(pairs: &[(RunFigures, RunFigures)]) -> Option<PerCycle> {
+fn per_cycle(pairs: &[(Figures, Figures)]) -> Option<PerCycle> {
     let diffs: Vec<FirstPenalty> = pairs
         .iter()
-        .filter_map(|(cold, reference)| first_penalty(cold, reference, &[]))
+        .filter_map(|((cold, cold_tree), (reference, reference_tree))| {
+            let tree = tree_penalty(
+                (cold_tree, cold.index),
+                (reference_tree, reference.index),
+                None,
+            );
+            first_penalty(cold, reference, &[], tree)
+        })
         .collect();
     let n = diffs.len();
     let mean_of = |f: &dyn Fn(&FirstPenalty) -> Option<i64>| -> Option<f64> {
@@ -336,11 +350,17 @@ fn per_cycle(pairs: &[(RunFigures, RunFigures)]) -> Option<PerCycle> {
         bootstrap_mean_ci(&walls, RESAMPLES, LEVEL, 0xC7C1E)
             .ok_or_else(|| "too few cycles".to_string())
     };
-    let basis = diffs
-        .iter()
-        .map(|d| d.basis)
-        .find(|b| *b != Basis::Schedstat)
-        .unwrap_or(Basis::Schedstat);
+    // The weakest split of any cycle is the split of their mean.
+    let basis = [Basis::Unavailable, Basis::MainThread, Basis::Schedstat]
+        .into_iter()
+        .find(|b| diffs.iter().any(|d| d.basis == *b))
+        .unwrap_or(Basis::Tree);
+    let tree_part = |k: usize| {
+        mean_of(&|d: &FirstPenalty| {
+            let t = &d.tree;
+            [t.on_cpu_ns, t.queued_ns, t.uninterruptible_ns, t.sleeping_ns][k]
+        })
+    };
     Some(PerCycle {
         cycles: n as u64,
         mean_wall_ns,
@@ -356,6 +376,16 @@ fn per_cycle(pairs: &[(RunFigures, RunFigures)]) -> Option<PerCycle> {
         read_bytes: mean_of(&|d| d.evidence.read_bytes),
         major_faults: mean_of(&|d| d.evidence.major_faults),
         voluntary_switches: mean_of(&|d| d.evidence.voluntary_switches),
+        tree: (|| {
+            Some(TreeParts {
+                on_cpu_ns: tree_part(0)?,
+                queued_ns: tree_part(1)?,
+                uninterruptible_ns: tree_part(2)?,
+                sleeping_ns: tree_part(3)?,
+                tasks: None,
+            })
+        })()
+        .filter(|_| basis == Basis::Tree),
     })
 }
 

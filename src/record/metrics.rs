@@ -367,6 +367,7 @@ pub const RECORD_NUMBERS: &[(&str, &str)] = &[
     ("tree.queued_ns", "ns"),
     ("tree.uninterruptible_ns", "ns"),
     ("tree.sleeping_ns", "ns"),
+    ("tree.after_exit_ns", "ns"),
     ("tree.tasks", "count"),
     ("tree.records", "count"),
     ("tree.lost_records", "count"),

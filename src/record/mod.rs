@@ -29,6 +29,7 @@ pub mod series;
 pub mod stats;
 pub mod summary;
 pub mod tree;
+pub mod tree_penalty;
 pub mod working_set;
 
 /// Schema name and version of a run record (`runs.jsonl`). Version 4: `cgroup` (the run's

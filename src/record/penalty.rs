@@ -26,6 +26,7 @@
 use crate::measure::tick::Tick;
 use crate::record::columns::{FirstRun, Row, WarmSeries, ON_CPU_NS};
 use crate::record::metrics::metric_index;
+use crate::record::tree_penalty::{tree_penalty, TreeFigures, TreePenalty, BY_TREE};
 use crate::serialize_struct;
 
 /// rusage CPU above schedstat's on-CPU time beyond which the work was parallel or spread over
@@ -137,26 +138,35 @@ impl RunFigures {
         Some(self.wall_ns? - self.on_cpu_ns? - self.runqueue_ns?)
     }
 
-    /// Why this run's wall time cannot be split (parallel work, or no schedstat), if it cannot.
-    fn not_decomposable(&self) -> Option<Basis> {
+    /// Whether the main thread's schedstat is known.
+    fn has_schedstat(&self) -> bool {
+        self.cpu_ns().is_some() && self.blocked_ns().is_some()
+    }
+
+    /// Whether the tree did more than the main thread: rusage CPU (all threads, waited-for
+    /// descendants) beyond the main thread's on-CPU time by more than [`PARALLEL_SLACK_NS`].
+    fn beyond_main_thread(&self) -> bool {
         let (Some(cpu), Some(on_cpu), Some(blocked)) =
             (self.cpu_ns(), self.on_cpu_ns, self.blocked_ns())
         else {
-            return Some(Basis::Unavailable);
+            return false;
         };
-        (cpu - on_cpu > PARALLEL_SLACK_NS || blocked < -PARALLEL_SLACK_NS)
-            .then_some(Basis::Parallel)
+        cpu - on_cpu > PARALLEL_SLACK_NS || blocked < -PARALLEL_SLACK_NS
     }
 }
 
 /// How the penalty's wall time was split.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Basis {
-    /// From both runs' schedstat: on-CPU, run-queue, blocked.
+    /// By the whole tree's states in both runs (`first_penalty.tree`: R, Q, D, S); the main
+    /// thread's split is beside it.
+    Tree,
+    /// By both runs' schedstat (on-CPU, run-queue, blocked): the main thread was the whole tree.
     Schedstat,
-    /// rusage CPU exceeds the main thread's on-CPU time: parallel work or work spread over
-    /// processes; no split.
-    Parallel,
+    /// By the main thread's schedstat only: the tree did more than the main thread (rusage CPU
+    /// beyond its on-CPU time) and its states are not known; `first_penalty.tree` says why and
+    /// how much CPU went elsewhere.
+    MainThread,
     /// No schedstat (`--minimal`, or unreadable): no split.
     Unavailable,
 }
@@ -165,8 +175,9 @@ impl Basis {
     /// The name in `batch.json`.
     pub fn name(self) -> &'static str {
         match self {
+            Basis::Tree => "tree",
             Basis::Schedstat => "schedstat",
-            Basis::Parallel => "parallel",
+            Basis::MainThread => "main thread",
             Basis::Unavailable => "unavailable",
         }
     }
@@ -227,12 +238,13 @@ pub struct FirstPenalty {
     pub basis: Basis,
     /// First minus reference wall time.
     pub wall_ns: i64,
-    /// Extra on-CPU time of the main thread (schedstat); `null` unless split.
+    /// Extra on-CPU time of the main thread (schedstat); `null` without schedstat.
     pub cpu_ns: Option<i64>,
-    /// Extra time waiting for a CPU; `null` unless split.
+    /// Extra time the main thread waited for a CPU; `null` without schedstat.
     pub runqueue_ns: Option<i64>,
-    /// Extra time off CPU and not waiting for one (I/O, sleeps, page faults); `null` unless
-    /// split. `cpu_ns + runqueue_ns + blocked_ns == wall_ns`.
+    /// Extra time the main thread was off CPU and not waiting for one (I/O, sleeps, page
+    /// faults, waiting for its children); `null` without schedstat.
+    /// `cpu_ns + runqueue_ns + blocked_ns == wall_ns`.
     pub blocked_ns: Option<i64>,
     /// Extra rusage CPU (user + sys, all threads and waited-for descendants).
     pub rusage_cpu_ns: Option<i64>,
@@ -244,6 +256,8 @@ pub struct FirstPenalty {
     pub stands_out: StandsOut,
     /// The scheduler tick that samples `sys_us` (the user/sys split), and where it was read.
     pub cpu_tick: Tick,
+    /// The penalty split by the whole tree's states, or why not.
+    pub tree: TreePenalty,
 }
 impl serde::Serialize for FirstPenalty {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -272,6 +286,7 @@ impl serde::Serialize for FirstPenalty {
         m.serialize_entry("cpu_tick_ns", &self.cpu_tick.ns)?;
         m.serialize_entry("cpu_tick_source", self.cpu_tick.source)?;
         m.serialize_entry("evidence", &self.evidence)?;
+        m.serialize_entry("tree", &self.tree)?;
         m.end()
     }
 }
@@ -299,19 +314,32 @@ fn minus(a: Option<i64>, b: Option<i64>) -> Option<i64> {
     Some(a? - b?)
 }
 
+/// How the penalty of `first` over `reference` is split: by the tree's states when both runs
+/// have them, else by the main thread's schedstat (labelled when the tree did more).
+fn basis(first: &RunFigures, reference: &RunFigures, tree: &TreePenalty) -> Basis {
+    if tree.source == BY_TREE {
+        Basis::Tree
+    } else if !first.has_schedstat() || !reference.has_schedstat() {
+        Basis::Unavailable
+    } else if first.beyond_main_thread() || reference.beyond_main_thread() {
+        Basis::MainThread
+    } else {
+        Basis::Schedstat
+    }
+}
+
 /// The penalty of `first` over `reference`, judged by [`RULE`] against the warm wall times
-/// `warm_walls` (the reference's among them). `None` when either wall time is unknown.
+/// `warm_walls` (the reference's among them), with the tree's share `tree`. `None` when either
+/// wall time is unknown.
 pub fn first_penalty(
     first: &RunFigures,
     reference: &RunFigures,
     warm_walls: &[f64],
+    tree: TreePenalty,
 ) -> Option<FirstPenalty> {
     let (first_wall, reference_wall) = (first.wall_ns?, reference.wall_ns?);
-    let basis = first
-        .not_decomposable()
-        .or_else(|| reference.not_decomposable())
-        .unwrap_or(Basis::Schedstat);
-    let split = basis == Basis::Schedstat;
+    let basis = basis(first, reference, &tree);
+    let split = basis != Basis::Unavailable;
     let cpu_ns = minus(first.on_cpu_ns, reference.on_cpu_ns).filter(|_| split);
     let runqueue_ns = minus(first.runqueue_ns, reference.runqueue_ns).filter(|_| split);
     let wall_ns = first_wall - reference_wall;
@@ -346,17 +374,20 @@ pub fn first_penalty(
             ns: crate::measure::tick::COARSEST_TICK_NS,
             source: "assumed",
         },
+        tree,
     })
 }
 
 /// A batch's first-run penalty, or why it has none: `first` is the run with role `first`,
 /// `warm` the counted warm runs' rows, `cold_every_run` whether a cold action preceded every
-/// counted run (then no run is warm), `tick` the scheduler tick of this kernel.
+/// counted run (then no run is warm), `tick` the scheduler tick of this kernel, `no_tree` why
+/// the batch has no tree source (when it has none).
 pub fn batch_penalty(
     first: Option<&FirstRun>,
     warm: &(impl WarmSeries + ?Sized),
     cold_every_run: bool,
     tick: Tick,
+    no_tree: Option<&str>,
 ) -> Result<FirstPenalty, &'static str> {
     if cold_every_run {
         return Err("a cold action before every counted run: there is no warm series");
@@ -367,12 +398,15 @@ pub fn batch_penalty(
     }
     let (reference, n) = reference_run(warm).ok_or("no warm run to compare with")?;
     let walls = warm.column(0);
-    let mut penalty = first_penalty(
-        &RunFigures::of(&first.row),
-        &RunFigures::of(&reference),
-        &walls,
-    )
-    .ok_or("the first run has no wall time")?;
+    let (first_figures, reference_figures) =
+        (RunFigures::of(&first.row), RunFigures::of(&reference));
+    let tree = tree_penalty(
+        (&TreeFigures::of(&first.row), first_figures.index),
+        (&TreeFigures::of(&reference), reference_figures.index),
+        no_tree,
+    );
+    let mut penalty = first_penalty(&first_figures, &reference_figures, &walls, tree)
+        .ok_or("the first run has no wall time")?;
     if n % 2 == 0 {
         penalty.reference = "lower middle";
     }
@@ -397,11 +431,17 @@ mod tests {
         }
     }
 
+    /// No tree states: the main thread's split, with `why`.
+    fn untraced() -> TreePenalty {
+        let none = TreeFigures::default();
+        tree_penalty((&none, 0), (&none, 1), Some("needs root"))
+    }
+
     #[test]
     fn the_parts_add_up_to_the_penalty() {
         let first = run(0, 305, 2, 3, 2);
         let warm = run(2, 5, 1, 1, 1);
-        let p = first_penalty(&first, &warm, &[5e6]).unwrap();
+        let p = first_penalty(&first, &warm, &[5e6], untraced()).unwrap();
         assert_eq!(p.basis, Basis::Schedstat);
         assert_eq!(p.wall_ns, 300_000_000);
         assert_eq!(p.cpu_ns, Some(1_000_000));
@@ -415,24 +455,54 @@ mod tests {
     }
 
     #[test]
-    fn parallel_work_is_not_split_and_has_no_negative_part() {
+    fn parallel_work_without_tree_states_is_the_main_threads_split_labelled() {
         // Two threads: 600 ms of CPU in 310 ms of wall time, the main thread on CPU 300 ms.
         let first = run(0, 310, 300, 0, 600);
         let warm = run(1, 10, 5, 0, 5);
-        let p = first_penalty(&first, &warm, &[5e6]).unwrap();
-        assert_eq!(p.basis, Basis::Parallel);
-        assert_eq!((p.cpu_ns, p.runqueue_ns, p.blocked_ns), (None, None, None));
+        let p = first_penalty(&first, &warm, &[5e6], untraced()).unwrap();
+        assert_eq!(p.basis, Basis::MainThread);
+        assert_eq!(p.basis.name(), "main thread");
+        assert_eq!(
+            (p.cpu_ns, p.runqueue_ns, p.blocked_ns),
+            (Some(295_000_000), Some(0), Some(5_000_000))
+        );
         assert_eq!(p.rusage_cpu_ns, Some(595_000_000));
+        assert_eq!(p.tree.unavailable.as_deref(), Some("needs root"));
         // Also when only the reference run was parallel.
-        let p = first_penalty(&warm, &first, &[310e6]).unwrap();
-        assert_eq!(p.basis, Basis::Parallel);
+        let p = first_penalty(&warm, &first, &[310e6], untraced()).unwrap();
+        assert_eq!(p.basis, Basis::MainThread);
+    }
+
+    #[test]
+    fn tree_states_of_both_runs_split_any_tree() {
+        let first = run(0, 310, 300, 0, 600);
+        let warm = run(1, 10, 5, 0, 5);
+        let figures = |states: [i64; 4]| TreeFigures {
+            states: Some(states),
+            tasks: Some(2),
+            traced: true,
+            ..TreeFigures::default()
+        };
+        let tree = tree_penalty(
+            (&figures([300, 5, 0, 5]), 0),
+            (&figures([5, 0, 0, 5]), 1),
+            None,
+        );
+        let p = first_penalty(&first, &warm, &[10e6], tree).unwrap();
+        assert_eq!(p.basis, Basis::Tree);
+        assert_eq!((p.tree.on_cpu_ns, p.tree.queued_ns), (Some(295), Some(5)));
+        assert_eq!(
+            p.cpu_ns,
+            Some(295_000_000),
+            "the main thread's split is beside it"
+        );
     }
 
     #[test]
     fn without_schedstat_there_is_no_split() {
         let mut first = run(0, 20, 5, 0, 5);
         first.on_cpu_ns = None;
-        let p = first_penalty(&first, &run(1, 10, 5, 0, 5), &[10e6]).unwrap();
+        let p = first_penalty(&first, &run(1, 10, 5, 0, 5), &[10e6], untraced()).unwrap();
         assert_eq!(p.basis, Basis::Unavailable);
         assert_eq!(p.blocked_ns, None);
         assert_eq!(p.wall_ns, 10_000_000);
@@ -483,9 +553,9 @@ mod tests {
             failure_reason: None,
             at_floor: false,
         };
-        let odd_penalty = batch_penalty(Some(&first), &odd, false, Tick::read()).unwrap();
+        let odd_penalty = batch_penalty(Some(&first), &odd, false, Tick::read(), None).unwrap();
         assert_eq!((odd_penalty.reference, odd_penalty.wall_ns), ("median", 30));
-        let even_penalty = batch_penalty(Some(&first), &even, false, Tick::read()).unwrap();
+        let even_penalty = batch_penalty(Some(&first), &even, false, Tick::read(), None).unwrap();
         assert_eq!(
             (even_penalty.reference, even_penalty.reference_index),
             ("lower middle", 4)

@@ -10,6 +10,7 @@
 
 use crate::record::compare::ReadComparison;
 use crate::record::head::RecordHead;
+use crate::record::tree_penalty::TreeParts;
 use crate::record::pick::{Fields, Leaf};
 use crate::record::series::{
     Compared, Comparison, CyclesPenalty, PagedIn, Penalty, Picture, RunPoint, Series,
@@ -109,6 +110,9 @@ pub struct BatchRow {
     /// `first_penalty: null` stays null (its `first_penalty_unavailable` says why), except in a
     /// `--cold-cycles` batch, whose penalty is its cycles' (`cycles.penalty.per_cycle`).
     pub first_penalty_ns: Option<f64>,
+    /// batch.json's `first_penalty.tree` parts, when the penalty stands out (`significant`) and
+    /// the whole process tree's states split it; `null` otherwise.
+    pub first_penalty_tree: Option<TreeParts>,
     /// The group of batches on one boot and one kernel it is shown in (0, 1, … in time order).
     pub group: u64,
     /// The kernel differs from the previous listed batch's.
@@ -147,10 +151,12 @@ serialize_struct!(BatchRow {
     first_batch_since_boot,
     earliest_listed_on_boot,
     first_penalty_ns,
+    first_penalty_tree,
     group,
     kernel_changed,
     notes,
 });
+
 
 fn u64_at(v: &Value, path: &[&str]) -> Option<u64> {
     path.iter().try_fold(v, |v, k| v.get(k))?.as_u64()
@@ -379,7 +385,7 @@ pub fn parse_batch_document(
 struct BatchFields;
 
 impl BatchFields {
-    const PATHS: [&'static [&'static str]; 16] = [
+    const PATHS: [&'static [&'static str]; 22] = [
         &["schema"],
         &["anomalies"],
         &["label"],
@@ -396,6 +402,12 @@ impl BatchFields {
         &["context", "file_set", "files"],
         &["context", "file_set", "roots"],
         &["cycles", "penalty", "per_cycle", "mean_wall_ns"],
+        &["first_penalty", "significant"],
+        &["first_penalty", "tree", "on_cpu_ns"],
+        &["first_penalty", "tree", "queued_ns"],
+        &["first_penalty", "tree", "uninterruptible_ns"],
+        &["first_penalty", "tree", "sleeping_ns"],
+        &["first_penalty", "tree", "tasks"],
     ];
     const SCHEMA: usize = 0;
     const ANOMALIES: usize = 1;
@@ -413,10 +425,28 @@ impl BatchFields {
     const FILES: usize = 13;
     const ROOTS: usize = 14;
     const CYCLES_PENALTY_NS: usize = 15;
+    const SIGNIFICANT: usize = 16;
+    /// `first_penalty.tree`'s ΔR, ΔQ, ΔD, ΔS, then its tasks.
+    const TREE: usize = 17;
 
     fn pick(bytes: &[u8]) -> Result<Fields<'_>, serde_json::Error> {
         crate::record::pick::pick(bytes, &Self::PATHS)
     }
+}
+
+/// `first_penalty.tree`'s parts, when the penalty stands out and the tree's states split it.
+fn tree_parts(doc: &Fields<'_>) -> Option<TreeParts> {
+    if doc.bool(BatchFields::SIGNIFICANT) == Some(false) {
+        return None;
+    }
+    let part = |k: usize| doc.f64(BatchFields::TREE + k);
+    Some(TreeParts {
+        on_cpu_ns: part(0)?,
+        queued_ns: part(1)?,
+        uninterruptible_ns: part(2)?,
+        sleeping_ns: part(3)?,
+        tasks: doc.u64(BatchFields::TREE + 4),
+    })
 }
 
 /// What batch.json knows of the boot (also for `--minimal` batches, whose records have no boot
@@ -430,6 +460,7 @@ fn boot_and_penalty(doc: &Fields<'_>, row: &mut BatchRow) {
     row.first_penalty_ns = doc
         .f64(BatchFields::PENALTY_WALL_NS)
         .or_else(|| doc.f64(BatchFields::CYCLES_PENALTY_NS));
+    row.first_penalty_tree = tree_parts(doc);
     row.every_run_cold = doc.str(BatchFields::COLD_WHEN) == Some("every_counted_run");
     row.file_set = doc.str(BatchFields::FINGERPRINT).map(one_line);
     row.file_set_files = doc.u64(BatchFields::FILES);
@@ -1278,6 +1309,17 @@ fn penalty(v: &Value) -> Option<Penalty> {
         blocked_ns: f64_at(v, &["blocked_ns"]),
         basis: str_at(v, &["basis"]).map_or_else(|| "unknown".into(), |b| one_line(&b)),
         significant: v.get("significant").and_then(Value::as_bool),
+        tree: (|| {
+            let part = |k: &str| f64_at(v, &["tree", k]);
+            Some([
+                part("on_cpu_ns")?,
+                part("queued_ns")?,
+                part("uninterruptible_ns")?,
+                part("sleeping_ns")?,
+            ])
+        })(),
+        tree_tasks: u64_at(v, &["tree", "tasks"]),
+        tree_unavailable: str_at(v, &["tree", "unavailable"]).map(|s| one_line(&s)),
     })
 }
 
@@ -1332,6 +1374,10 @@ mod tests {
                 BatchFields::CYCLES_PENALTY_NS,
                 "cycles.penalty.per_cycle.mean_wall_ns",
             ),
+            (BatchFields::SIGNIFICANT, "first_penalty.significant"),
+            (BatchFields::TREE, "first_penalty.tree.on_cpu_ns"),
+            (BatchFields::TREE + 3, "first_penalty.tree.sleeping_ns"),
+            (BatchFields::TREE + 4, "first_penalty.tree.tasks"),
         ] {
             assert_eq!(doc.str(i), Some(want), "batch field {i}");
         }

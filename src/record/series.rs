@@ -157,8 +157,15 @@ pub struct Penalty {
     pub runqueue_ns: Option<f64>,
     /// Extra blocked time (I/O, sleeps, faults), ns.
     pub blocked_ns: Option<f64>,
-    /// How it was split: `schedstat`, `parallel` or `unavailable`.
+    /// How it was split: `tree`, `schedstat`, `main thread` (`parallel` before the tree's
+    /// states) or `unavailable`.
     pub basis: String,
+    /// The tree's parts (`first_penalty.tree`): ΔR, ΔQ, ΔD, ΔS, ns, when both runs had them.
+    pub tree: Option<[f64; 4]>,
+    /// Tasks of the first run's tree.
+    pub tree_tasks: Option<u64>,
+    /// Why the tree's states do not split it (`first_penalty.tree.unavailable`).
+    pub tree_unavailable: Option<String>,
     /// Whether the first run stands out of the warm runs (`first_penalty.significant`; `None`
     /// in a document written before the rule, which the picture then applies itself).
     pub significant: Option<bool>,

@@ -29,6 +29,9 @@ pub struct TreeRecord {
     pub uninterruptible_ns: Option<u64>,
     /// S: all asleep (or none left), ns. R + Q + D + S = `wall_ns`.
     pub sleeping_ns: Option<u64>,
+    /// Of S, the time after the tree's last task had exited until coldtrace saw the exit
+    /// (its wake-up: longer on a busy machine), ns.
+    pub after_exit_ns: Option<u64>,
     /// Tasks (processes and threads) the tree had.
     pub tasks: Option<u64>,
     /// Scheduler records read during the run (every process on every CPU).
@@ -50,6 +53,7 @@ serialize_struct!(TreeRecord {
     queued_ns,
     uninterruptible_ns,
     sleeping_ns,
+    after_exit_ns,
     tasks,
     records,
     lost_records,
@@ -107,6 +111,7 @@ impl TreeRecord {
                 record.queued_ns = Some(s.queued_ns);
                 record.uninterruptible_ns = Some(s.uninterruptible_ns);
                 record.sleeping_ns = Some(s.sleeping_ns);
+                record.after_exit_ns = Some(s.after_exit_ns);
                 record.tasks = Some(s.tasks);
             }
             Err(why) => record.unavailable = Some(why.clone()),
@@ -159,6 +164,7 @@ mod tests {
             queued_ns: 2,
             uninterruptible_ns: 3,
             sleeping_ns: 4,
+            after_exit_ns: 1,
             tasks: 5,
         };
         let ok = TreeReading {

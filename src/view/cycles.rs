@@ -124,17 +124,44 @@ fn parts(d: &PerCycle) -> String {
     } else {
         format!(" ({})", evidence.join(", "))
     };
-    match (d.basis, d.cpu_ns, d.runqueue_ns, d.blocked_ns) {
-        (Basis::Schedstat, Some(cpu), Some(rq), Some(blocked)) => format!(
+    match (d.basis, d.cpu_ns, d.runqueue_ns, d.blocked_ns, d.tree) {
+        (Basis::Tree, .., Some(t)) => {
+            let mut parts = [
+                (t.on_cpu_ns, "on a CPU", String::new()),
+                (
+                    t.uninterruptible_ns,
+                    "uninterruptible (storage, faults, kernel locks)",
+                    evidence,
+                ),
+                (t.queued_ns, "waiting for a CPU", String::new()),
+                (t.sleeping_ns, "asleep", String::new()),
+            ];
+            parts.sort_by(|a, b| b.0.abs().total_cmp(&a.0.abs()));
+            let words: Vec<String> = parts
+                .iter()
+                .map(|(ns, name, after)| format!("{name} {}{after}", signed(*ns)))
+                .collect();
+            format!(
+                ": the tree was {} (means over the cycles)",
+                words.join(", ")
+            )
+        }
+        (Basis::Schedstat, Some(cpu), Some(rq), Some(blocked), _) => format!(
             ": {} blocked{evidence}, {} CPU, {} waiting for a CPU (means over the cycles)",
             signed(blocked),
             signed(cpu),
             signed(rq)
         ),
-        (Basis::Parallel, ..) => format!(
-            "; not decomposable: parallel work or work spread over processes (rusage CPU \
-             {}){evidence}",
-            d.rusage_cpu_ns.map_or("unknown".into(), signed)
+        (Basis::MainThread, Some(cpu), Some(rq), Some(blocked), _) => format!(
+            "; main thread only (the tree did more, and its states are unknown): {} off \
+             CPU{evidence}, {} on a CPU, {} waiting for a CPU (means over the cycles; the rest \
+             of the tree used {} more CPU)",
+            signed(blocked),
+            signed(cpu),
+            signed(rq),
+            d.rusage_cpu_ns
+                .zip(Some(cpu))
+                .map_or("unknown".into(), |(all, main)| signed(all - main))
         ),
         _ => format!("; not split: no schedstat (--minimal or unreadable){evidence}"),
     }

@@ -8,6 +8,7 @@ use crate::plan::ColdWhen;
 use crate::record::anomaly::{RunAnomaly, RULE_OUTLIER};
 use crate::record::metrics::Unit;
 use crate::record::penalty::{Basis, FirstPenalty, MIN_WARM_RUNS};
+use crate::record::tree_penalty::TreePenalty;
 use crate::text::unbreakable;
 use crate::view::lines::Note;
 use crate::view::units;
@@ -288,6 +289,7 @@ pub fn penalty_sentence(p: &FirstPenalty) -> String {
     };
     let sys = sys_words(p);
     match (p.basis, p.blocked_ns, p.cpu_ns, p.runqueue_ns) {
+        (Basis::Tree, ..) => format!("{head}{}", tree_words(&p.tree, &evidence, &sys)),
         (Basis::Schedstat, Some(blocked), Some(cpu), Some(rq)) => format!(
             "{head}: {} blocked{}, {} CPU{sys}, {} waiting for a CPU",
             signed_ns(blocked),
@@ -295,17 +297,88 @@ pub fn penalty_sentence(p: &FirstPenalty) -> String {
             signed_ns(cpu),
             signed_ns(rq)
         ),
-        (Basis::Parallel, ..) => format!(
-            "{head}; not decomposable: parallel work or work spread over processes \
-             (rusage CPU {}){}",
-            p.rusage_cpu_ns.map_or("unknown".into(), signed_ns),
-            beside(&evidence)
+        (Basis::MainThread, Some(blocked), Some(cpu), Some(rq)) => format!(
+            "{head}; main thread only ({}): {} off CPU{}, {} on a CPU{sys}, {} waiting for \
+             a CPU; {}",
+            why_main_thread(&p.tree),
+            signed_ns(blocked),
+            in_brackets(&evidence),
+            signed_ns(cpu),
+            signed_ns(rq),
+            elsewhere_words(p)
         ),
         _ => format!(
             "{head}; not split: no schedstat (--minimal or unreadable){}",
             beside(&evidence)
         ),
     }
+}
+
+/// `; the tree (9 tasks) was on a CPU +259 ms, uninterruptible (storage, faults, kernel locks)
+/// +150 ms (97 MiB read from storage, 97 major faults), waiting for a CPU +12 ms, asleep +3 ms`:
+/// the four parts, the largest first (a single task is not called a tree).
+fn tree_words(t: &TreePenalty, evidence: &[String], sys: &str) -> String {
+    let evidence = if evidence.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", evidence.join(", "))
+    };
+    let named = [
+        (t.on_cpu_ns, "on a CPU", sys.to_string()),
+        (
+            t.uninterruptible_ns,
+            "uninterruptible (storage, faults, kernel locks)",
+            evidence,
+        ),
+        (t.queued_ns, "waiting for a CPU", String::new()),
+        (t.sleeping_ns, "asleep", String::new()),
+    ];
+    let mut parts: Vec<(i64, String)> = named
+        .into_iter()
+        .filter_map(|(ns, name, after)| {
+            let ns = ns?;
+            Some((ns, format!("{name} {}{after}", signed_ns(ns))))
+        })
+        .collect();
+    parts.sort_by_key(|(ns, _)| std::cmp::Reverse(ns.unsigned_abs()));
+    let words: Vec<String> = parts.into_iter().map(|(_, w)| w).collect();
+    let who = match t.tasks {
+        Some(n) if n > 1 => format!("; the tree ({n} tasks) was "),
+        _ => ": it was ".to_string(),
+    };
+    format!("{who}{}", words.join(", "))
+}
+
+/// Why only the main thread's split is given, in a few words.
+fn why_main_thread(t: &TreePenalty) -> String {
+    match t.unavailable.as_deref() {
+        Some(why) if why.contains("CAP_PERFMON") => {
+            "the tree's states need root or CAP_PERFMON".to_string()
+        }
+        Some(why) => why.to_string(),
+        None => "the tree's states are unknown".to_string(),
+    }
+}
+
+/// `the rest of the tree used +45 ms more CPU (+12 ms in other threads, +33 ms in child
+/// processes)`.
+fn elsewhere_words(p: &FirstPenalty) -> String {
+    let t = &p.tree;
+    let Some(elsewhere) = t.cpu_elsewhere_ns else {
+        return "the rest of the tree's CPU is unknown".to_string();
+    };
+    let split = match (t.other_threads_cpu_ns, t.children_cpu_ns) {
+        (Some(threads), Some(children)) => format!(
+            " ({} in other threads, {} in child processes)",
+            signed_ns(threads),
+            signed_ns(children)
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "the rest of the tree used {} more CPU{split}",
+        signed_ns(elsewhere)
+    )
 }
 
 /// The sentence for a first run that does not stand out of the warm runs ([`RULE`]): where it
@@ -462,6 +535,7 @@ mod tests {
                 ns: 4_000_000,
                 source: "timer_list",
             },
+            tree: TreePenalty::default(),
         }
     }
 
@@ -576,19 +650,66 @@ mod tests {
     }
 
     #[test]
-    fn parallel_work_gives_the_cpu_difference_alone() {
-        let mut p = penalty(Basis::Parallel);
-        (p.cpu_ns, p.runqueue_ns, p.blocked_ns) = (None, None, None);
+    fn a_tree_is_named_with_its_four_parts_the_largest_first() {
+        let mut p = penalty(Basis::Tree);
+        p.wall_ns = 424_000_000;
+        p.evidence.voluntary_switches = None;
+        p.evidence.psi_io_some_us = None;
+        p.evidence.read_bytes = Some(97 << 20);
+        p.evidence.major_faults = Some(97);
+        p.tree = TreePenalty {
+            source: crate::record::tree_penalty::BY_TREE,
+            on_cpu_ns: Some(259_000_000),
+            uninterruptible_ns: Some(150_000_000),
+            queued_ns: Some(12_000_000),
+            sleeping_ns: Some(3_000_000),
+            tasks: Some(9),
+            ..TreePenalty::default()
+        };
+        assert_eq!(
+            plain(penalty_sentence(&p)),
+            "first run +424 ms over the warm median (run #3); the tree (9 tasks) was on a CPU \
+             +259 ms (sys ≈ +17 ms: tick-sampled, 4 ms tick), uninterruptible (storage, faults, \
+             kernel locks) +150 ms (97 MiB read from storage, 97 major faults), waiting for a \
+             CPU +12 ms, asleep +3 ms"
+        );
+        // One task is not a tree; a part that shrank is said with its sign.
+        p.tree.tasks = Some(1);
+        p.tree.sleeping_ns = Some(-300_000_000);
+        p.sys_us = None;
         let text = plain(penalty_sentence(&p));
-        assert!(text.contains("not decomposable: parallel work"), "{text}");
-        assert!(text.contains("rusage CPU +40 ms"), "{text}");
         assert!(
-            text.ends_with(
-                "; evidence: 76.69 MiB read from storage, 87 major faults, \
-             400 voluntary context switches, 70 ms I/O stall system-wide"
-            ),
+            text.starts_with("first run +424 ms over the warm median (run #3): it was asleep -300 ms, on a CPU +259 ms"),
             "{text}"
         );
-        assert!(!text.contains("blocked") && !text.contains(" -"), "{text}");
+    }
+
+    #[test]
+    fn without_tree_states_the_main_threads_split_is_labelled_and_the_rest_given() {
+        let mut p = penalty(Basis::MainThread);
+        p.sys_us = None;
+        p.evidence.voluntary_switches = None;
+        p.evidence.psi_io_some_us = None;
+        p.tree = TreePenalty {
+            source: crate::record::tree_penalty::BY_MAIN_THREAD,
+            unavailable: Some(
+                "cannot read /sys/kernel/tracing/events/sched (permission denied): the tree's \
+                 states need root, or CAP_PERFMON and read access to tracefs"
+                    .into(),
+            ),
+            cpu_elsewhere_ns: Some(45_000_000),
+            other_threads_cpu_ns: Some(12_000_000),
+            children_cpu_ns: Some(33_000_000),
+            ..TreePenalty::default()
+        };
+        let text = plain(penalty_sentence(&p));
+        assert_eq!(
+            text,
+            "first run +153 ms over the warm median (run #3); main thread only (the tree's \
+             states need root or CAP_PERFMON): +111 ms off CPU (76.69 MiB read from storage, \
+             87 major faults), +40 ms on a CPU, +2 ms waiting for a CPU; the rest of the tree \
+             used +45 ms more CPU (+12 ms in other threads, +33 ms in child processes)"
+        );
+        assert!(!text.contains("not decomposable"), "{text}");
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::record::metrics::Unit;
 use crate::record::reader::BatchRow;
+use crate::record::tree_penalty::TreeParts;
 use crate::view::grid::{Align, Grid};
 use crate::view::units::{fold, human_uptime, shorten, signed_ns, Scale};
 use std::fmt::Write;
@@ -162,7 +163,11 @@ pub fn group_line(group: &[BatchRow]) -> String {
     let up = |r: &BatchRow| r.uptime_s.map_or("?".into(), human_uptime);
     let penalty = |r: &BatchRow| {
         r.first_penalty_ns.map_or(String::new(), |p| {
-            format!(", first-run penalty {}", signed_ns(p as i64))
+            format!(
+                ", first-run penalty {}{}",
+                signed_ns(p as i64),
+                r.first_penalty_tree.map_or(String::new(), tree_words)
+            )
         })
     };
     let known = group
@@ -192,6 +197,27 @@ pub fn group_line(group: &[BatchRow]) -> String {
         .as_deref()
         .map_or(String::new(), |h| format!("host {} · ", one_line(h)));
     format!("{host}boot {boot} · kernel {kernel}{changed} — {what}")
+}
+
+/// ` (the tree, 9 tasks: on a CPU +259 ms, uninterruptible +150 ms, waiting for a CPU +12 ms,
+/// asleep +3 ms)`: the penalty's parts, the largest first.
+fn tree_words(t: TreeParts) -> String {
+    let mut parts = [
+        (t.on_cpu_ns, "on a CPU"),
+        (t.uninterruptible_ns, "uninterruptible"),
+        (t.queued_ns, "waiting for a CPU"),
+        (t.sleeping_ns, "asleep"),
+    ];
+    parts.sort_by(|a, b| b.0.abs().total_cmp(&a.0.abs()));
+    let words: Vec<String> = parts
+        .iter()
+        .map(|(ns, name)| format!("{name} {}", signed_ns(*ns as i64)))
+        .collect();
+    let tree = match t.tasks {
+        Some(n) if n > 1 => format!("the tree, {n} tasks: "),
+        _ => String::new(),
+    };
+    format!(" ({tree}{})", words.join(", "))
 }
 
 /// What the table has no column for: each batch's flags and rejected first run.
@@ -294,4 +320,43 @@ pub fn skipped_lines(skipped: &[String]) -> Vec<String> {
         ));
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_names_its_first_batchs_penalty_with_the_trees_parts() {
+        let row = BatchRow {
+            dir: "b".into(),
+            boot_id: Some("203aa1c8-89fc".into()),
+            kernel: Some("6.18".into()),
+            uptime_s: Some(95.0),
+            first_batch_since_boot: Some(true),
+            first_penalty_ns: Some(424e6),
+            first_penalty_tree: Some(TreeParts {
+                on_cpu_ns: 259e6,
+                queued_ns: 12e6,
+                uninterruptible_ns: 150e6,
+                sleeping_ns: 3e6,
+                tasks: Some(9),
+            }),
+            ..BatchRow::default()
+        };
+        let line = group_line(std::slice::from_ref(&row)).replace('\u{a0}', " ");
+        assert!(
+            line.ends_with(
+                "first batch since boot: b (up 1m35s), first-run penalty +424 ms (the tree, 9 \
+                 tasks: on a CPU +259 ms, uninterruptible +150 ms, waiting for a CPU +12 ms, \
+                 asleep +3 ms)"
+            ),
+            "{line}"
+        );
+        let plain = BatchRow {
+            first_penalty_tree: None,
+            ..row
+        };
+        assert!(group_line(&[plain]).ends_with("first-run penalty +424 ms"));
+    }
 }

@@ -32,6 +32,8 @@ pub struct TreeStates {
     pub uninterruptible_ns: u64,
     /// S: all asleep (or none left).
     pub sleeping_ns: u64,
+    /// Of S, the time after the tree's last task had exited, until the exit was seen.
+    pub after_exit_ns: u64,
     /// Tasks (processes and threads) the tree had, the root included.
     pub tasks: u64,
 }
@@ -101,6 +103,8 @@ pub struct Replay {
     totals: [u64; CLASSES],
     /// Up to when time has been given to a class.
     now_ns: u64,
+    /// Time with no task of the tree left (after the root's creation).
+    after_exit_ns: u64,
     seen: u64,
     overflowed: bool,
 }
@@ -117,6 +121,7 @@ impl Replay {
             counts: [0; CLASSES],
             totals: [0; CLASSES],
             now_ns: start_ns,
+            after_exit_ns: 0,
             seen: 0,
             overflowed: false,
         }
@@ -159,6 +164,7 @@ impl Replay {
             queued_ns: q,
             uninterruptible_ns: d,
             sleeping_ns: s,
+            after_exit_ns: self.after_exit_ns,
             tasks: self.seen,
         })
     }
@@ -194,6 +200,9 @@ impl Replay {
         }
         let class = self.counts.iter().position(|&n| n > 0).unwrap_or(3);
         self.totals[class] += t - self.now_ns;
+        if self.tasks.is_empty() {
+            self.after_exit_ns += t - self.now_ns;
+        }
         self.now_ns = t;
     }
 
@@ -358,8 +367,9 @@ mod tests {
             switch(60, 0, 100, Dead, 0),
         ];
         let s = replay(&events, 61);
-        // R: 0–1 (spawner) + 2–10 + 53–60; Q: 1–2 + 50–53; D: 10–50; S: 60–61.
+        // R: 0–1 (spawner) + 2–10 + 53–60; Q: 1–2 + 50–53; D: 10–50; S: 60–61, after the exit.
         assert_eq!(ms(s), [16, 4, 40, 1, 1]);
+        assert_eq!(s.after_exit_ns, MS);
         assert_eq!(s.total_ns(), 61 * MS);
     }
 

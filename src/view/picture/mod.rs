@@ -42,8 +42,8 @@ text{font-family:'DejaVu Sans','Liberation Sans',Arial,Helvetica,sans-serif;font
 .median{stroke:#0072B2;stroke-dasharray:6 4;stroke-width:1.2}\
 .bar{fill:#9ecae1}.box{fill:#c6dbef;stroke:#0072B2;stroke-width:1.2}.whisker{stroke:#0072B2}\
 .mid{stroke:#08306b;stroke-width:2.5}\
-.cpu{fill:#009E73}.runqueue{fill:#E69F00}.blocked{fill:#56B4E9}.total{fill:#666}\
-.paged{fill:#D55E00;fill-opacity:.55}\
+.cpu{fill:#009E73}.runqueue{fill:#E69F00}.blocked{fill:#56B4E9}.asleep{fill:#B8A9D9}\
+.total{fill:#666}.paged{fill:#D55E00;fill-opacity:.55}\
 .zero{stroke:#333;stroke-width:1.2}.one{stroke:#333;stroke-dasharray:3 3}\
 .ci{stroke:#222;stroke-width:2}.ratio{fill:#222}";
 

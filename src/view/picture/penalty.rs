@@ -1,6 +1,7 @@
 //! The first-run penalty drawn as bars: how much longer the first run took than the warm run
-//! with the median wall time, split into on-CPU, run-queue and blocked time, each a bar from
-//! zero (a part can be negative). Draws what `batch.json`'s `first_penalty` says, or nothing —
+//! with the median wall time, split into the whole process tree's four states (on a CPU,
+//! waiting for one, uninterruptible, asleep) or, without them, the main thread's on-CPU,
+//! run-queue and blocked time, each a bar from zero (a part can be negative). Draws what `batch.json`'s `first_penalty` says, or nothing —
 //! and only a penalty that stands out of the warm runs by the rule the explanation uses
 //! ([`crate::record::penalty::RULE`]); one that does not is a line saying so.
 #![forbid(unsafe_code)]
@@ -31,8 +32,12 @@ pub fn penalty(svg: &mut Svg, s: &Series, top: f64) -> f64 {
         return one_line(svg, top, &line);
     }
     let y0 = top + 18.0;
+    let tree = match (tree_parts(p), p.tree_tasks) {
+        (Some(_), Some(n)) if n > 1 => format!("; the tree: {n} tasks"),
+        _ => String::new(),
+    };
     let title = format!(
-        "first-run penalty: first run #{} {} − warm run #{} (the median) {} = {}",
+        "first-run penalty: first run #{} {} − warm run #{} (the median) {} = {}{tree}",
         p.first_index,
         human_ns(p.first_wall_ns),
         p.reference_index,
@@ -65,6 +70,7 @@ pub fn penalty(svg: &mut Svg, s: &Series, top: f64) -> f64 {
     svg.line(x.at(0.0), bars_top, x.at(0.0), bottom, "zero");
     let mut used = bottom - top + 28.0;
     if let Some(note) = unsplit_note(p) {
+        let note = fit(&note, PLOT_RIGHT - BARS_LEFT, 11.0);
         svg.text(BARS_LEFT, bottom + 46.0, Anchor::Start, "small", &note);
         used += 18.0;
     }
@@ -104,21 +110,66 @@ fn not_standing_out(p: &Penalty, s: &Series) -> Option<String> {
     ))
 }
 
-/// The rows: each part when the penalty was split, then the whole.
+/// The tree's four parts, when the penalty was split by them.
+fn tree_parts(p: &Penalty) -> Option<[f64; 4]> {
+    p.tree.filter(|_| p.basis == "tree")
+}
+
+/// The rows: each part when the penalty was split (the tree's four states, or the main
+/// thread's three), then the whole.
 fn rows(p: &Penalty) -> Vec<(&'static str, &'static str, f64)> {
     let mut rows = Vec::new();
-    if let (Some(cpu), Some(rq), Some(blocked)) = (p.cpu_ns, p.runqueue_ns, p.blocked_ns) {
-        rows.push(("on CPU (more work)", "cpu", cpu));
-        rows.push(("waiting for a CPU (run queue)", "runqueue", rq));
-        rows.push(("blocked (I/O, faults, sleeps)", "blocked", blocked));
+    if let Some([r, q, d, s]) = tree_parts(p) {
+        rows.push(("on a CPU (some task of the tree)", "cpu", r));
+        rows.push(("waiting for a CPU (run queue)", "runqueue", q));
+        rows.push(("uninterruptible (storage, faults, locks)", "blocked", d));
+        rows.push(("asleep (timers, pipes, input)", "asleep", s));
+    } else if let (Some(cpu), Some(rq), Some(blocked)) = (p.cpu_ns, p.runqueue_ns, p.blocked_ns) {
+        let main = p.basis == "main thread";
+        rows.push((
+            if main {
+                "main thread on CPU"
+            } else {
+                "on CPU (more work)"
+            },
+            "cpu",
+            cpu,
+        ));
+        rows.push((
+            if main {
+                "main thread waiting for a CPU"
+            } else {
+                "waiting for a CPU (run queue)"
+            },
+            "runqueue",
+            rq,
+        ));
+        rows.push((
+            if main {
+                "main thread off CPU (I/O, sleeps, children)"
+            } else {
+                "blocked (I/O, faults, sleeps)"
+            },
+            "blocked",
+            blocked,
+        ));
     }
     rows.push(("first − median warm run", "total", p.wall_ns));
     rows
 }
 
-/// Why the penalty was not split, in words, when it was not.
+/// Why the penalty was not split (or only the main thread's), in words.
 fn unsplit_note(p: &Penalty) -> Option<String> {
-    if p.cpu_ns.is_some() && p.runqueue_ns.is_some() && p.blocked_ns.is_some() {
+    if p.basis == "main thread" {
+        let why = p
+            .tree_unavailable
+            .as_deref()
+            .unwrap_or("the tree's states are unknown");
+        return Some(format!("main thread only: {why}"));
+    }
+    if tree_parts(p).is_some()
+        || (p.cpu_ns.is_some() && p.runqueue_ns.is_some() && p.blocked_ns.is_some())
+    {
         return None;
     }
     Some(match p.basis.as_str() {
