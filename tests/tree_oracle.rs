@@ -187,6 +187,12 @@ fn said(batch: &Path, r: &Value, root: &str) -> Said {
     s
 }
 
+/// The first run's `tree.spawn_ns` less the reference run's, ms.
+fn spawn_difference(first: &Value, reference: &Value) -> f64 {
+    let spawn = |r: &Value| r["tree"]["spawn_ns"].as_f64().unwrap_or(0.0) / 1e6;
+    spawn(first) - spawn(reference)
+}
+
 /// The four parts of `first_penalty.tree`, ms, after checking they add up to its wall time.
 fn measured(doc: &Value) -> [f64; 4] {
     let p = &doc["first_penalty"];
@@ -210,24 +216,28 @@ fn measured(doc: &Value) -> [f64; 4] {
     parts.map(|v| v as f64 / 1e6)
 }
 
-/// Asserts every part within 5 ms or 5 % of the truth, after printing both.
-fn within(case: &str, truth: [f64; 4], got: [f64; 4]) {
+/// Asserts every part within 5 ms or 5 % of the truth, after printing both. `spawn` is the
+/// difference of the two runs' `tree.spawn_ns`, ms: coldtrace's own work before the command
+/// exists (paging in its spawn code in a batch's first run), which the trace gives to R, Q or
+/// D and the programs' truth cannot see; it widens R, Q, D and S's tolerance.
+fn within(case: &str, truth: [f64; 4], got: [f64; 4], spawn: f64) {
     println!(
         "{case}: truth R {:+.1} Q {:+.1} D {:+.1} S {:+.1} ms; measured R {:+.1} Q {:+.1} D \
          {:+.1} S {:+.1} ms",
         truth[0], truth[1], truth[2], truth[3], got[0], got[1], got[2], got[3]
     );
     let named = ["R", "Q", "D", "S"].into_iter().zip(truth).zip(got);
-    close(
-        case,
-        &named.map(|((n, t), g)| (n, t, g)).collect::<Vec<_>>(),
-    );
+    let parts: Vec<(&str, f64, f64)> = named.map(|((n, t), g)| (n, t, g)).collect();
+    close(case, &parts, spawn);
 }
 
-/// Asserts each (part, truth, measured) within 5 ms or 5 % of its truth.
-fn close(case: &str, parts: &[(&str, f64, f64)]) {
+/// Asserts each (part, truth, measured) within 5 ms or 5 % of its truth, plus `spawn` ms.
+fn close(case: &str, parts: &[(&str, f64, f64)], spawn: f64) {
+    if spawn.abs() > 0.1 {
+        println!("{case}: the spawn took {spawn:+.1} ms more in the first run");
+    }
     for &(name, truth, got) in parts {
-        let tolerance = (0.05 * truth.abs()).max(5.0);
+        let tolerance = (0.05 * truth.abs()).max(5.0) + spawn.abs();
         assert!(
             (got - truth).abs() <= tolerance,
             "{case}: Δ{name} measured {got:.1} ms, truth {truth:.1} ms (±{tolerance:.1})"
@@ -300,7 +310,7 @@ impl Case {
 
 /// A wrapper script that forks a helper, then execs the program `mode` with its marker: the
 /// marker makes the first run differ (the program removes it).
-fn wrapper_case(tag: &str, mode: &str) -> [[f64; 4]; 2] {
+fn wrapper_case(tag: &str, mode: &str) -> ([[f64; 4]; 2], f64) {
     let c = case(tag);
     let marker = c.tmp.join("marker");
     std::fs::write(&marker, b"first").unwrap();
@@ -317,7 +327,10 @@ fn wrapper_case(tag: &str, mode: &str) -> [[f64; 4]; 2] {
         doc["first_penalty"]["tree"]["tasks"], 2,
         "sh and its helper"
     );
-    [truth, measured(&doc)]
+    (
+        [truth, measured(&doc)],
+        spawn_difference(&first, &reference),
+    )
 }
 
 /// The wrapper case of `mode`, whose part `built` (0 R … 3 S) is the 300 ms built into it.
@@ -325,12 +338,12 @@ fn wrapper_test(tag: &str, mode: &str, built: usize, case: &str) {
     if !traced_here() {
         return;
     }
-    let [truth, got] = wrapper_case(tag, mode);
+    let ([truth, got], spawn) = wrapper_case(tag, mode);
     assert!(
         (truth[built] - 300.0).abs() < 15.0,
         "constructed: {truth:?}"
     );
-    within(case, truth, got);
+    within(case, truth, got, spawn);
 }
 
 #[test]
@@ -363,7 +376,10 @@ fn a_cold_read_beside_a_thread_that_spins_every_run_is_uninterruptible() {
     // the main thread joins it. They never run at once, so the serial truth holds.
     let truth_of = |r: &Value| serial_truth(&batch, r, "read-beside-spin");
     let truth = minus(truth_of(&first), truth_of(&reference));
-    assert_eq!(doc["first_penalty"]["tree"]["tasks"], 2, "two threads");
+    assert_eq!(
+        doc["first_penalty"]["tree"]["tasks"], 2,
+        "two threads: {doc:#}"
+    );
     let got = measured(&doc);
     // Two threads that wake each other: on a busy machine both may wait for a CPU at once,
     // which the sum of their run-queue waits counts twice (the derived S goes negative), and
@@ -379,6 +395,7 @@ fn a_cold_read_beside_a_thread_that_spins_every_run_is_uninterruptible() {
     close(
         "cold 64 MiB read beside a 100 ms spinning thread",
         &[("D", truth[2], got[2]), ("R+Q+S", rest(truth), rest(got))],
+        spawn_difference(&first, &reference),
     );
     assert!(
         truth[2] > 5.0,
@@ -447,8 +464,9 @@ fn two_parallel_cold_reads_under_a_waiting_shell_are_uninterruptible_not_blocked
          {:+.1} Q {:+.1} D {:+.1} S {:+.1} ms",
         got[0], got[1], got[2], got[3]
     );
-    close("two parallel cold reads", &[("S", 0.0, got[3])]);
-    let tolerance = (0.05 * truth_hi.abs()).max(5.0);
+    let spawn = spawn_difference(&first, &reference);
+    close("two parallel cold reads", &[("S", 0.0, got[3])], spawn);
+    let tolerance = (0.05 * truth_hi.abs()).max(5.0) + spawn.abs();
     assert!(
         got[2] >= truth_lo - tolerance && got[2] <= truth_hi + tolerance,
         "ΔD {:.1} outside {truth_lo:.1}–{truth_hi:.1} (±{tolerance:.1})",

@@ -368,6 +368,7 @@ pub const RECORD_NUMBERS: &[(&str, &str)] = &[
     ("tree.uninterruptible_ns", "ns"),
     ("tree.sleeping_ns", "ns"),
     ("tree.after_exit_ns", "ns"),
+    ("tree.spawn_ns", "ns"),
     ("tree.tasks", "count"),
     ("tree.records", "count"),
     ("tree.lost_records", "count"),

@@ -32,6 +32,9 @@ pub struct TreeRecord {
     /// Of S, the time after the tree's last task had exited until coldtrace saw the exit
     /// (its wake-up: longer on a busy machine), ns.
     pub after_exit_ns: Option<u64>,
+    /// Of R, Q and D, the time before the command's first process existed: coldtrace creating
+    /// it (the spawner's work, not the command's), ns.
+    pub spawn_ns: Option<u64>,
     /// Tasks (processes and threads) the tree had.
     pub tasks: Option<u64>,
     /// Scheduler records read during the run (every process on every CPU).
@@ -54,6 +57,7 @@ serialize_struct!(TreeRecord {
     uninterruptible_ns,
     sleeping_ns,
     after_exit_ns,
+    spawn_ns,
     tasks,
     records,
     lost_records,
@@ -112,6 +116,7 @@ impl TreeRecord {
                 record.uninterruptible_ns = Some(s.uninterruptible_ns);
                 record.sleeping_ns = Some(s.sleeping_ns);
                 record.after_exit_ns = Some(s.after_exit_ns);
+                record.spawn_ns = Some(s.spawn_ns);
                 record.tasks = Some(s.tasks);
             }
             Err(why) => record.unavailable = Some(why.clone()),
@@ -165,6 +170,7 @@ mod tests {
             uninterruptible_ns: 3,
             sleeping_ns: 4,
             after_exit_ns: 1,
+            spawn_ns: 1,
             tasks: 5,
         };
         let ok = TreeReading {

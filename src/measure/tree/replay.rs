@@ -34,6 +34,8 @@ pub struct TreeStates {
     pub sleeping_ns: u64,
     /// Of S, the time after the tree's last task had exited, until the exit was seen.
     pub after_exit_ns: u64,
+    /// The time before the root existed, while the spawner created it (in R, Q or D).
+    pub spawn_ns: u64,
     /// Tasks (processes and threads) the tree had, the root included.
     pub tasks: u64,
 }
@@ -105,6 +107,8 @@ pub struct Replay {
     now_ns: u64,
     /// Time with no task of the tree left (after the root's creation).
     after_exit_ns: u64,
+    /// From the window's start to the root's creation.
+    spawn_ns: u64,
     seen: u64,
     overflowed: bool,
 }
@@ -122,6 +126,7 @@ impl Replay {
             totals: [0; CLASSES],
             now_ns: start_ns,
             after_exit_ns: 0,
+            spawn_ns: 0,
             seen: 0,
             overflowed: false,
         }
@@ -165,6 +170,7 @@ impl Replay {
             uninterruptible_ns: d,
             sleeping_ns: s,
             after_exit_ns: self.after_exit_ns,
+            spawn_ns: self.spawn_ns,
             tasks: self.seen,
         })
     }
@@ -183,6 +189,7 @@ impl Replay {
             self.step(e);
         }
         self.advance(fork_ns);
+        self.spawn_ns = fork_ns - self.start_ns;
         // The spawner is not part of the tree: from here on it only waits for it.
         self.remove(spawner);
         let root = Task {
@@ -485,5 +492,8 @@ mod tests {
         ];
         // R: 0–1, 3–4, 5–6; Q: 1–3, 4–5 (the new root waits for the CPU the spawner holds).
         assert_eq!(ms(replay(&events, 6)), [3, 3, 0, 0, 1]);
+        let mut r = Replay::new(100, 0);
+        events.iter().for_each(|e| r.apply(e));
+        assert_eq!(r.finish(6 * MS).unwrap().spawn_ns, 4 * MS);
     }
 }
