@@ -18,10 +18,10 @@
 use crate::record::columns::{FirstRun, Row, WarmSeries, CYCLE, POSITION};
 use crate::record::metrics::metric_index;
 use crate::record::penalty::{first_penalty, Basis, FirstPenalty, RunFigures};
-use crate::record::tree_penalty::{tree_penalty, TreeFigures, TreeParts};
 use crate::record::stats::{
     bootstrap_mean_ci, bootstrap_ratio_ci, ratio, NoInterval, Summary, LEVEL, RESAMPLES,
 };
+use crate::record::tree_penalty::{tree_penalty, TreeFigures, TreeParts};
 use crate::serialize_struct;
 use std::collections::BTreeMap;
 
@@ -358,7 +358,12 @@ fn per_cycle(pairs: &[(Figures, Figures)]) -> Option<PerCycle> {
     let tree_part = |k: usize| {
         mean_of(&|d: &FirstPenalty| {
             let t = &d.tree;
-            [t.on_cpu_ns, t.queued_ns, t.uninterruptible_ns, t.sleeping_ns][k]
+            [
+                t.on_cpu_ns,
+                t.queued_ns,
+                t.uninterruptible_ns,
+                t.sleeping_ns,
+            ][k]
         })
     };
     Some(PerCycle {

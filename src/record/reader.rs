@@ -10,12 +10,12 @@
 
 use crate::record::compare::ReadComparison;
 use crate::record::head::RecordHead;
-use crate::record::tree_penalty::TreeParts;
 use crate::record::pick::{Fields, Leaf};
 use crate::record::series::{
     Compared, Comparison, CyclesPenalty, PagedIn, Penalty, Picture, RunPoint, Series,
 };
 use crate::record::stats::{ratio, Summary};
+use crate::record::tree_penalty::TreeParts;
 use crate::serialize_struct;
 use crate::untrusted::{self, OpenError, Want};
 use coldtrace_syscalls::Errno;
@@ -156,7 +156,6 @@ serialize_struct!(BatchRow {
     kernel_changed,
     notes,
 });
-
 
 fn u64_at(v: &Value, path: &[&str]) -> Option<u64> {
     path.iter().try_fold(v, |v, k| v.get(k))?.as_u64()

@@ -187,6 +187,7 @@ mod tests {
             read_bytes: Some(12.0 * 1048576.0),
             major_faults: Some(11.6),
             voluntary_switches: Some(80.2),
+            tree: None,
         }
     }
 
@@ -221,6 +222,36 @@ mod tests {
              (12 MiB read from storage, 12 major faults, 80 voluntary context switches), \
              +10 ms CPU, +4 ms waiting for a CPU (means over the cycles)"
         );
+    }
+
+    #[test]
+    fn a_trees_penalty_over_the_cycles_names_its_four_parts() {
+        let mut d = per_cycle(34.0, Some(18.0), 51.0);
+        d.basis = Basis::Tree;
+        d.tree = Some(crate::record::tree_penalty::TreeParts {
+            on_cpu_ns: 10e6,
+            queued_ns: 4e6,
+            uninterruptible_ns: 19e6,
+            sleeping_ns: 1e6,
+            tasks: None,
+        });
+        let said = text(penalty_note(&penalty(d)));
+        assert!(
+            said.ends_with(
+                ": the tree was uninterruptible (storage, faults, kernel locks) +19 ms (12 MiB \
+                 read from storage, 12 major faults, 80 voluntary context switches), on a CPU \
+                 +10 ms, waiting for a CPU +4 ms, asleep +1 ms (means over the cycles)"
+            ),
+            "{said}"
+        );
+        let mut d = per_cycle(34.0, Some(18.0), 51.0);
+        d.basis = Basis::MainThread;
+        let said = text(penalty_note(&penalty(d)));
+        assert!(
+            said.contains("; main thread only (the tree did more"),
+            "{said}"
+        );
+        assert!(!said.contains("not decomposable"), "{said}");
     }
 
     #[test]
