@@ -295,7 +295,7 @@ impl Case {
     /// `coldtrace run -n 6 -o b ARGS -- CMD…`; the batch directory.
     fn batch(&self, args: &[&str], command: &[&str]) -> PathBuf {
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-        let mut all = vec!["run", "-n", "6", "-o", "b"];
+        let mut all = vec!["run", "-n", "6", "-o", "b", "--keep-output"];
         all.extend_from_slice(args);
         all.push("--");
         all.extend_from_slice(command);
@@ -423,6 +423,7 @@ fn two_parallel_cold_reads_under_a_waiting_shell_are_uninterruptible_not_blocked
             "6",
             "-o",
             "b",
+            "--keep-output",
             "--evict",
             &a,
             "--evict",
@@ -499,6 +500,7 @@ fn a_cold_read_in_a_background_child_off_the_critical_path_claims_no_penalty() {
             "6",
             "-o",
             "b",
+            "--keep-output",
             "--evict",
             &f,
             "--cold-first-only",

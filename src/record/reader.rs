@@ -110,9 +110,12 @@ pub struct BatchRow {
     /// `first_penalty: null` stays null (its `first_penalty_unavailable` says why), except in a
     /// `--cold-cycles` batch, whose penalty is its cycles' (`cycles.penalty.per_cycle`).
     pub first_penalty_ns: Option<f64>,
-    /// batch.json's `first_penalty.tree` parts, when the penalty stands out (`significant`) and
-    /// the whole process tree's states split it; `null` otherwise.
-    pub first_penalty_tree: Option<TreeParts>,
+    /// batch.json's `first_penalty.significant`: whether the first run stands out of the warm
+    /// runs (`null` for documents before the rule, or without a penalty).
+    pub first_penalty_significant: Option<bool>,
+    /// batch.json's `first_penalty.tree` parts (each `null` when unknown: no tree source, no
+    /// penalty).
+    pub first_penalty_tree: PenaltyTree,
     /// The group of batches on one boot and one kernel it is shown in (0, 1, … in time order).
     pub group: u64,
     /// The kernel differs from the previous listed batch's.
@@ -151,6 +154,7 @@ serialize_struct!(BatchRow {
     first_batch_since_boot,
     earliest_listed_on_boot,
     first_penalty_ns,
+    first_penalty_significant,
     first_penalty_tree,
     group,
     kernel_changed,
@@ -433,19 +437,52 @@ impl BatchFields {
     }
 }
 
-/// `first_penalty.tree`'s parts, when the penalty stands out and the tree's states split it.
-fn tree_parts(doc: &Fields<'_>) -> Option<TreeParts> {
-    if doc.bool(BatchFields::SIGNIFICANT) == Some(false) {
-        return None;
+/// `first_penalty.tree`'s parts as a report row holds them: ΔR, ΔQ, ΔD, ΔS (ns) and the first
+/// run's tasks, each `null` when unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PenaltyTree {
+    /// Extra time some task of the tree was on a CPU.
+    pub on_cpu_ns: Option<f64>,
+    /// Extra time some waited for a CPU (none on one).
+    pub queued_ns: Option<f64>,
+    /// Extra time some was in uninterruptible sleep (none runnable).
+    pub uninterruptible_ns: Option<f64>,
+    /// Extra time all were asleep.
+    pub sleeping_ns: Option<f64>,
+    /// Tasks of the first run's tree.
+    pub tasks: Option<u64>,
+}
+serialize_struct!(PenaltyTree {
+    on_cpu_ns,
+    queued_ns,
+    uninterruptible_ns,
+    sleeping_ns,
+    tasks
+});
+
+impl PenaltyTree {
+    /// The four parts, when all are known.
+    pub fn parts(&self) -> Option<TreeParts> {
+        Some(TreeParts {
+            on_cpu_ns: self.on_cpu_ns?,
+            queued_ns: self.queued_ns?,
+            uninterruptible_ns: self.uninterruptible_ns?,
+            sleeping_ns: self.sleeping_ns?,
+            tasks: self.tasks,
+        })
     }
+}
+
+/// `first_penalty.tree`'s parts.
+fn tree_parts(doc: &Fields<'_>) -> PenaltyTree {
     let part = |k: usize| doc.f64(BatchFields::TREE + k);
-    Some(TreeParts {
-        on_cpu_ns: part(0)?,
-        queued_ns: part(1)?,
-        uninterruptible_ns: part(2)?,
-        sleeping_ns: part(3)?,
+    PenaltyTree {
+        on_cpu_ns: part(0),
+        queued_ns: part(1),
+        uninterruptible_ns: part(2),
+        sleeping_ns: part(3),
         tasks: doc.u64(BatchFields::TREE + 4),
-    })
+    }
 }
 
 /// What batch.json knows of the boot (also for `--minimal` batches, whose records have no boot
@@ -459,6 +496,7 @@ fn boot_and_penalty(doc: &Fields<'_>, row: &mut BatchRow) {
     row.first_penalty_ns = doc
         .f64(BatchFields::PENALTY_WALL_NS)
         .or_else(|| doc.f64(BatchFields::CYCLES_PENALTY_NS));
+    row.first_penalty_significant = doc.bool(BatchFields::SIGNIFICANT);
     row.first_penalty_tree = tree_parts(doc);
     row.every_run_cold = doc.str(BatchFields::COLD_WHEN) == Some("every_counted_run");
     row.file_set = doc.str(BatchFields::FINGERPRINT).map(one_line);

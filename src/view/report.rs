@@ -166,7 +166,10 @@ pub fn group_line(group: &[BatchRow]) -> String {
             format!(
                 ", first-run penalty {}{}",
                 signed_ns(p as i64),
-                r.first_penalty_tree.map_or(String::new(), tree_words)
+                r.first_penalty_tree
+                    .parts()
+                    .filter(|_| r.first_penalty_significant != Some(false))
+                    .map_or(String::new(), tree_words)
             )
         })
     };
@@ -335,13 +338,14 @@ mod tests {
             uptime_s: Some(95.0),
             first_batch_since_boot: Some(true),
             first_penalty_ns: Some(424e6),
-            first_penalty_tree: Some(TreeParts {
-                on_cpu_ns: 259e6,
-                queued_ns: 12e6,
-                uninterruptible_ns: 150e6,
-                sleeping_ns: 3e6,
+            first_penalty_significant: Some(true),
+            first_penalty_tree: crate::record::reader::PenaltyTree {
+                on_cpu_ns: Some(259e6),
+                queued_ns: Some(12e6),
+                uninterruptible_ns: Some(150e6),
+                sleeping_ns: Some(3e6),
                 tasks: Some(9),
-            }),
+            },
             ..BatchRow::default()
         };
         let line = group_line(std::slice::from_ref(&row)).replace('\u{a0}', " ");
@@ -353,10 +357,16 @@ mod tests {
             ),
             "{line}"
         );
-        let plain = BatchRow {
-            first_penalty_tree: None,
+        // A penalty that does not stand out is not explained by its parts.
+        let noise = BatchRow {
+            first_penalty_significant: Some(false),
+            ..row.clone()
+        };
+        assert!(group_line(&[noise]).ends_with("first-run penalty +424 ms"));
+        let untraced = BatchRow {
+            first_penalty_tree: Default::default(),
             ..row
         };
-        assert!(group_line(&[plain]).ends_with("first-run penalty +424 ms"));
+        assert!(group_line(&[untraced]).ends_with("first-run penalty +424 ms"));
     }
 }

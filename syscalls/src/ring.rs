@@ -46,30 +46,52 @@ pub struct Framed {
     pub malformed: bool,
 }
 
-/// Cuts `first` followed by `second` (a ring's unread bytes, wrapped at its end) into records,
-/// calling `each` for every whole one in order. A record that straddles the two parts is copied
-/// into `scratch`, so every body handed out is contiguous. Stops at the first malformed header.
-pub fn frame(
-    first: &[u8],
-    second: &[u8],
-    scratch: &mut Vec<u8>,
-    mut each: impl FnMut(Record<'_>),
-) -> Framed {
-    let total = first.len() + second.len();
-    let mut framed = Framed::default();
-    let mut at = 0usize;
-    while at < total {
+/// A ring's unread bytes: up to the end of its data pages, then from their start.
+#[derive(Clone, Copy, Debug)]
+pub struct Unread<'a> {
+    /// The bytes up to the end of the data pages.
+    pub first: &'a [u8],
+    /// The bytes that wrapped to their start.
+    pub second: &'a [u8],
+}
+
+/// A header whose size is below 8, or a record running past the unread bytes: nothing from
+/// there on can be cut into records (the kernel never publishes such bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Malformed;
+
+impl<'a> Unread<'a> {
+    /// How many bytes are unread.
+    pub fn len(&self) -> usize {
+        self.first.len() + self.second.len()
+    }
+
+    /// Whether nothing is unread.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The record at byte `at` and the offset of the next one; `Ok(None)` at the end. A
+    /// record that straddles the end of the data pages is copied into `scratch`, so every body
+    /// handed out is contiguous.
+    pub fn record_at<'s>(
+        &'s self,
+        at: usize,
+        scratch: &'s mut Vec<u8>,
+    ) -> Result<Option<(Record<'s>, usize)>, Malformed> {
+        let (first, second, total) = (self.first, self.second, self.len());
+        if at >= total {
+            return Ok(None);
+        }
         let mut header = [0u8; HEADER_BYTES];
         if !copy_out(first, second, at, &mut header) {
-            framed.malformed = true;
-            break;
+            return Err(Malformed);
         }
         let kind = u32::from_ne_bytes([header[0], header[1], header[2], header[3]]);
         let misc = u16::from_ne_bytes([header[4], header[5]]);
         let size = usize::from(u16::from_ne_bytes([header[6], header[7]]));
         if size < HEADER_BYTES || size > total - at {
-            framed.malformed = true;
-            break;
+            return Err(Malformed);
         }
         let (from, to) = (at + HEADER_BYTES, at + size);
         let body: &[u8] = if to <= first.len() {
@@ -82,10 +104,36 @@ pub fn frame(
             copy_out(first, second, from, scratch);
             scratch
         };
-        each(Record { kind, misc, body });
-        framed.records += 1;
-        framed.bytes += size as u64;
-        at = to;
+        Ok(Some((Record { kind, misc, body }, to)))
+    }
+}
+
+/// Cuts `first` followed by `second` (a ring's unread bytes, wrapped at its end) into records,
+/// calling `each` for every whole one in order (see [`Unread::record_at`]). Stops at the first
+/// malformed header.
+pub fn frame(
+    first: &[u8],
+    second: &[u8],
+    scratch: &mut Vec<u8>,
+    mut each: impl FnMut(Record<'_>),
+) -> Framed {
+    let unread = Unread { first, second };
+    let mut framed = Framed::default();
+    let mut at = 0usize;
+    loop {
+        match unread.record_at(at, scratch) {
+            Ok(Some((record, next))) => {
+                each(record);
+                framed.records += 1;
+                framed.bytes += (next - at) as u64;
+                at = next;
+            }
+            Ok(None) => break,
+            Err(Malformed) => {
+                framed.malformed = true;
+                break;
+            }
+        }
     }
     framed
 }
@@ -203,6 +251,22 @@ impl PerfRing {
     /// The ring's size in bytes.
     pub fn data_bytes(&self) -> u64 {
         self.map.data_size()
+    }
+
+    /// The bytes written and not yet consumed, to be walked with [`Unread::record_at`] and
+    /// handed back with [`PerfRing::consume`].
+    ///
+    /// # Errors
+    /// `EIO` when the kernel's `data_head` is not within one ring of our tail (never seen).
+    pub fn unread(&self) -> Result<Unread<'_>, Errno> {
+        let (first, second) = self.map.unread()?;
+        Ok(Unread { first, second })
+    }
+
+    /// Hands the first `bytes` of the unread bytes back to the kernel (at most what the last
+    /// [`PerfRing::unread`] returned).
+    pub fn consume(&mut self, bytes: u64) {
+        self.map.consume(bytes);
     }
 
     /// Hands every whole record written since the last read to `each`, in ring order, then

@@ -94,6 +94,15 @@ shell_time_loop() {
 }
 coldtrace_plain() { "$CT" run -n "$RUNS" -q -- /bin/true; }
 coldtrace_minimal() { "$CT" run -n "$RUNS" -q --minimal -- /bin/true; }
+# The default without the tree's states: as root the default traces the scheduler's
+# tracepoints (docs/tree-explanation.md); an unprivileged user has no tree source, so the same
+# command as user nobody is the default less the tree tracer.
+UNTRACED=
+if [ "$(id -u)" = 0 ] && have setpriv; then UNTRACED=1; fi
+coldtrace_untraced() {
+  HOME=/nonexistent setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+    "$CT" run -n "$RUNS" -q -- /bin/true
+}
 coldtrace_out() { "$CT" run -n "$RUNS" -q -o "$WORK/out" -- /bin/true; }
 # Every run writes a line: each run's runs/NNN/stdout is made.
 coldtrace_out_hello() { "$CT" run -n "$RUNS" -q -o "$WORK/out" -- "$WORK/hello"; }
@@ -105,7 +114,7 @@ trap 'rm -rf "$WORK" ${SHM:+"$SHM"}' EXIT
 coldtrace_out_tmpfs() { "$CT" run -n "$RUNS" -q -o "$SHM/out" -- /bin/true; }
 hyperfine_run() { "$HYPERFINE" -N --runs "$RUNS" --warmup 0 --style none /bin/true; }
 
-CONTENDERS=(cfloor step1 step2 step3 step4 sf ct ctmin ctout ctshm cthello ctouthello hf shloop)
+CONTENDERS=(cfloor step1 step2 step3 step4 sf ct ctnotree ctmin ctout ctshm cthello ctouthello hf shloop)
 declare -A NAME=(
   [cfloor]="**floor**: C loop of vfork + execve + wait4 (\`tests/bench/floor.c\`)"
   [step1]="C, step 1: clone with a pidfd instead of vfork (\`tests/bench/steps.c 1\`)"
@@ -114,6 +123,7 @@ declare -A NAME=(
   [step4]="C, step 4: + per run two record writes, a stderr-sink truncate + seek, one small /proc pread"
   [sf]="syscalls crate loop (\`spawn_floor\` example: spawn + wait4, every signal queried)"
   [ct]="\`coldtrace run -n $RUNS -q -- /bin/true\` (no artifacts)"
+  [ctnotree]="same as user nobody (setpriv): no tree source, so the default less the tree tracer (root only)"
   [ctmin]="\`coldtrace run -n $RUNS -q --minimal -- /bin/true\` (no artifacts, no /proc reads around runs)"
   [ctout]="\`coldtrace run -n $RUNS -q -o DIR -- /bin/true\` (artifacts)"
   [ctshm]="same with DIR on tmpfs (/dev/shm)"
@@ -125,7 +135,8 @@ declare -A NAME=(
 declare -A CMD=(
   [sf]="$SF $RUNS" [cfloor]="$WORK/floor $RUNS"
   [step1]="$WORK/steps 1 $RUNS" [step2]="$WORK/steps 2 $RUNS" [step3]="$WORK/steps 3 $RUNS"
-  [step4]="$WORK/steps 4 $RUNS" [ct]=coldtrace_plain [ctmin]=coldtrace_minimal [ctout]=coldtrace_out
+  [step4]="$WORK/steps 4 $RUNS" [ct]=coldtrace_plain [ctnotree]=coldtrace_untraced
+  [ctmin]=coldtrace_minimal [ctout]=coldtrace_out
   [ctshm]=coldtrace_out_tmpfs [cthello]=coldtrace_hello [ctouthello]=coldtrace_out_hello
   [hf]=hyperfine_run [shloop]=shell_time_loop
 )
@@ -138,6 +149,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
   for c in "${CONTENDERS[@]}"; do
     if [ "$c" = hf ] && [ -z "$HYPERFINE" ]; then continue; fi
     if [ "$c" = ctshm ] && [ -z "$SHM" ]; then continue; fi
+    if [ "$c" = ctnotree ] && [ -z "$UNTRACED" ]; then continue; fi
     rm -rf "$WORK/out" ${SHM:+"$SHM/out"} # outside the timed command
     # shellcheck disable=SC2086
     ns=$(elapsed_ns ${CMD[$c]})
@@ -305,6 +317,8 @@ ART=$(awk -v a="${MED[ctout]}" -v b="${MED[ct]}" 'BEGIN{printf "%.1f", a-b}')
 ART_HELLO=$(awk -v a="${MED[ctouthello]}" -v b="${MED[cthello]}" 'BEGIN{printf "%.1f", a-b}')
 ART_SHM=n/a
 [ "${MED[ctshm]}" = n/a ] || ART_SHM=$(awk -v a="${MED[ctshm]}" -v b="${MED[ct]}" 'BEGIN{printf "%.1f", a-b}')
+TREE_COST=n/a
+[ "${MED[ctnotree]}" = n/a ] || TREE_COST=$(awk -v a="${MED[ct]}" -v b="${MED[ctnotree]}" 'BEGIN{printf "%.1f", a-b}')
 ART_FS="$(stat -f -c %T "$WORK" | sed 's/ext2\/ext3/ext2\/3\/4/') ($(dirname "$WORK"))"
 cat <<EOF
 # coldtrace: overhead, own peak RSS, accuracy, footprint
@@ -338,6 +352,9 @@ cat <<EOF
   **$ART µs per run** with DIR on $ART_FS and **$ART_SHM µs per run** on tmpfs (artifacts
   row − no-artifacts row); for \`hello\` (one line to stdout every run: one directory and one
   file made per run) **$ART_HELLO µs per run** on $ART_FS.
+- The tree's states (six \`sched\` tracepoints on every CPU, enabled around each run and read
+  after it; root only): **$TREE_COST µs per run** (the default as root − the same as user
+  nobody, who has no tree source). The rings are opened once per batch, not per run.
 - The C steps (\`tests/bench/steps.c\`) add a runner's duties to the floor loop one at a time,
   without coldtrace: what keeping coldtrace's promises costs at the least (pidfd waiting that
   a signal can interrupt, no leaked descriptors, a child with default signal handling and the

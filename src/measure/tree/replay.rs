@@ -19,7 +19,6 @@
 #![forbid(unsafe_code)]
 
 use crate::measure::tree::decode::{OffCpu, SchedEvent, SchedKind};
-use std::collections::BTreeMap;
 
 /// The tree's four states over a window, and how many tasks it had.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,6 +75,51 @@ impl Task {
     }
 }
 
+/// A map kept as a list: a tree has few tasks alive at once, and a list keeps the code that
+/// runs between two spawns small (every page of it is on the next child's max RSS floor).
+#[derive(Debug)]
+struct SmallMap<K, V>(Vec<(K, V)>);
+
+impl<K, V> Default for SmallMap<K, V> {
+    fn default() -> Self {
+        SmallMap(Vec::new())
+    }
+}
+
+impl<K: PartialEq + Copy, V> SmallMap<K, V> {
+    fn position(&self, key: &K) -> Option<usize> {
+        self.0.iter().position(|(k, _)| k == key)
+    }
+
+    fn get(&self, key: &K) -> Option<&V> {
+        self.position(key).map(|i| &self.0[i].1)
+    }
+
+    fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+        let i = self.position(key)?;
+        Some(&mut self.0[i].1)
+    }
+
+    fn contains_key(&self, key: &K) -> bool {
+        self.position(key).is_some()
+    }
+
+    fn insert(&mut self, key: K, value: V) {
+        match self.position(&key) {
+            Some(i) => self.0[i].1 = value,
+            None => self.0.push((key, value)),
+        }
+    }
+
+    fn remove(&mut self, key: &K) -> Option<V> {
+        self.position(key).map(|i| self.0.swap_remove(i).1)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Why no states came out of a replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unreplayable {
@@ -96,9 +140,9 @@ pub struct Replay {
     start_ns: u64,
     /// Events before the root's fork (then the spawner is unknown).
     before_root: Option<Vec<SchedEvent>>,
-    tasks: BTreeMap<i32, Task>,
+    tasks: SmallMap<i32, Task>,
     /// The tree's task on each CPU.
-    running: BTreeMap<u32, i32>,
+    running: SmallMap<u32, i32>,
     /// Tasks per class.
     counts: [u32; CLASSES],
     /// Time per class.
@@ -120,8 +164,8 @@ impl Replay {
             root,
             start_ns,
             before_root: Some(Vec::new()),
-            tasks: BTreeMap::new(),
-            running: BTreeMap::new(),
+            tasks: SmallMap::default(),
+            running: SmallMap::default(),
             counts: [0; CLASSES],
             totals: [0; CLASSES],
             now_ns: start_ns,

@@ -23,7 +23,7 @@ use coldtrace_syscalls::perf::{
     attr_flags, PerfEventAttr, PerfTarget, ATTR_USE_CLOCKID, CLOCK_MONOTONIC, PERF_RECORD_SAMPLE,
     PERF_SAMPLE_RAW, PERF_SAMPLE_TIME, PERF_TYPE_TRACEPOINT,
 };
-use coldtrace_syscalls::ring::{lost_count, time_and_raw, PerfRing};
+use coldtrace_syscalls::ring::{lost_count, time_and_raw, Malformed, PerfRing, Unread};
 use coldtrace_syscalls::Errno;
 use std::path::PathBuf;
 
@@ -86,7 +86,6 @@ pub struct TreeTracer {
     rings: Vec<(u32, PerfRing)>,
     online: ProcFile,
     cpus: Vec<u32>,
-    pending: Vec<SchedEvent>,
     run: Option<RunTrace>,
     /// tracefs was mounted by coldtrace, here.
     pub mounted: Option<PathBuf>,
@@ -124,7 +123,6 @@ impl TreeTracer {
             rings: Vec::new(),
             online: ProcFile::open("/sys/devices/system/cpu/online"),
             cpus: Vec::new(),
-            pending: Vec::new(),
             run: None,
             mounted: mounted.then_some(tracing),
         };
@@ -184,7 +182,6 @@ impl TreeTracer {
             }
             None => run.flag(|| "cannot read the online CPUs".into()),
         }
-        self.pending.clear();
         for (cpu, ring) in &self.rings {
             if let Err(e) = ring.enable() {
                 run.flag(|| format!("cannot enable the tracepoints on CPU {cpu}: {e}"));
@@ -216,8 +213,7 @@ impl TreeTracer {
         if self.next_drain_ns().is_none_or(|t| now < t) {
             return;
         }
-        let fullest = self.read_rings();
-        self.replay_until(now.saturating_sub(SETTLE_NS));
+        let fullest = self.replay_until(now.saturating_sub(SETTLE_NS));
         if let Some(run) = &mut self.run {
             let every = match fullest {
                 f if f > 0.5 => run.drain_every_ns / 2,
@@ -229,13 +225,12 @@ impl TreeTracer {
         }
     }
 
-    /// After the exit was seen at `end_ns`: stops the rings, reads and replays the rest, and
-    /// returns the run's reading (`None` when no run was begun).
+    /// After the exit was seen at `end_ns`: stops the rings, replays the rest, and returns the
+    /// run's reading (`None` when no run was begun).
     pub fn end(&mut self, end_ns: u64) -> Option<TreeReading> {
         self.stop();
-        self.read_rings();
         self.replay_until(end_ns);
-        self.pending.clear();
+        self.discard();
         let mut run = self.run.take()?;
         if self.online_cpus().is_some_and(|c| c != self.cpus) {
             run.flag(|| "the online CPUs changed during the run".into());
@@ -262,8 +257,7 @@ impl TreeTracer {
     /// The spawn failed: stops the rings and forgets the run.
     pub fn abandon(&mut self) {
         self.stop();
-        self.read_rings();
-        self.pending.clear();
+        self.discard();
         self.run = None;
     }
 
@@ -277,71 +271,54 @@ impl TreeTracer {
         }
     }
 
-    /// Moves every record of every ring into `pending` (scheduler events) or the run's counts;
-    /// returns how full the fullest ring was (0–1).
-    fn read_rings(&mut self) -> f64 {
+    /// Hands every ring's unread records back, unreplayed (they came after the run).
+    fn discard(&mut self) {
+        for (_, ring) in &mut self.rings {
+            let unread = ring.unread().map_or(0, |u| u.len());
+            ring.consume(unread as u64);
+        }
+    }
+
+    /// Replays the records of every ring up to `until_ns`, merged in time order (each ring is
+    /// in time order already), and gives their bytes back; later records stay in the rings.
+    /// Returns how full the fullest ring was when read (0–1).
+    fn replay_until(&mut self, until_ns: u64) -> f64 {
         let TreeTracer {
             rings,
             decoder,
-            pending,
             run,
             ..
         } = self;
-        let mut fullest = 0f64;
-        let (mut records, mut lost) = (0u64, 0u64);
-        let mut problem = None;
-        for (cpu, ring) in rings.iter_mut() {
-            let cpu = *cpu;
-            let read = ring.read(|r| {
-                if r.kind == PERF_RECORD_SAMPLE {
-                    records += 1;
-                    let event =
-                        time_and_raw(r.body).and_then(|(time, raw)| decoder.decode(time, cpu, raw));
-                    pending.extend(event);
-                } else {
-                    lost += lost_count(&r).unwrap_or(0);
-                }
-            });
-            let size = ring.data_bytes();
-            match read {
-                Ok(framed) if framed.malformed => {
-                    problem.get_or_insert(format!("a malformed record in the ring of CPU {cpu}"));
-                }
-                Ok(framed) if framed.bytes + FULL_MARGIN_BYTES > size => {
-                    problem.get_or_insert(format!(
-                        "the ring of CPU {cpu} filled up ({} KiB): records may have been lost",
-                        size / 1024
-                    ));
-                }
-                Ok(framed) => fullest = fullest.max(framed.bytes as f64 / size as f64),
-                Err(e) => {
-                    problem.get_or_insert(format!("reading the ring of CPU {cpu} failed: {e}"));
-                }
+        let Some(run) = run.as_mut() else {
+            return 0.0;
+        };
+        let mut heads = Vec::with_capacity(rings.len());
+        for (cpu, ring) in rings.iter() {
+            match ring.unread() {
+                Ok(unread) => heads.push(Head::new(*cpu, unread, ring.data_bytes(), run)),
+                Err(e) => run.flag(|| format!("reading the ring of CPU {cpu} failed: {e}")),
             }
         }
-        if let Some(run) = run {
-            run.records += records;
-            run.lost += lost;
-            if lost > 0 {
-                run.flag(|| format!("the kernel dropped {lost} scheduler records"));
+        let fullest = heads.iter().map(|h| h.fullness).fold(0.0, f64::max);
+        for head in &mut heads {
+            head.advance(decoder, run);
+        }
+        while let Some(k) = earliest(&heads, until_ns) {
+            let head = &mut heads[k];
+            if let (Some(replay), Some((event, _))) = (run.replay.as_mut(), head.next) {
+                replay.apply(&event);
             }
-            if let Some(why) = problem {
-                run.flag(|| why);
+            head.take();
+            head.advance(decoder, run);
+        }
+        let done: Vec<(u32, usize)> = heads.iter().map(|h| (h.cpu, h.settled)).collect();
+        drop(heads);
+        for (cpu, bytes) in done {
+            if let Some((_, ring)) = rings.iter_mut().find(|(c, _)| *c == cpu) {
+                ring.consume(bytes as u64);
             }
         }
         fullest
-    }
-
-    /// Replays the pending events up to `until_ns`, in time order; later ones wait.
-    fn replay_until(&mut self, until_ns: u64) {
-        let Some(replay) = self.run.as_mut().and_then(|r| r.replay.as_mut()) else {
-            return;
-        };
-        self.pending.sort_by_key(|e| (e.time_ns, e.cpu));
-        let settled = self.pending.partition_point(|e| e.time_ns <= until_ns);
-        for event in self.pending.drain(..settled) {
-            replay.apply(&event);
-        }
     }
 
     /// How many pages of ring each CPU has.
@@ -353,6 +330,96 @@ impl TreeTracer {
     pub fn cpus(&self) -> &[u32] {
         &self.cpus
     }
+}
+
+/// One ring being read: its unread bytes, how far they are settled (replayed or skipped), and
+/// the next scheduler event in them.
+struct Head<'a> {
+    cpu: u32,
+    unread: Unread<'a>,
+    /// Bytes before this offset are done with.
+    settled: usize,
+    /// The next event and the offset after it.
+    next: Option<(SchedEvent, usize)>,
+    /// A record wrapping the ring's end, copied out.
+    scratch: Vec<u8>,
+    /// How full the ring was (0–1).
+    fullness: f64,
+}
+
+impl<'a> Head<'a> {
+    fn new(cpu: u32, unread: Unread<'a>, size: u64, run: &mut RunTrace) -> Head<'a> {
+        if unread.len() as u64 + FULL_MARGIN_BYTES > size {
+            run.flag(|| {
+                format!(
+                    "the ring of CPU {cpu} filled up ({} KiB): records may have been lost",
+                    size / 1024
+                )
+            });
+        }
+        Head {
+            cpu,
+            unread,
+            settled: 0,
+            next: None,
+            scratch: Vec::new(),
+            fullness: unread.len() as f64 / size.max(1) as f64,
+        }
+    }
+
+    /// The event taken is done with.
+    fn take(&mut self) {
+        if let Some((_, after)) = self.next.take() {
+            self.settled = after;
+        }
+    }
+
+    /// Finds the next scheduler event from `settled` on, counting samples and lost records on
+    /// the way; records that are not events are settled as they are passed.
+    fn advance(&mut self, decoder: &Decoder, run: &mut RunTrace) {
+        while self.next.is_none() {
+            match self.unread.record_at(self.settled, &mut self.scratch) {
+                Ok(Some((record, after))) => {
+                    let event = if record.kind == PERF_RECORD_SAMPLE {
+                        run.records += 1;
+                        time_and_raw(record.body)
+                            .and_then(|(time, raw)| decoder.decode(time, self.cpu, raw))
+                    } else {
+                        let lost = lost_count(&record).unwrap_or(0);
+                        if lost > 0 {
+                            run.lost += lost;
+                            run.flag(|| "the kernel dropped scheduler records".to_string());
+                        }
+                        None
+                    };
+                    match event {
+                        Some(e) => self.next = Some((e, after)),
+                        None => self.settled = after,
+                    }
+                }
+                Ok(None) => return,
+                Err(Malformed) => {
+                    let cpu = self.cpu;
+                    run.flag(|| format!("a malformed record in the ring of CPU {cpu}"));
+                    self.settled = self.unread.len();
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The head whose next event is the earliest, if that is at or before `until_ns`.
+fn earliest(heads: &[Head<'_>], until_ns: u64) -> Option<usize> {
+    let mut best: Option<(u64, usize)> = None;
+    for (k, head) in heads.iter().enumerate() {
+        if let Some((event, _)) = head.next {
+            if event.time_ns <= until_ns && best.is_none_or(|(t, _)| event.time_ns < t) {
+                best = Some((event.time_ns, k));
+            }
+        }
+    }
+    best.map(|(_, k)| k)
 }
 
 /// The attribute of the tracepoint `id`: a sample of every event with its time on

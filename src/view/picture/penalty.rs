@@ -70,7 +70,6 @@ pub fn penalty(svg: &mut Svg, s: &Series, top: f64) -> f64 {
     svg.line(x.at(0.0), bars_top, x.at(0.0), bottom, "zero");
     let mut used = bottom - top + 28.0;
     if let Some(note) = unsplit_note(p) {
-        let note = fit(&note, PLOT_RIGHT - BARS_LEFT, 11.0);
         svg.text(BARS_LEFT, bottom + 46.0, Anchor::Start, "small", &note);
         used += 18.0;
     }
