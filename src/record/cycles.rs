@@ -381,16 +381,14 @@ fn per_cycle(pairs: &[(Figures, Figures)]) -> Option<PerCycle> {
         read_bytes: mean_of(&|d| d.evidence.read_bytes),
         major_faults: mean_of(&|d| d.evidence.major_faults),
         voluntary_switches: mean_of(&|d| d.evidence.voluntary_switches),
-        tree: (|| {
-            Some(TreeParts {
-                on_cpu_ns: tree_part(0)?,
-                queued_ns: tree_part(1)?,
-                uninterruptible_ns: tree_part(2)?,
-                sleeping_ns: tree_part(3)?,
-                tasks: None,
-            })
-        })()
-        .filter(|_| basis == Basis::Tree),
+        tree: Some(TreeParts {
+            on_cpu_ns: tree_part(0),
+            queued_ns: tree_part(1),
+            uninterruptible_ns: tree_part(2),
+            sleeping_ns: tree_part(3),
+            tasks: None,
+        })
+        .filter(|t| basis == Basis::Tree && t.all().is_some()),
     })
 }
 

@@ -115,7 +115,7 @@ pub struct BatchRow {
     pub first_penalty_significant: Option<bool>,
     /// batch.json's `first_penalty.tree` parts (each `null` when unknown: no tree source, no
     /// penalty).
-    pub first_penalty_tree: PenaltyTree,
+    pub first_penalty_tree: TreeParts,
     /// The group of batches on one boot and one kernel it is shown in (0, 1, … in time order).
     pub group: u64,
     /// The kernel differs from the previous listed batch's.
@@ -437,46 +437,10 @@ impl BatchFields {
     }
 }
 
-/// `first_penalty.tree`'s parts as a report row holds them: ΔR, ΔQ, ΔD, ΔS (ns) and the first
-/// run's tasks, each `null` when unknown.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct PenaltyTree {
-    /// Extra time some task of the tree was on a CPU.
-    pub on_cpu_ns: Option<f64>,
-    /// Extra time some waited for a CPU (none on one).
-    pub queued_ns: Option<f64>,
-    /// Extra time some was in uninterruptible sleep (none runnable).
-    pub uninterruptible_ns: Option<f64>,
-    /// Extra time all were asleep.
-    pub sleeping_ns: Option<f64>,
-    /// Tasks of the first run's tree.
-    pub tasks: Option<u64>,
-}
-serialize_struct!(PenaltyTree {
-    on_cpu_ns,
-    queued_ns,
-    uninterruptible_ns,
-    sleeping_ns,
-    tasks
-});
-
-impl PenaltyTree {
-    /// The four parts, when all are known.
-    pub fn parts(&self) -> Option<TreeParts> {
-        Some(TreeParts {
-            on_cpu_ns: self.on_cpu_ns?,
-            queued_ns: self.queued_ns?,
-            uninterruptible_ns: self.uninterruptible_ns?,
-            sleeping_ns: self.sleeping_ns?,
-            tasks: self.tasks,
-        })
-    }
-}
-
 /// `first_penalty.tree`'s parts.
-fn tree_parts(doc: &Fields<'_>) -> PenaltyTree {
+fn tree_parts(doc: &Fields<'_>) -> TreeParts {
     let part = |k: usize| doc.f64(BatchFields::TREE + k);
-    PenaltyTree {
+    TreeParts {
         on_cpu_ns: part(0),
         queued_ns: part(1),
         uninterruptible_ns: part(2),

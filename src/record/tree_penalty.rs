@@ -94,17 +94,17 @@ serialize_struct!(TreePenalty {
 });
 
 /// The first-run penalty split by the process tree's states (ΔR, ΔQ, ΔD, ΔS, ns), as a report
-/// row and a cycles' mean hold it.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// row and a cycles' mean hold it; each `null` when unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TreeParts {
     /// Extra time some task of the tree was on a CPU.
-    pub on_cpu_ns: f64,
+    pub on_cpu_ns: Option<f64>,
     /// Extra time some waited for a CPU (none on one).
-    pub queued_ns: f64,
+    pub queued_ns: Option<f64>,
     /// Extra time some was in uninterruptible sleep (none runnable).
-    pub uninterruptible_ns: f64,
+    pub uninterruptible_ns: Option<f64>,
     /// Extra time all were asleep.
-    pub sleeping_ns: f64,
+    pub sleeping_ns: Option<f64>,
     /// Tasks of the first run's tree.
     pub tasks: Option<u64>,
 }
@@ -115,6 +115,18 @@ serialize_struct!(TreeParts {
     sleeping_ns,
     tasks
 });
+
+impl TreeParts {
+    /// R, Q, D, S, when all four are known.
+    pub fn all(&self) -> Option<[f64; 4]> {
+        Some([
+            self.on_cpu_ns?,
+            self.queued_ns?,
+            self.uninterruptible_ns?,
+            self.sleeping_ns?,
+        ])
+    }
+}
 
 fn minus(a: Option<i64>, b: Option<i64>) -> Option<i64> {
     Some(a? - b?)

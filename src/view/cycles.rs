@@ -125,16 +125,17 @@ fn parts(d: &PerCycle) -> String {
         format!(" ({})", evidence.join(", "))
     };
     match (d.basis, d.cpu_ns, d.runqueue_ns, d.blocked_ns, d.tree) {
-        (Basis::Tree, .., Some(t)) => {
+        (Basis::Tree, .., Some(t)) if t.all().is_some() => {
+            let [r, q, dd, s] = t.all().unwrap_or_default();
             let mut parts = [
-                (t.on_cpu_ns, "on a CPU", String::new()),
+                (r, "on a CPU", String::new()),
                 (
-                    t.uninterruptible_ns,
+                    dd,
                     "uninterruptible (storage, faults, kernel locks)",
                     evidence,
                 ),
-                (t.queued_ns, "waiting for a CPU", String::new()),
-                (t.sleeping_ns, "asleep", String::new()),
+                (q, "waiting for a CPU", String::new()),
+                (s, "asleep", String::new()),
             ];
             parts.sort_by(|a, b| b.0.abs().total_cmp(&a.0.abs()));
             let words: Vec<String> = parts
@@ -229,10 +230,10 @@ mod tests {
         let mut d = per_cycle(34.0, Some(18.0), 51.0);
         d.basis = Basis::Tree;
         d.tree = Some(crate::record::tree_penalty::TreeParts {
-            on_cpu_ns: 10e6,
-            queued_ns: 4e6,
-            uninterruptible_ns: 19e6,
-            sleeping_ns: 1e6,
+            on_cpu_ns: Some(10e6),
+            queued_ns: Some(4e6),
+            uninterruptible_ns: Some(19e6),
+            sleeping_ns: Some(1e6),
             tasks: None,
         });
         let said = text(penalty_note(&penalty(d)));

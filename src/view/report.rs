@@ -166,9 +166,8 @@ pub fn group_line(group: &[BatchRow]) -> String {
             format!(
                 ", first-run penalty {}{}",
                 signed_ns(p as i64),
-                r.first_penalty_tree
-                    .parts()
-                    .filter(|_| r.first_penalty_significant != Some(false))
+                Some(r.first_penalty_tree)
+                    .filter(|t| t.all().is_some() && r.first_penalty_significant != Some(false))
                     .map_or(String::new(), tree_words)
             )
         })
@@ -205,11 +204,12 @@ pub fn group_line(group: &[BatchRow]) -> String {
 /// ` (the tree, 9 tasks: on a CPU +259 ms, uninterruptible +150 ms, waiting for a CPU +12 ms,
 /// asleep +3 ms)`: the penalty's parts, the largest first.
 fn tree_words(t: TreeParts) -> String {
+    let [r, q, d, s] = t.all().unwrap_or_default();
     let mut parts = [
-        (t.on_cpu_ns, "on a CPU"),
-        (t.uninterruptible_ns, "uninterruptible"),
-        (t.queued_ns, "waiting for a CPU"),
-        (t.sleeping_ns, "asleep"),
+        (r, "on a CPU"),
+        (d, "uninterruptible"),
+        (q, "waiting for a CPU"),
+        (s, "asleep"),
     ];
     parts.sort_by(|a, b| b.0.abs().total_cmp(&a.0.abs()));
     let words: Vec<String> = parts
@@ -339,7 +339,7 @@ mod tests {
             first_batch_since_boot: Some(true),
             first_penalty_ns: Some(424e6),
             first_penalty_significant: Some(true),
-            first_penalty_tree: crate::record::reader::PenaltyTree {
+            first_penalty_tree: TreeParts {
                 on_cpu_ns: Some(259e6),
                 queued_ns: Some(12e6),
                 uninterruptible_ns: Some(150e6),
