@@ -7,6 +7,7 @@
 //! Shared by the libFuzzer target (`fuzz/fuzz_targets/perf_records.rs`) and the corpus replay
 //! under plain `cargo test` (the root crate's `tests/fuzz_corpus.rs`). It uses only std,
 //! `coldtrace` and `coldtrace_syscalls`, so it compiles in both.
+#![forbid(unsafe_code)]
 
 use coldtrace::measure::tree::decode::{Decoder, SchedEvent, SchedKind, FORMATS_6_18};
 use coldtrace::measure::tree::format::Format;
