@@ -170,3 +170,73 @@ fn minimal_runs_have_no_tree() {
     out.expect_code(0);
     assert!(out.json()["tree"].is_null(), "{}", out.describe());
 }
+
+/// Two processes passing a byte back and forth through pipes for `argv[1]` ms: hundreds of
+/// thousands of context switches a second.
+const PING_PONG: &str = r#"
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int a[2], b[2];
+    char c = 0;
+    if (pipe(a) || pipe(b)) return 2;
+    if (fork() == 0) {
+        while (read(a[0], &c, 1) == 1) if (write(b[1], &c, 1) != 1) break;
+        _exit(0);
+    }
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long ms = atol(argv[1]);
+    do {
+        if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1) return 3;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_run_whose_records_overflow_the_rings_has_no_states_and_says_why() {
+    if !traced_here() {
+        return;
+    }
+    let dir = TempDir::new("tree-overflow");
+    let program = common::compile(dir.path(), "pingpong", PING_PONG, &[]);
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "-n",
+            "1",
+            "--json",
+            "--",
+            program.to_str().unwrap(),
+            "300",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let r = out.json();
+    let t = &r["tree"];
+    let records = t["records"].as_u64().unwrap();
+    println!(
+        "{records} records, lost {}: {}",
+        t["lost_records"], t["unavailable"]
+    );
+    // 512 KiB a CPU holds about 5,800 records, and the first read comes after 100 ms.
+    assert!(records > 5_000, "the ping-pong made enough switches: {r}");
+    let why = t["unavailable"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("filled up") || why.contains("dropped"),
+        "the split is said to be incomplete: {r}"
+    );
+    for part in [
+        "on_cpu_ns",
+        "queued_ns",
+        "uninterruptible_ns",
+        "sleeping_ns",
+    ] {
+        assert!(t[part].is_null(), "{part} is not given: {r}");
+    }
+}
