@@ -47,18 +47,21 @@ static void sleep_ms(long ms) {
     struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
     nanosleep(&t, 0);
 }
-/* Reads a file through, and prints the read's interval and its off-CPU, on-CPU, queued ns. */
+/* Reads a file through, and prints the read's interval and its off-CPU, on-CPU, queued ns.
+   The interval encloses both schedstat reads, so the on-CPU and queued time they count lies
+   inside it (the other way round, a wait for a CPU between a read and the clock made the
+   off-CPU time negative on a busy machine). */
 static void read_file(const char *path) {
     static char buf[1 << 20];
     unsigned long long c0, q0, c1, q1;
-    sched(&c0, &q0);
     unsigned long long t0 = ns(CLOCK_MONOTONIC);
+    sched(&c0, &q0);
     int fd = open(path, O_RDONLY);
     if (fd < 0) exit(4);
     while (read(fd, buf, sizeof buf) > 0) {}
     close(fd);
-    unsigned long long t1 = ns(CLOCK_MONOTONIC);
     sched(&c1, &q1);
+    unsigned long long t1 = ns(CLOCK_MONOTONIC);
     printf("read %llu %llu %llu %llu %llu\n", t0, t1,
            (t1 - t0) - (c1 - c0) - (q1 - q0), c1 - c0, q1 - q0);
 }

@@ -27,9 +27,14 @@ use coldtrace_syscalls::ring::{lost_count, time_and_raw, Malformed, PerfRing, Un
 use coldtrace_syscalls::Errno;
 use std::path::PathBuf;
 
-/// Pages of ring per CPU (512 KiB: about 5,800 scheduler records), halved down to
+/// Pages of ring per CPU at most (2 MiB: about 23,000 scheduler records, 100 ms of a machine
+/// whose other processes switch 230,000 times a second on that CPU), halved down to
 /// [`MIN_PAGES`] when the locked-memory limit refuses it.
-const PAGES: usize = 128;
+const PAGES: usize = 512;
+/// Pages of ring over all CPUs at most (32 MiB): a machine with many CPUs gets smaller rings.
+const ALL_PAGES: usize = 8192;
+/// Pages of ring per CPU at least, unless refused (512 KiB).
+const FEW_PAGES: usize = 128;
 /// The smallest ring tried.
 const MIN_PAGES: usize = 8;
 /// A ring this close to full when read may have dropped records (the largest record here,
@@ -91,6 +96,13 @@ pub struct TreeTracer {
     pub mounted: Option<PathBuf>,
 }
 
+/// The ring size to try first on a machine with `cpus` online CPUs: [`PAGES`], or less so that
+/// all rings stay within [`ALL_PAGES`], never below [`FEW_PAGES`]; a power of two.
+fn pages_per_cpu(cpus: usize) -> usize {
+    let share = (ALL_PAGES / cpus.max(1)).clamp(FEW_PAGES, PAGES);
+    1 << share.ilog2()
+}
+
 /// Why the tracepoints could not be had, in words.
 fn refused(errno: Errno) -> String {
     let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
@@ -127,6 +139,7 @@ impl TreeTracer {
             mounted: mounted.then_some(tracing),
         };
         let cpus = tracer.online_cpus().ok_or("cannot read the online CPUs")?;
+        tracer.pages = pages_per_cpu(cpus.len());
         tracer.retarget(&cpus)?;
         Ok(tracer)
     }
@@ -431,4 +444,19 @@ fn attr(id: u64, leader: bool) -> PerfEventAttr {
     attr.flags = ATTR_USE_CLOCKID | if leader { attr_flags::DISABLED } else { 0 };
     attr.clockid = CLOCK_MONOTONIC;
     attr
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rings_shrink_with_many_cpus_and_stay_powers_of_two() {
+        assert_eq!(pages_per_cpu(1), PAGES);
+        assert_eq!(pages_per_cpu(2), PAGES);
+        assert_eq!(pages_per_cpu(24), 256);
+        assert_eq!(pages_per_cpu(64), FEW_PAGES);
+        assert_eq!(pages_per_cpu(4096), FEW_PAGES);
+        assert_eq!(pages_per_cpu(0), PAGES);
+    }
 }
