@@ -139,6 +139,7 @@ impl Shared<'_> {
             inspect_child: false,
             orphans: Some(&self.signals.subreaper),
             tick: None,
+            tree: None,
         };
         // Cloned by coldtrace itself, as the batch's hooks are.
         let via = runner::Via {
