@@ -109,8 +109,8 @@ fn commands(dir: &Path) -> Vec<(&'static str, Vec<String>)> {
 }
 
 /// The table's notes as one line each.
-fn unfolded(stderr: &str) -> String {
-    stderr.replace("\n    ", " ")
+fn unfolded(shown: &str) -> String {
+    shown.replace("\n    ", " ")
 }
 
 /// Runs `argv` three times and returns batch.json's `first_penalty` and the sentence.
@@ -123,7 +123,7 @@ fn penalty_of(tmp: &TempDir, k: usize, argv: &[String]) -> (Value, String) {
     args.extend(argv.iter().cloned());
     let out = ct(tmp.path(), &args).run_within(std::time::Duration::from_secs(120));
     out.expect_code(0);
-    let sentence = unfolded(&out.stderr)
+    let sentence = unfolded(&out.shown())
         .lines()
         .find(|l| l.trim_start().starts_with("first run"))
         .unwrap_or_default()

@@ -275,8 +275,8 @@ fn serial_truth(batch: &Path, r: &Value, root: &str) -> [f64; 4] {
 }
 
 /// The table's notes as one line each (a note folded at 80 columns goes on indented).
-fn unfolded(stderr: &str) -> String {
-    stderr.replace("\n    ", " ")
+fn unfolded(shown: &str) -> String {
+    shown.replace("\n    ", " ")
 }
 
 fn minus(a: [f64; 4], b: [f64; 4]) -> [f64; 4] {
@@ -483,7 +483,7 @@ fn two_parallel_cold_reads_under_a_waiting_shell_are_uninterruptible_not_blocked
         got[2]
     );
     if doc["first_penalty"]["significant"] == true {
-        let said = unfolded(&out.stderr);
+        let said = unfolded(&out.shown());
         assert!(said.contains("uninterruptible (storage"), "{said}");
         assert!(!said.contains("blocked"), "{said}");
     }
@@ -533,7 +533,7 @@ fn a_cold_read_in_a_background_child_off_the_critical_path_claims_no_penalty() {
         p["significant"]
     );
     assert_eq!(p["significant"], false, "{p:#}");
-    let said = unfolded(&out.stderr);
+    let said = unfolded(&out.shown());
     assert!(said.contains("no first-run penalty to explain"), "{said}");
     assert!(!said.contains("uninterruptible"), "{said}");
 }
