@@ -251,6 +251,10 @@ pub struct Plan {
     pub parameters: Vec<(String, String)>,
     /// The shell the command runs through (`--shell`), as given; `None`: run directly.
     pub shell: Option<String>,
+    /// A script without a `#!` line runs through `/bin/sh` in the same child, as `execvp`
+    /// (and so GNU time) does: `coldtrace time`. Otherwise it fails to start (126, with a
+    /// hint).
+    pub scripts_through_sh: bool,
     /// Warm-up runs before the counted ones (recorded, never counted).
     pub warmup: u32,
     /// Batch directory for records and artifacts.

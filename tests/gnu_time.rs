@@ -772,3 +772,31 @@ fn installed_or_linked_as_time_it_is_coldtrace_time() {
     let help = Command::new(&linked).arg("--help").output().unwrap();
     assert!(String::from_utf8_lossy(&help.stdout).contains("a drop-in for GNU time"));
 }
+
+#[test]
+fn a_script_without_a_shebang_runs_through_sh_as_gnu_times_execvp_does() {
+    let dir = TempDir::new("gt-noexec");
+    // No #! line: execve refuses it (ENOEXEC); execvp then runs `/bin/sh ./script ARGS`.
+    common::write_file(
+        &dir.join("script"),
+        b"echo \"$0 [$1] [$2]\"; echo err >&2; exit 4\n",
+        0o755,
+    );
+    let args = ["-f", "%x %C", "./script", "a b", ""];
+    let (ours, gnu) = both(dir.path(), &args);
+    assert_eq!(ours.code, Some(4), "{}", ours.describe());
+    assert_eq!(ours.stdout, "./script [a b] []\n", "{}", ours.describe());
+    assert_eq!(
+        (ours.code, ours.stdout.as_str(), ours.stderr.as_str()),
+        (gnu.code, gnu.stdout.as_str(), gnu.stderr.as_str()),
+        "{}{}",
+        ours.describe(),
+        gnu.describe()
+    );
+    // A file that no shell reads as a script either: sh says so, as under GNU time.
+    let garbage: Vec<u8> = (0..64u32).map(|i| (i * 7 + 3) as u8 | 0x80).collect();
+    common::write_file(&dir.join("garbage"), &garbage, 0o755);
+    let (ours, gnu) = both(dir.path(), &["-f", "%x", "./garbage"]);
+    assert_ne!(ours.code, Some(0), "{}", ours.describe());
+    assert_same_code(&ours, &gnu);
+}

@@ -79,7 +79,28 @@ pub(crate) fn resolve(plan: &Plan) -> Result<Program, BatchError> {
     for arg in &plan.argv {
         argv.push(cstring(arg.as_bytes(), "an argument")?);
     }
-    Ok(Program::new(path, argv, environment()?))
+    let program = Program::new(path, argv, environment()?);
+    Ok(
+        if plan.scripts_through_sh && !starts_as_a_program(program.path()) {
+            program.scripts_through_shell()
+        } else {
+            program
+        },
+    )
+}
+
+/// Whether the file at `path` starts as one the kernel runs itself: an ELF image or a `#!`
+/// line. Another (a script without `#!`) is run through `/bin/sh` where the plan says so,
+/// in-process (the spawner cannot); unreadable, it is left to `execve`.
+fn starts_as_a_program(path: &std::ffi::CStr) -> bool {
+    use std::io::Read;
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
+    let mut head = [0u8; 4];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read(&mut head));
+    match read {
+        Ok(n) => head[..n].starts_with(b"\x7fELF") || head[..n].starts_with(b"#!"),
+        Err(_) => true,
+    }
 }
 
 /// coldtrace's own environment, passed to the command exactly, as `KEY=VALUE` C strings.

@@ -73,6 +73,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         name: raw.name,
         parameters: raw.parameters,
         shell: raw.shell,
+        scripts_through_sh: false,
         warmup,
         out_dir,
         json: raw.json,

@@ -82,6 +82,7 @@ fn single_run(argv: Vec<OsString>) -> Plan {
         name: None,
         parameters: Vec::new(),
         shell: None,
+        scripts_through_sh: true,
         warmup: 0,
         out_dir: None,
         json: false,

@@ -104,7 +104,8 @@ impl BatchSpawner {
 
     /// Starts `program` through the spawner.
     pub fn spawn(&mut self, program: &Program, options: &SpawnOptions<'_>) -> Started {
-        if self.broken.is_some() {
+        // The spawner has no shell fallback for a script without #! (`coldtrace time`'s).
+        if self.broken.is_some() || program.through_shell() {
             return Started::InProcess;
         }
         match self.spawner.spawn(program, options) {

@@ -10,15 +10,19 @@ use core::marker::PhantomData;
 use rustix::fd::OwnedFd;
 
 /// The program image to execute: path, argv and envp as NUL-terminated pointer arrays whose
-/// strings are borrowed for `'a`.
+/// strings are borrowed for `'a`; optionally, the shell that runs the file where the kernel
+/// finds no executable format in it ([`ExecImage::or_through_shell`]).
 ///
-/// The unsafe room relies on this type: its fields are private and [`ExecImage::new`] is its
-/// only constructor, so the pointers are always those of live C strings borrowed for `'a`,
-/// each array ends in a null pointer, and nothing mutates them afterwards.
+/// The unsafe room relies on this type: its fields are private, [`ExecImage::new`] is its
+/// only constructor and [`ExecImage::or_through_shell`] its only change, so the pointers are
+/// always those of live C strings borrowed for `'a` (or `'static`), each array ends in a null
+/// pointer, and nothing mutates them once the image is built.
 pub struct ExecImage<'a> {
     path: &'a CStr,
     argv: Vec<*const c_char>,
     envp: Vec<*const c_char>,
+    /// `(SHELL, [SHELL, path, argv[1..]…, NULL])`, or `None`.
+    shell: Option<(&'static CStr, Vec<*const c_char>)>,
     _strings: PhantomData<&'a CStr>,
 }
 
@@ -39,7 +43,34 @@ impl<'a> ExecImage<'a> {
             path,
             argv,
             envp,
+            shell: None,
             _strings: PhantomData,
+        }
+    }
+
+    /// Where `execve` fails with `ENOEXEC` (a script without a `#!` line), the same child then
+    /// runs `SHELL PATH ARGS…` (`argv[0]` is `shell`, `argv[1]` the path, then the arguments
+    /// after the image's `argv[0]`) with the same environment, as glibc's `execvp` does with
+    /// `/bin/sh`. The arrays are built here, in the parent, before any clone. Only the
+    /// in-process spawn honours it (the spawner program has no shell fallback).
+    ///
+    /// # References
+    /// [execvp(3)](https://man7.org/linux/man-pages/man3/execvp.3.html) (NOTES: ENOEXEC)
+    pub fn or_through_shell(mut self, shell: &'static CStr) -> ExecImage<'a> {
+        let args = self.argv.iter().skip(1).take_while(|p| !p.is_null());
+        let mut argv = Vec::with_capacity(self.argv.len() + 2);
+        argv.extend([shell.as_ptr(), self.path.as_ptr()]);
+        argv.extend(args.copied());
+        argv.push(core::ptr::null());
+        self.shell = Some((shell, argv));
+        self
+    }
+
+    /// The shell's path and argv array (null-terminated), or two null pointers.
+    pub(crate) fn shell_ptrs(&self) -> (*const c_char, *const *const c_char) {
+        match &self.shell {
+            Some((shell, argv)) => (shell.as_ptr(), argv.as_ptr()),
+            None => (core::ptr::null(), core::ptr::null()),
         }
     }
 

@@ -276,13 +276,39 @@ pub struct Program {
     path: CString,
     argv: Vec<CString>,
     envp: Vec<CString>,
+    through_shell: bool,
 }
+
+/// The shell a script without a `#!` line runs through ([`Program::scripts_through_shell`]):
+/// glibc's `_PATH_BSHELL`.
+pub const SCRIPT_SHELL: &CStr = c"/bin/sh";
 
 impl Program {
     /// A program at `path` (already resolved, e.g. by [`find_program`]) with its full argv
     /// (including argv\[0\]) and environment (`KEY=VALUE` strings, passed exactly).
     pub fn new(path: CString, argv: Vec<CString>, envp: Vec<CString>) -> Program {
-        Program { path, argv, envp }
+        Program {
+            path,
+            argv,
+            envp,
+            through_shell: false,
+        }
+    }
+
+    /// Where the kernel refuses the file as no executable format (`ENOEXEC`: a script without
+    /// a `#!` line), the same child runs it with [`SCRIPT_SHELL`] instead (`/bin/sh PATH
+    /// ARGS…`), as glibc's `execvp` and GNU time do: no second spawn. Without this, such a
+    /// file fails to start with `ENOEXEC`. Only [`Program::spawn`] and [`ExecImage::spawn`]
+    /// honour it: a spawner program cannot (see [`Program::through_shell`]).
+    pub fn scripts_through_shell(mut self) -> Program {
+        self.through_shell = true;
+        self
+    }
+
+    /// Whether [`Program::scripts_through_shell`] was asked for (a caller with a spawner then
+    /// spawns in-process).
+    pub fn through_shell(&self) -> bool {
+        self.through_shell
     }
 
     /// The resolved path.
@@ -316,11 +342,16 @@ impl Program {
     /// builds them before it starts its clock and calls [`ExecImage::spawn`], so the timed
     /// window holds the spawn and nothing else.
     pub fn image(&self) -> ExecImage<'_> {
-        ExecImage::new(
+        let image = ExecImage::new(
             &self.path,
             self.argv.iter().map(CString::as_c_str),
             self.envp.iter().map(CString::as_c_str),
-        )
+        );
+        if self.through_shell {
+            image.or_through_shell(SCRIPT_SHELL)
+        } else {
+            image
+        }
     }
 }
 

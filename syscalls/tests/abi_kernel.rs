@@ -65,6 +65,7 @@ same! {
     cf::CLONE_INTO_CGROUP => k::CLONE_INTO_CGROUP,
     cf::SIGCHLD => k::SIGCHLD,
     abi::F_SETFD => k::F_SETFD,
+    abi::ENOEXEC => linux_raw_sys::errno::ENOEXEC,
     abi::PR_SET_PDEATHSIG => linux_raw_sys::prctl::PR_SET_PDEATHSIG,
     abi::F_DUPFD_CLOEXEC => k::F_DUPFD_CLOEXEC,
     abi::O_CLOEXEC => k::O_CLOEXEC,

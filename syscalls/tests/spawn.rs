@@ -283,6 +283,60 @@ fn garbage_with_the_x_bit_is_enoexec() {
 }
 
 #[test]
+fn a_script_without_a_shebang_runs_through_sh_in_the_same_child_when_asked() {
+    let _serial = serial();
+    let dir = TempDir::new("no-shebang");
+    let script = dir.join("script");
+    // No #! line: execve fails with ENOEXEC; execvp would run it with /bin/sh.
+    write_file(
+        &script,
+        b"printf '%s\\0' \"$$\" \"$0\" \"$@\"\nexit 7\n",
+        0o755,
+    );
+    let path = script.to_str().unwrap();
+    let plain = program(path, &["script", "a b", ""], &[]);
+    assert_eq!(
+        spawn_error(&plain),
+        SpawnError {
+            stage: ChildStage::Exec,
+            errno: Errno::NOEXEC
+        },
+        "without asking, no shell"
+    );
+    let asked = plain.scripts_through_shell();
+    for legacy_clone in [false, true] {
+        let out_path = dir.join("out");
+        let out = File::create(&out_path).unwrap();
+        let options = SpawnOptions {
+            stdout: Some(out.as_fd()),
+            legacy_clone,
+            ..SpawnOptions::default()
+        };
+        let mut stack = ChildStack::new().unwrap();
+        let child = asked.spawn(&options, &mut stack).expect("spawn the script");
+        let pid = child.pid();
+        let (status, _) = child.reap().unwrap();
+        assert_eq!(status.code(), Some(7), "{status:?}");
+        // The shell is the child itself ($$ is its PID: no second process), its $0 the
+        // script's path (execvp's `sh PATH ARGS…`), and the arguments follow exactly.
+        let expected = format!("{pid}\0{path}\0a b\0\0");
+        let got = std::fs::read(&out_path).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            expected,
+            "legacy_clone {legacy_clone}"
+        );
+    }
+    // A file that is no script either: the shell reports it and exits non-zero (no ENOEXEC
+    // from the spawn: the shell did start).
+    let garbage = dir.join("garbage");
+    write_file(&garbage, b"\x01\x02\x03(\n", 0o755);
+    let out = run(&program(garbage.to_str().unwrap(), &["garbage"], &[]).scripts_through_shell());
+    assert_ne!(out.status.code(), Some(0), "{}", out.describe());
+    assert_no_children();
+}
+
+#[test]
 fn script_with_a_missing_interpreter_is_enoent() {
     let _serial = serial();
     let dir = TempDir::new("shebang");

@@ -158,6 +158,9 @@ pub const DIRENT64_NAME: usize = 19;
 
 /// `prctl(2)`: the signal the caller gets when its parent thread exits.
 pub const PR_SET_PDEATHSIG: usize = 1;
+/// `execve(2)`'s "Exec format error": the file is no executable the kernel knows (a script
+/// without a `#!` line).
+pub const ENOEXEC: i32 = 8;
 /// `fcntl(2)`: set the descriptor flags (`FD_CLOEXEC`).
 pub const F_SETFD: usize = 2;
 /// `fcntl(2)`: a copy of the descriptor at the lowest free number ≥ the argument, close-on-exec.

@@ -116,6 +116,10 @@ pub(super) struct ChildInputs<'a> {
     pub path: *const c_char,
     pub argv: *const *const c_char,
     pub envp: *const *const c_char,
+    /// The shell run where `execve` fails with `ENOEXEC`, and its argv (`ExecImage`'s
+    /// `or_through_shell`); null: none (always, in the spawner).
+    pub shell: *const c_char,
+    pub shell_argv: *const *const c_char,
     pub cwd: *const c_char,
     /// The directory listed by [`Closing::Scan`] (`/proc/self/fd`), or null.
     pub scan_dir: *const c_char,
@@ -156,6 +160,8 @@ impl<'a> ChildInputs<'a> {
             path,
             argv: argv.cast(),
             envp: envp.cast(),
+            shell: core::ptr::null(),
+            shell_argv: core::ptr::null(),
             cwd: plan.cwd.map_or(core::ptr::null(), CStr::as_ptr),
             scan_dir: match plan.closing {
                 Closing::Scan(dir) => dir.as_ptr(),
@@ -287,7 +293,9 @@ macro_rules! stage {
 
 /// Returns only on failure, with (stage, errno); on success `execve` replaces the image.
 /// Stages as in `spawn::ChildStage`: 10 parent-death signal (first, to keep its window
-/// short), 2 signals, 3 setpgid, 4 chdir, 5 dup3, 6 descriptors, 7 mask, 8 execve.
+/// short), 2 signals, 3 setpgid, 4 chdir, 5 dup3, 6 descriptors, 7 mask, 8 execve (where the
+/// file has no executable format and a shell was given, the shell's `execve` follows; if that
+/// fails too, the file's ENOEXEC is reported).
 #[inline(always)]
 fn prepare_and_exec(c: &ChildInputs<'_>) -> (u32, i32) {
     if let Some(signal) = c.plan.parent_death_signal {
@@ -316,7 +324,18 @@ fn prepare_and_exec(c: &ChildInputs<'_>) -> (u32, i32) {
     // borrows: an `ExecImage` (built only by `new`, never mutated) in the library, the
     // spawner's `Image` (built only by `Image::parse`, never mutated) in the spawner. The
     // kernel only reads them.
-    (8, errno_of(unsafe { syscall6(nr::EXECVE, args) }))
+    let errno = errno_of(unsafe { syscall6(nr::EXECVE, args) });
+    if errno == abi::ENOEXEC && c.shell as usize != 0 {
+        let (shell, shell_argv) = (c.shell as usize, c.shell_argv as usize);
+        let args = [shell, shell_argv, c.envp as usize, 0, 0, 0];
+        // SAFETY: `shell` is a NUL-terminated `&'static CStr`; `shell_argv` is the
+        // NULL-terminated array `or_through_shell` built in the parent from it, the image's
+        // path and its arguments, owned by the same `ExecImage` (never mutated once built)
+        // that the suspended parent's frame borrows; `envp` as above. The kernel only reads
+        // them. A second `execve` is a raw system call like the first: no allocation here.
+        let _ = unsafe { syscall6(nr::EXECVE, args) };
+    }
+    (8, errno)
 }
 
 /// `prctl(PR_SET_PDEATHSIG, signal)`, then the race it leaves: a parent that died before the

@@ -178,6 +178,7 @@ pub(crate) fn spawn(
     let error_pipe = pipe.as_ref().map_or(-1, |p| p.write.as_raw_fd());
     let parent = plan.parent_death_signal.map_or(0, |_| parent_pid());
     let mut inputs = ChildInputs::new(image_ptrs, plan, handlers, error_pipe, old_mask, parent);
+    (inputs.shell, inputs.shell_argv) = image.shell_ptrs();
     let mut pidfd_slot: c_int = -1;
     let ret = clone_child(&mut inputs, stack, call, pidfd.then_some(&mut pidfd_slot));
     let started = started(ret, pidfd, pidfd_slot, &inputs);
