@@ -8,6 +8,11 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+/// The environment variable that turns the tracing of the whole process tree off (`off`) or
+/// leaves it on where allowed (unset, empty or `on`): off, every run is split as without the
+/// privilege the tracing needs (see docs/tree-explanation.md).
+pub const TREE_VAR: &str = "COLDTRACE_TREE";
+
 /// Where the child's stdout and stderr go (`--output`, `--keep-output`). The same with or
 /// without `-o DIR`: where records go never changes what is measured.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -295,6 +300,9 @@ pub struct Plan {
     /// Record only the wall time, rusage and the runner's floor: no /proc reads around runs
     /// (system-wide deltas, the zombie's io/schedstat, boot ID and uptime per run).
     pub minimal: bool,
+    /// Trace the whole process tree's states where allowed (not with `COLDTRACE_TREE=off`,
+    /// [`TREE_VAR`]).
+    pub trace_tree: bool,
     /// Kernel perf counters to read for every run (`--counters`, `--events`); empty: none.
     pub counters: Vec<crate::measure::perf::PerfEvent>,
     /// One command of a comparison: always a batch, even with one run (a failed run is

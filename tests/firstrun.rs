@@ -353,7 +353,6 @@ fn a_two_thread_first_run_is_split_by_the_tree_or_by_its_main_thread_labelled() 
     let (p, stderr) = penalty_of(tmp.path(), &[&python(), &script]);
     assert!(ns(&p, "rusage_cpu_ns") >= 300_000_000, "{p}");
     let said = prose(&stderr);
-    assert!(!said.contains("not decomposable"), "{stderr}");
     if p["basis"] == "tree" {
         // As root: the two spinning threads are on a CPU (or wait for one) 200 ms or more.
         let busy = ns(&p["tree"], "on_cpu_ns") + ns(&p["tree"], "queued_ns");

@@ -148,9 +148,12 @@ impl<'s> Shared<'s> {
     }
 
     /// Opens the tree tracer unless it was tried already (then `tree` holds it, or why there
-    /// is none).
-    pub(crate) fn open_tree(&mut self) {
+    /// is none); `allowed` false (`COLDTRACE_TREE=off`) opens none, and says so.
+    pub(crate) fn open_tree(&mut self, allowed: bool) {
         self.tree.get_or_insert_with(|| {
+            if !allowed {
+                return Err(format!("{}=off", crate::plan::TREE_VAR));
+            }
             let tracer = TreeTracer::open()?;
             if let Some(dir) = &tracer.mounted {
                 eprintln!(

@@ -300,7 +300,7 @@ impl CommandBatch<'_> {
         // The cgroup's one probe spawn comes before the watched files are probed.
         self.prepare_cgroup(shared);
         if !plan.minimal {
-            shared.open_tree();
+            shared.open_tree(plan.trace_tree);
         }
         // Before the streams are borrowed for the spawn; only their wiring comes between.
         let residency_before = self.watch_before(&|| shared.signals.pending_interrupt())?;

@@ -10,6 +10,7 @@ use crate::measure::perf::{default_events, PerfEvent};
 use crate::measure::survivors::SurvivorPolicy;
 use crate::plan::{
     ColdPlan, ColdWhen, Exports, IgnoreFailure, MetricView, OutputMode, Plan, RunBounds, StdinMode,
+    TREE_VAR,
 };
 use crate::text::escape_controls;
 use std::ffi::OsString;
@@ -94,6 +95,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         cold,
         counters,
         minimal: raw.minimal,
+        trace_tree: trace_tree(raw.tree.as_deref())?,
         in_comparison: false,
         exports,
     })
@@ -197,6 +199,19 @@ fn survivor_policy(value: Option<&str>) -> Result<SurvivorPolicy, UsageError> {
                 crate::text::escape_controls(v)
             ))
         }),
+    }
+}
+
+/// [`TREE_VAR`]: unset, empty or `on` traces the tree where allowed; `off` does not.
+fn trace_tree(value: Option<&std::ffi::OsStr>) -> Result<bool, UsageError> {
+    match value.map(|v| v.to_string_lossy()) {
+        None => Ok(true),
+        Some(v) if v.is_empty() || v == "on" => Ok(true),
+        Some(v) if v == "off" => Ok(false),
+        Some(v) => Err(usage(format!(
+            "{TREE_VAR}: expected on or off, got '{}'; unset it to trace the tree where allowed",
+            escape_controls(&v)
+        ))),
     }
 }
 

@@ -50,6 +50,8 @@ pub(crate) struct RawRun {
     pub(crate) counters: bool,
     pub(crate) events: Option<String>,
     pub(crate) minimal: bool,
+    /// `COLDTRACE_TREE` as set in the environment ([`crate::plan::TREE_VAR`]).
+    pub(crate) tree: Option<OsString>,
     /// `--metrics`: the table's rows.
     pub(crate) metrics: Option<String>,
     /// `--export-json`, `--export-hyperfine-json`, `--export-csv`, `--export-markdown`.
@@ -124,6 +126,7 @@ pub(crate) fn raw_flags(read: &Read) -> RawRun {
         counters: read.has("--counters"),
         events: read.text("--events"),
         minimal: read.has("--minimal"),
+        tree: std::env::var_os(crate::plan::TREE_VAR),
         metrics: read.text("--metrics"),
         exports: crate::plan::Exports {
             json: first("--export-json").map(PathBuf::from),

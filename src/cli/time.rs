@@ -102,6 +102,7 @@ fn single_run(argv: Vec<OsString>) -> Plan {
         quiet: true,
         cold: ColdPlan::default(),
         minimal: true,
+        trace_tree: false,
         counters: Vec::new(),
         in_comparison: false,
         exports: crate::plan::Exports::default(),

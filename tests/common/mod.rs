@@ -248,6 +248,13 @@ impl Ct {
         self
     }
 
+    /// The variable `key` set to `value` in coldtrace's environment.
+    pub fn env(mut self, key: &str, value: &str) -> Ct {
+        self.cmd.env(key, value);
+        self.shown.insert(1, format!("{key}={value}"));
+        self
+    }
+
     pub fn shown(&self) -> String {
         format!("{})", self.shown.join(" "))
     }
