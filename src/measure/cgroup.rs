@@ -18,14 +18,21 @@
 //! read-only `/sys/fs/cgroup` in a container, no delegation) the reason is kept and recorded,
 //! and every run goes on without.
 //!
-//! Named `coldtrace-PID-START` (START: coldtrace's start time in clock ticks, so a reused PID is
-//! not taken for a live batch), the group is removed at the end of the batch when it is empty.
+//! Named `coldtrace-PID-START` (the PID and start time of the coldtrace that made it, for a
+//! reader), the group is held by its batch with an exclusive [flock(2)] on the group's directory
+//! for as long as the batch runs: the kernel drops that lock when coldtrace exits, however it
+//! ends. Whether a group's batch still runs is asked of the lock, not of the PID in its name —
+//! a PID means nothing in another PID namespace (a container beside the host, a batch under
+//! `unshare --pid`), where a live batch's group would look abandoned, and be emptied and
+//! removed between two of its runs. The group is removed at the end of the batch when it is
+//! empty.
 //! When runs left processes running in it, an empty child `finished` marks that the batch ended
 //! and left them on purpose. The next batch ([`leftovers`]) names what such a group still holds
 //! and leaves it; a populated group without the mark belongs to a coldtrace that was killed
 //! mid-batch: what it holds is killed.
 //!
 //! [cgroups(7)]: https://man7.org/linux/man-pages/man7/cgroups.7.html
+//! [flock(2)]: https://man7.org/linux/man-pages/man2/flock.2.html
 #![forbid(unsafe_code)]
 
 use crate::measure::descendants::Proc;
@@ -303,6 +310,8 @@ fn kill_group(dir: &Path) -> rustix::io::Result<()> {
 /// This batch's cgroup: a directory below coldtrace's own, and the leaves of its runs.
 pub struct BatchGroup {
     dir: PathBuf,
+    /// The group's directory, locked (`LOCK_EX`) while this batch runs; see the module's doc.
+    _held: OwnedFd,
     /// The leaf the next run is born in (made on first use).
     leaf: Option<Leaf>,
     /// Leaves that runs left processes in, kept until the end of the batch.
@@ -321,9 +330,7 @@ impl BatchGroup {
         let me = rustix::process::getpid().as_raw_nonzero().get();
         let start = Proc::read(me).map_or(0, |p| p.start_ticks);
         let dir = own.join(format!("{PREFIX}{me}-{start}"));
-        if let Err(e) = rustix::fs::mkdir(&dir, Mode::from_raw_mode(0o755)) {
-            return Err(cannot_create(own, e));
-        }
+        let held = hold_new_group(&dir).map_err(|e| cannot_create(own, e))?;
         // A child born in it is moved from coldtrace's cgroup: that takes write access to the
         // cgroup.procs of their common ancestor, coldtrace's own (cgroups(7), delegation).
         let procs = own.join("cgroup.procs");
@@ -338,6 +345,7 @@ impl BatchGroup {
         let psi_unavailable = psi_unavailable(&dir);
         Ok(BatchGroup {
             dir,
+            _held: held,
             leaf: None,
             kept: Vec::new(),
             next: 0,
@@ -422,6 +430,48 @@ impl Drop for BatchGroup {
     }
 }
 
+/// Makes the group's directory and locks it. Another batch's [`leftovers`] may find the
+/// directory between the two and, the lock being free, remove it as abandoned: the directory
+/// is made again then (a few times at most), until the one locked is the one at `dir`.
+fn hold_new_group(dir: &Path) -> rustix::io::Result<OwnedFd> {
+    let mut last = rustix::io::Errno::NOENT;
+    for _ in 0..4 {
+        match rustix::fs::mkdir(dir, Mode::from_raw_mode(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(e),
+        }
+        let held = match lock_group(dir, rustix::fs::FlockOperation::LockExclusive) {
+            Ok(fd) => fd,
+            Err(e) => {
+                last = e;
+                continue;
+            }
+        };
+        // Still the directory at `dir` (not removed, nor made again by someone else)?
+        let same = rustix::fs::stat(dir)
+            .ok()
+            .zip(rustix::fs::fstat(&held).ok());
+        if same.is_some_and(|(at, locked)| (at.st_dev, at.st_ino) == (locked.st_dev, locked.st_ino))
+        {
+            return Ok(held);
+        }
+    }
+    Err(last)
+}
+
+/// A group's directory, opened and locked with `operation` ([flock(2)]).
+///
+/// [flock(2)]: https://man7.org/linux/man-pages/man2/flock.2.html
+fn lock_group(dir: &Path, operation: rustix::fs::FlockOperation) -> rustix::io::Result<OwnedFd> {
+    let fd = rustix::fs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+    )?;
+    rustix::fs::flock(&fd, operation)?;
+    Ok(fd)
+}
+
 /// Why a group cannot be made below `own`, in words.
 fn cannot_create(own: &Path, e: rustix::io::Errno) -> String {
     let own = own.display();
@@ -468,7 +518,7 @@ pub struct Leftover {
 /// The groups earlier batches left below `own`: emptied ones removed without a word; what a
 /// batch killed mid-batch left is killed; what a finished batch left running on purpose (and
 /// said so) is named and left alone. A group whose coldtrace still runs (a batch beside this
-/// one: its PID with its start time) is not touched.
+/// one, whatever its PID namespace: its group's lock is held) is not touched.
 pub fn leftovers(own: &Path) -> Vec<Leftover> {
     let Ok(entries) = std::fs::read_dir(own) else {
         return Vec::new();
@@ -476,13 +526,15 @@ pub fn leftovers(own: &Path) -> Vec<Leftover> {
     let mut found = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(owner) = owner_of(&name) else {
-            continue;
-        };
-        if Proc::read(owner.0).is_some_and(|p| p.start_ticks == owner.1) {
+        if owner_of(&name).is_none() {
             continue;
         }
         let dir = entry.path();
+        // Held while this one looks (and released when it is dropped): a live batch holds it.
+        let Ok(_looking) = lock_group(&dir, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+        else {
+            continue;
+        };
         let finished = dir.join(FINISHED).is_dir();
         let leaves = leaves_of(&dir);
         let processes: Vec<Proc> = leaves.iter().flat_map(|l| members(l)).collect();

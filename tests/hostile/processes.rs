@@ -461,6 +461,26 @@ impl Drop for TestGroup {
     }
 }
 
+/// The names (`comm`) of the processes in the run leaves of a batch's group, by PID.
+fn members_of(group: &Path) -> Vec<String> {
+    let mut pids: Vec<i32> = std::fs::read_dir(group)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("run-"))
+        .filter_map(|e| std::fs::read_to_string(e.path().join("cgroup.procs")).ok())
+        .flat_map(|text| {
+            text.lines()
+                .filter_map(|l| l.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect();
+    pids.sort_unstable();
+    pids.iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok())
+        .map(|comm| comm.trim_end().to_string())
+        .collect()
+}
+
 /// The line of `/proc/self/cgroup` a command prints: `0::PATH`, as a path below the mount.
 fn born_in(out: &str) -> String {
     out.lines()
@@ -583,20 +603,40 @@ fn a_group_left_by_a_coldtrace_killed_mid_batch_is_emptied_and_named_by_the_next
     assert!(super::running(&d.link));
     let left = group.batch_groups();
     assert_eq!(left.len(), 1, "{left:?}");
+    // The daemon, and the command's own `sleep` if the command had started it when coldtrace
+    // was killed (the parent-death signal reaches the command, not its children).
+    let held = members_of(&left[0]);
+    assert!(held.contains(&name(&d.link)), "{held:?}");
     let out = group.run(&dir, "run -n 1 -o b -- true");
     out.expect_code(0);
     assert_no_survivor(&d.link);
+    let count = match held.len() {
+        1 => "1 process".to_string(),
+        n => format!("{n} processes"),
+    };
     let named = format!(
-        "a coldtrace killed mid-batch left 1 process running in {}:",
+        "a coldtrace killed mid-batch left {count} running in {}:",
         left[0].display()
     );
     assert_says(&out, &named);
-    assert_says(&out, &format!("({}); killed", name(&d.link)));
+    for comm in &held {
+        assert_says(&out, &format!("({comm})"));
+    }
+    assert_says(&out, "); killed");
     let context = &read_batch(&dir.join("b"))["context"]["cgroup"];
     let l = &context["leftover"][0];
     assert_eq!(l["action"], "killed", "{context}");
     assert_eq!(l["finished"], false, "{context}");
-    assert_eq!(l["processes"][0]["comm"], name(&d.link), "{context}");
+    let mut recorded: Vec<String> = l["processes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["comm"].as_str().map(str::to_string))
+        .collect();
+    recorded.sort();
+    let mut held = held;
+    held.sort();
+    assert_eq!(recorded, held, "{context}");
     // The killed batch's group is gone, and so is this batch's.
     assert_eq!(group.batch_groups(), Vec::<PathBuf>::new());
 }
@@ -634,4 +674,62 @@ fn a_finished_batch_that_left_a_daemon_keeps_its_group_and_the_next_names_it_and
     let context = &read_batch(&dir.join("b"))["context"]["cgroup"];
     assert_eq!(context["leftover"], serde_json::json!([]), "{context}");
     assert_eq!(group.batch_groups(), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_batch_in_another_pid_namespace_is_never_taken_for_a_dead_ones_leftovers() {
+    let Some(group) = TestGroup::new("cgpidns") else {
+        return;
+    };
+    let dir = TempDir::new("prcgpidns");
+    // The same cgroup, another PID namespace: the PID in its group's name is its PID there
+    // (1 or 2), which is another process here.
+    let procs = group.path.join("cgroup.procs");
+    let script = format!(
+        "echo $$ > {} && exec unshare --pid --fork --mount-proc \"$@\"",
+        procs.display()
+    );
+    let inside = std::process::Command::new("/bin/sh")
+        .args(["-c", &script, "sh", super::common::BIN])
+        .args(["run", "-n", "4", "-o", "ns", "--", "sleep", "0.4"])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let shown = "(in a PID namespace) coldtrace run -n 4 -o ns -- sleep 0.4".to_string();
+    let started = Instant::now();
+    // Wait for its group, then look for leftovers from this namespace, batch after batch,
+    // while its runs go on.
+    let until = started + Duration::from_secs(10);
+    while group.batch_groups().is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let theirs = group.batch_groups();
+    assert_eq!(theirs.len(), 1, "{theirs:?}: {shown}");
+    let mut looked = 0;
+    while looked < 3 || (Instant::now() < started + Duration::from_millis(1200) && looked < 20) {
+        let out = group.run(&dir, "run -n 1 -o b -- true");
+        out.expect_code(0);
+        let context = &read_batch(&dir.join("b"))["context"]["cgroup"];
+        assert_eq!(context["leftover"], serde_json::json!([]), "{context}");
+        looked += 1;
+    }
+    assert!(theirs[0].is_dir(), "{} was removed", theirs[0].display());
+    let out = super::common::finish(inside, shown, started, DEADLINE);
+    if out.code() != Some(0) && out.stderr.starts_with("unshare:") {
+        eprintln!(
+            "NOTE: unshare is not permitted here{}; skipped",
+            out.describe()
+        );
+        return;
+    }
+    out.expect_code(0);
+    let records = assert_records_whole(&dir.join("ns"), true);
+    assert_eq!(records.len(), 4, "{}", out.describe());
+    for r in &records {
+        assert_eq!(r["outcome"]["kind"], "exited", "{r}");
+        assert!(r["cgroup"]["path"].is_string(), "{r}");
+    }
 }
