@@ -545,7 +545,7 @@ pub fn leftovers(own: &Path) -> Vec<Leftover> {
             }
         }
         if processes.is_empty() || kill {
-            remove_when_empty(&dir, &leaves);
+            remove_when_empty(&dir, kill);
         }
         if !processes.is_empty() {
             found.push(Leftover {
@@ -577,12 +577,17 @@ fn leaves_of(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Removes `leaves`, the mark and `dir`, waiting up to 1 s for killed processes to be gone.
-fn remove_when_empty(dir: &Path, leaves: &[PathBuf]) {
-    for _ in 0..100 {
+/// Removes `dir` and everything below it, deepest first: the leaves, the mark, and the groups
+/// of batches nested in a run (a coldtrace measured by a coldtrace makes its group inside the
+/// outer run's leaf). After a kill (`waited`) it waits up to 1 s for the killed processes to
+/// be gone; otherwise one try: a directory still busy is left for a later batch, never waited
+/// on at every start.
+fn remove_when_empty(dir: &Path, waited: bool) {
+    let below = directories_below(dir);
+    for _ in 0..(if waited { 100 } else { 1 }) {
         let mut busy = false;
-        for leaf in leaves {
-            if rustix::fs::rmdir(leaf) == Err(rustix::io::Errno::BUSY) {
+        for d in below.iter().rev() {
+            if rustix::fs::rmdir(d) == Err(rustix::io::Errno::BUSY) {
                 busy = true;
             }
         }
@@ -595,8 +600,25 @@ fn remove_when_empty(dir: &Path, leaves: &[PathBuf]) {
         };
         let _ = rustix::event::poll(&mut [], Some(&pause));
     }
-    let _ = rustix::fs::rmdir(dir.join(FINISHED));
     let _ = rustix::fs::rmdir(dir);
+}
+
+/// The directories below `dir`, parents before children (at most 4,096).
+fn directories_below(dir: &Path) -> Vec<PathBuf> {
+    let mut found = vec![dir.to_path_buf()];
+    let mut next = 0;
+    while next < found.len() && found.len() < 4096 {
+        if let Ok(entries) = std::fs::read_dir(&found[next]) {
+            let dirs = entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path());
+            found.extend(dirs);
+        }
+        next += 1;
+    }
+    found.remove(0);
+    found
 }
 
 #[cfg(test)]

@@ -733,3 +733,20 @@ fn a_batch_in_another_pid_namespace_is_never_taken_for_a_dead_ones_leftovers() {
         assert!(r["cgroup"]["path"].is_string(), "{r}");
     }
 }
+
+#[test]
+fn an_abandoned_group_with_a_nested_batchs_group_inside_is_removed_whole() {
+    let Some(group) = TestGroup::new("cgnest") else {
+        return;
+    };
+    let dir = TempDir::new("prcgnest");
+    // A coldtrace measured by a coldtrace made its group in the outer run's leaf; both died.
+    let outer = group.path.join("coldtrace-999999-1");
+    let inner = outer.join("run-000/coldtrace-999998-2");
+    std::fs::create_dir_all(inner.join("run-000")).unwrap();
+    std::fs::create_dir(inner.join("finished")).unwrap();
+    let out = group.run(&dir, "run -n 1 -o b -- true");
+    out.expect_code(0);
+    assert!(!outer.exists(), "{} is still there", outer.display());
+    assert_eq!(group.batch_groups(), Vec::<PathBuf>::new());
+}
