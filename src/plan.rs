@@ -6,7 +6,7 @@
 #![forbid(unsafe_code)]
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The environment variable that turns the tracing of the whole process tree off (`off`) or
 /// leaves it on where allowed (unset, empty or `on`): off, every run is split as without the
@@ -198,9 +198,37 @@ pub struct Exports {
     pub markdown: Option<PathBuf>,
 }
 
+/// One file named by a flag.
+#[derive(Clone, Copy, Debug)]
+pub struct Target<'a> {
+    /// The flag that named it (`--export-json`), for messages.
+    pub flag: &'a str,
+    /// The path as given.
+    pub path: &'a Path,
+}
+
+/// The descriptor a path names when it is one of coldtrace's own standard outputs (1 for
+/// `/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1`; 2 likewise): what decides where else
+/// coldtrace may write (an export on stdout shares it with the table or `--json`).
+pub fn own_descriptor(path: &Path) -> Option<u8> {
+    let text = path.to_str()?;
+    let number = match text {
+        "/dev/stdout" => return Some(1),
+        "/dev/stderr" => return Some(2),
+        _ => ["/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"]
+            .iter()
+            .find_map(|prefix| text.strip_prefix(prefix))?,
+    };
+    match number {
+        "1" => Some(1),
+        "2" => Some(2),
+        _ => None,
+    }
+}
+
 impl Exports {
     /// Every export asked for, with the flag that named it.
-    pub fn targets(&self) -> Vec<crate::record::export_file::Target<'_>> {
+    pub fn targets(&self) -> Vec<Target<'_>> {
         [
             ("--export-json", &self.json),
             ("--export-hyperfine-json", &self.hyperfine_json),
@@ -210,7 +238,7 @@ impl Exports {
         ]
         .into_iter()
         .filter_map(|(flag, path)| {
-            Some(crate::record::export_file::Target {
+            Some(Target {
                 flag,
                 path: path.as_deref()?,
             })
@@ -221,8 +249,9 @@ impl Exports {
     /// Whether an export is written to coldtrace's own stdout (`/dev/stdout`, `/dev/fd/1`):
     /// then the table of results leaves stdout to it.
     pub fn on_stdout(&self) -> bool {
-        let own = crate::record::export_file::own_descriptor;
-        self.targets().iter().any(|t| own(t.path) == Some(1))
+        self.targets()
+            .iter()
+            .any(|t| own_descriptor(t.path) == Some(1))
     }
 
     /// Whether any export needs every run's record kept until the end (all of them do).

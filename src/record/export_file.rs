@@ -22,6 +22,7 @@
 //! [renameat(2)]: https://man7.org/linux/man-pages/man2/renameat.2.html
 #![forbid(unsafe_code)]
 
+pub use crate::plan::{own_descriptor, Target};
 use crate::record::artifacts::{explain, ArtifactError};
 use crate::record::dir::DirHandle;
 use rustix::fs::{Access, AtFlags, OFlags, CWD};
@@ -29,15 +30,6 @@ use std::fs::Metadata;
 use std::io::{self, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-
-/// One file named by a flag.
-#[derive(Clone, Copy, Debug)]
-pub struct Target<'a> {
-    /// The flag that named it (`--export-json`), for messages.
-    pub flag: &'a str,
-    /// The path as given.
-    pub path: &'a Path,
-}
 
 /// How a target is written.
 #[derive(Debug, PartialEq, Eq)]
@@ -53,25 +45,6 @@ enum Way {
         name: String,
         keep: Option<(u32, u32, u32)>,
     },
-}
-
-/// The descriptor a path names when it is one of coldtrace's own standard outputs (1 for
-/// `/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1`; 2 likewise): what decides where else
-/// coldtrace may write (an export on stdout shares it with the table or `--json`).
-pub fn own_descriptor(path: &Path) -> Option<u8> {
-    let text = path.to_str()?;
-    let number = match text {
-        "/dev/stdout" => return Some(1),
-        "/dev/stderr" => return Some(2),
-        _ => ["/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"]
-            .iter()
-            .find_map(|prefix| text.strip_prefix(prefix))?,
-    };
-    match number {
-        "1" => Some(1),
-        "2" => Some(2),
-        _ => None,
-    }
 }
 
 /// How `path` would be written now, or why it cannot be.
