@@ -13,7 +13,7 @@ use crate::batch::progress::{Observer, RunEnd, RunStart};
 use crate::batch::shared::Shared;
 use crate::batch::wiring::{spawn_options, RunIo, Sinks};
 use crate::measure::cache;
-use crate::measure::cache::PagedFile;
+use crate::measure::cache::{PagedFile, Residency};
 use crate::measure::cgroup::Leaf;
 use crate::measure::clock;
 use crate::measure::context::ProgramInfo;
@@ -356,9 +356,21 @@ impl CommandBatch<'_> {
             floor: &mut shared.floor,
             spawner: &mut shared.spawner,
         };
-        let result = runner::measure(&self.program, &options, via, &limits, &mut watching);
-        let mut result = result;
+        let mut result = runner::measure(&self.program, &options, via, &limits, &mut watching);
         self.take_survivors(shared, &mut result);
+        Ok(self.after_run(shared, result, before, residency_before))
+    }
+
+    /// What is sampled right after the reaping (outside the timed window): the system's
+    /// counters, the watched files' residency, and a signal that came meanwhile.
+    fn after_run(
+        &mut self,
+        shared: &mut Shared<'_>,
+        mut result: RunResult,
+        before: Before,
+        residency_before: Option<Residency>,
+    ) -> Measured {
+        let plan = self.plan;
         let system_after = (!plan.minimal).then(|| shared.sampler.after_run());
         // A signal during the probes after the run is this run's: the batch stops after it.
         let caught = std::cell::Cell::new(None);
@@ -374,7 +386,7 @@ impl CommandBatch<'_> {
         if self.watches_files() {
             shared.sampler.forget();
         }
-        Ok(Measured {
+        Measured {
             result,
             started_at: before.started_at,
             boot_id: before.boot_id,
@@ -388,7 +400,7 @@ impl CommandBatch<'_> {
                 }
                 _ => None,
             },
-        })
+        }
     }
 
     /// The batch's cgroup at its first run (recorded in its context, with what earlier batches
