@@ -396,8 +396,18 @@ impl TestGroup {
 
     /// `coldtrace ARGS` in `dir`, started in the group (not waited for).
     fn start(&self, dir: &TempDir, line: &str) -> (std::process::Child, String) {
+        self.start_under(dir, "", line)
+    }
+
+    /// The same, exec'd through `wrapper` (e.g. `unshare --pid --fork`; "" for none).
+    fn start_under(
+        &self,
+        dir: &TempDir,
+        wrapper: &str,
+        line: &str,
+    ) -> (std::process::Child, String) {
         let procs = self.path.join("cgroup.procs");
-        let script = format!("echo $$ > {} && exec \"$@\"", procs.display());
+        let script = format!("echo $$ > {} && exec {wrapper} \"$@\"", procs.display());
         let child = std::process::Command::new("/bin/sh")
             .args(["-c", &script, "sh", super::common::BIN])
             .args(line.split(' '))
@@ -409,7 +419,7 @@ impl TestGroup {
             .unwrap();
         (
             child,
-            format!("(in {}) coldtrace {line}", self.path.display()),
+            format!("(in {}) {wrapper} coldtrace {line}", self.path.display()),
         )
     }
 
@@ -684,21 +694,11 @@ fn a_batch_in_another_pid_namespace_is_never_taken_for_a_dead_ones_leftovers() {
     let dir = TempDir::new("prcgpidns");
     // The same cgroup, another PID namespace: the PID in its group's name is its PID there
     // (1 or 2), which is another process here.
-    let procs = group.path.join("cgroup.procs");
-    let script = format!(
-        "echo $$ > {} && exec unshare --pid --fork --mount-proc \"$@\"",
-        procs.display()
+    let (inside, shown) = group.start_under(
+        &dir,
+        "unshare --pid --fork --mount-proc",
+        "run -n 4 -o ns -- sleep 0.4",
     );
-    let inside = std::process::Command::new("/bin/sh")
-        .args(["-c", &script, "sh", super::common::BIN])
-        .args(["run", "-n", "4", "-o", "ns", "--", "sleep", "0.4"])
-        .current_dir(dir.path())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let shown = "(in a PID namespace) coldtrace run -n 4 -o ns -- sleep 0.4".to_string();
     let started = Instant::now();
     // Wait for its group, then look for leftovers from this namespace, batch after batch,
     // while its runs go on.
