@@ -162,6 +162,71 @@ fn typos_get_the_nearest_name() {
     );
 }
 
+/// `--metrics NAME` with a NAME that is no metric: exit 125, one line of at most 80 columns
+/// that quotes NAME (shortened if it cannot fit) and says what to do; the help it points to
+/// lists the names.
+#[test]
+fn an_unknown_metric_is_one_line_that_fits_80_columns_and_says_what_to_do() {
+    let dir = TempDir::new("metric");
+    let long = "a_metric_name_nobody_has_ever_heard_of_and_never_will";
+    let cases: [(&[&str], &str, &str); 5] = [
+        (
+            &["run", "--metrics", "bogus", "--", "true"],
+            "'bogus'",
+            "see `coldtrace run --help`",
+        ),
+        (
+            &["compare", "--metrics", "bogus", "true", "false"],
+            "'bogus'",
+            "see `coldtrace compare --help`",
+        ),
+        (
+            &["run", "-n", "2", "--metrics", "wall,max_rs", "--", "true"],
+            "'max_rs'",
+            "did you mean max_rss?",
+        ),
+        (
+            &["run", "--metrics", long, "--", "true"],
+            "'a_metric_name",
+            "see `coldtrace run --help`",
+        ),
+        (
+            &["run", "--metrics", "instructions", "--", "true"],
+            "instructions",
+            "--events",
+        ),
+    ];
+    for (args, names, what_to_do) in cases {
+        let out = ct(dir.path(), args).run();
+        out.expect_code(125);
+        let lines = out.stderr_lines();
+        assert!(
+            lines.len() == 1 && lines[0].chars().count() <= 80,
+            "one line of at most 80 columns{}",
+            out.describe()
+        );
+        assert!(
+            lines[0].starts_with("coldtrace: error: ")
+                && lines[0].contains(names)
+                && lines[0].contains(what_to_do),
+            "{}",
+            out.describe()
+        );
+        assert!(out.stdout.is_empty(), "{}", out.describe());
+    }
+    for sub in ["run", "compare"] {
+        let help = ct(dir.path(), [sub, "--help"]).run();
+        help.expect_code(0);
+        assert!(
+            ["wall", "max_rss", "major_faults", "runqueue_wait"]
+                .iter()
+                .all(|name| help.stdout.contains(name)),
+            "`coldtrace {sub} --help` lists the metrics{}",
+            help.describe()
+        );
+    }
+}
+
 #[test]
 fn dash_n_with_a_name_explains_hyperfines_dash_n() {
     let dir = TempDir::new("dash-n");

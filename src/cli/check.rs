@@ -5,7 +5,8 @@
 
 use crate::cli::args;
 use crate::cli::options::{count, seconds, RawRun};
-use crate::cli::usage::{usage, UsageError};
+use crate::cli::table::Sub;
+use crate::cli::usage::{usage, usage_fitting, UsageError};
 use crate::measure::perf::{default_events, PerfEvent};
 use crate::measure::survivors::SurvivorPolicy;
 use crate::plan::{
@@ -56,7 +57,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         }
     }
     let counters = perf_events(raw.events.as_deref(), raw.counters)?;
-    let view = metric_view(raw.metrics.as_deref(), &counters)?;
+    let view = metric_view(raw.metrics.as_deref(), &counters, raw.sub)?;
     let exports = check_exports(&raw.exports, out_dir.as_deref())?;
     let program_name = raw.command[0].clone();
     if program_name.is_empty() {
@@ -368,8 +369,12 @@ fn cold_cycles(raw: &RawRun) -> Result<Option<u32>, UsageError> {
 
 /// `--metrics all|LIST`, each name a metric of the batch (its short name, its full name, or a
 /// perf event the batch counts).
-fn metric_view(given: Option<&str>, counters: &[PerfEvent]) -> Result<MetricView, UsageError> {
-    use crate::record::metrics::{every_name, find, metrics_for, short_name};
+fn metric_view(
+    given: Option<&str>,
+    counters: &[PerfEvent],
+    sub: Sub,
+) -> Result<MetricView, UsageError> {
+    use crate::record::metrics::{find, metrics_for};
     let Some(list) = given else {
         return Ok(MetricView::Compact);
     };
@@ -380,23 +385,7 @@ fn metric_view(given: Option<&str>, counters: &[PerfEvent]) -> Result<MetricView
     let mut names = Vec::new();
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let Some(metric) = find(&metrics, name) else {
-            let shown = escape_controls(name);
-            if PerfEvent::parse(name).is_some() {
-                return Err(usage(format!(
-                    "--metrics {shown}: that perf event is not counted; add --events {shown} (or --counters)"
-                )));
-            }
-            let names = every_name();
-            let near = args::nearest(name, names.iter().map(|n| (*n, *n)));
-            let hint = near.map_or(String::new(), |n| format!(" (did you mean {n}?)"));
-            return Err(usage(format!(
-                "--metrics: unknown metric '{shown}'{hint}; all, or some of: {}",
-                crate::record::metrics::METRICS
-                    .iter()
-                    .map(|m| short_name(m.name))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
+            return Err(not_a_metric(name, sub));
         };
         if !names.contains(&metric.name) {
             names.push(metric.name);
@@ -408,6 +397,38 @@ fn metric_view(given: Option<&str>, counters: &[PerfEvent]) -> Result<MetricView
         ));
     }
     Ok(MetricView::List(names))
+}
+
+/// `--metrics NAME` where NAME is no metric of the batch: a perf event that is not counted, or
+/// an unknown name (with the nearest name, or where the names are listed), in one line.
+fn not_a_metric(name: &str, sub: Sub) -> UsageError {
+    if PerfEvent::parse(name).is_some() {
+        return usage_fitting(
+            name,
+            &[
+                &|e| format!("--metrics {e}: not counted; add --events {e}"),
+                &|e| format!("--metrics {e}: count it with --events"),
+            ],
+        );
+    }
+    let names = crate::record::metrics::every_name();
+    let see = crate::cli::table::see_help(sub);
+    match args::nearest(name, names.iter().map(|n| (*n, *n))) {
+        Some(near) => usage_fitting(
+            name,
+            &[
+                &|m| format!("--metrics: unknown metric '{m}'; did you mean {near}?"),
+                &|m| format!("unknown metric '{m}'; did you mean {near}?"),
+            ],
+        ),
+        None => usage_fitting(
+            name,
+            &[
+                &|m| format!("--metrics: unknown metric '{m}'; {see}"),
+                &|m| format!("unknown metric '{m}'; {see}"),
+            ],
+        ),
+    }
 }
 
 /// `--events LIST` (implies `--counters`), or the default events with `--counters`.

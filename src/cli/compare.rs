@@ -33,7 +33,7 @@ pub fn parse_compare(args: Vec<OsString>) -> Result<Command, UsageError> {
             "compare needs at least two commands, each one argument (or a parameter scan), e.g. coldtrace compare -n 10 'python3.11 -c \"import json\"' 'python3.12 -c \"import json\"'",
         ));
     }
-    comparison(raw_flags(&read), specs).map(|plan| Command::Compare(Box::new(plan)))
+    comparison(raw_flags(&read, Sub::Compare), specs).map(|plan| Command::Compare(Box::new(plan)))
 }
 
 /// One plan per command, interleaved: `compare`'s commands, or the values of `run`'s scan.

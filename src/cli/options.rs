@@ -4,6 +4,7 @@
 
 use crate::cli::args::Read;
 use crate::cli::commands::CommandSpec;
+use crate::cli::table::Sub;
 use crate::cli::usage::{usage, UsageError};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -13,8 +14,10 @@ pub use crate::plan::MAX_RUNS;
 pub const MAX_TIMEOUT_S: f64 = 1_000_000.0;
 
 /// Stage one of `run`: the raw flags, as given.
-#[derive(Default, Clone)]
+#[derive(Clone)]
 pub(crate) struct RawRun {
+    /// The subcommand given (`run` with a parameter scan is a comparison, but its help is run's).
+    pub(crate) sub: Sub,
     /// `-n/--runs`, and how it was spelled (for the hint about hyperfine's `-n`).
     pub(crate) runs: Option<(String, String)>,
     pub(crate) warmup: Option<String>,
@@ -81,7 +84,7 @@ impl RawRun {
 }
 
 /// Stage one: the flags `run` and `compare` share, as read against the table.
-pub(crate) fn raw_flags(read: &Read) -> RawRun {
+pub(crate) fn raw_flags(read: &Read, sub: Sub) -> RawRun {
     let first = |long: &str| read.last(long).and_then(|o| o.values.first().cloned());
     let all = |long: &str| -> Vec<OsString> {
         read.all(long)
@@ -89,6 +92,7 @@ pub(crate) fn raw_flags(read: &Read) -> RawRun {
             .collect()
     };
     RawRun {
+        sub,
         runs: read.last("--runs").map(|o| (o.spelled.clone(), o.text())),
         warmup: read.text("--warmup"),
         min_runs: read.text("--min-runs"),

@@ -45,7 +45,7 @@ pub fn parse_run(args: Vec<OsString>) -> Result<Command, UsageError> {
         None => Given::Words(&read.operands),
     };
     let mut specs = commands(&read, given)?;
-    let mut raw = raw_flags(&read);
+    let mut raw = raw_flags(&read, Sub::Run);
     if let Some(text) = one_string {
         let words: Vec<String> = specs[0]
             .argv
