@@ -370,3 +370,106 @@ fn a_parent_that_died_before_the_prctl_still_sends_its_signal() {
     );
     assert_eq!(reap_leftovers(), 0);
 }
+
+/// How many of this process's descriptors are pipes (the spawn's error pipes among them).
+fn open_pipes() -> usize {
+    let dir = std::fs::read_dir("/proc/self/fd").expect("list /proc/self/fd");
+    dir.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.to_string_lossy().starts_with("pipe:"))
+        .count()
+}
+
+/// Refuses every `clone3` with `errno` for as long as the value lives.
+struct RefuseClone3;
+
+impl RefuseClone3 {
+    fn with(errno: Errno) -> RefuseClone3 {
+        hooks::CLONE3_REFUSALS.store(0, Ordering::SeqCst);
+        hooks::CLONE3_REFUSED_WITH.store(errno.raw(), Ordering::SeqCst);
+        RefuseClone3
+    }
+}
+
+impl Drop for RefuseClone3 {
+    fn drop(&mut self) {
+        hooks::CLONE3_REFUSED_WITH.store(0, Ordering::SeqCst);
+        crate::spawn::forget_clone3_probe();
+    }
+}
+
+#[test]
+fn a_refused_clone3_falls_back_to_clone_once_and_the_child_still_runs() {
+    let _serial = hooks::serial();
+    let mut stack = ChildStack::new().expect("map a child stack");
+    let exit_7 = program("/bin/sh", &["sh", "-c", "exit 7"]);
+    let cgroup_dir = std::fs::File::open("/").expect("open /");
+    let cgroup = SpawnOptions {
+        cgroup: Some(rustix::fd::AsFd::as_fd(&cgroup_dir)),
+        ..SpawnOptions::default()
+    };
+    // As an old kernel (ENOSYS, EINVAL for CLONE_CLEAR_SIGHAND, E2BIG for the struct's
+    // size), a seccomp filter (EPERM, EACCES) or an emulator refuses it.
+    for errno in [
+        Errno::NOSYS,
+        Errno::PERM,
+        Errno::INVAL,
+        Errno::TOOBIG,
+        Errno::ACCES,
+    ] {
+        crate::spawn::forget_clone3_probe();
+        crate::spawn::forget_memory_probe(); // an error pipe at every attempt
+        let pipes = open_pipes();
+        let refused = RefuseClone3::with(errno);
+        for run in 0..3 {
+            let child = exit_7.spawn(&SpawnOptions::default(), &mut stack);
+            let child = child.unwrap_or_else(|e| panic!("{errno:?}, run {run}: {e:?}"));
+            assert!(child.pidfd().is_some(), "clone gives a pidfd here");
+            let status = child.reap().map(|(s, _)| s.code());
+            assert_eq!(status.ok(), Some(Some(7)), "{errno:?}, run {run}");
+        }
+        // Tried once, then `clone` straight away; said with its errno.
+        assert_eq!(
+            hooks::CLONE3_REFUSALS.load(Ordering::SeqCst),
+            1,
+            "{errno:?}"
+        );
+        assert_eq!(crate::spawn::clone3_unavailable(), Some(errno));
+        // Only clone3 can place a child in a cgroup: that spawn fails, with the errno.
+        let in_cgroup = program("/bin/true", &["true"]).spawn(&cgroup, &mut stack);
+        assert_eq!(
+            in_cgroup.err(),
+            Some(SpawnError {
+                stage: ChildStage::Clone,
+                errno
+            })
+        );
+        assert_eq!(
+            hooks::CLONE3_REFUSALS.load(Ordering::SeqCst),
+            2,
+            "{errno:?}"
+        );
+        drop(refused);
+        assert_eq!(
+            open_pipes(),
+            pipes,
+            "{errno:?}: an error pipe was left open"
+        );
+    }
+    // "Not now" rather than "not here": no fallback, and clone3 is tried again next time.
+    let refused = RefuseClone3::with(Errno::AGAIN);
+    let busy = exit_7.spawn(&SpawnOptions::default(), &mut stack);
+    assert_eq!(
+        busy.err(),
+        Some(SpawnError {
+            stage: ChildStage::Clone,
+            errno: Errno::AGAIN
+        })
+    );
+    assert_eq!(crate::spawn::clone3_unavailable(), None);
+    drop(refused);
+    let child = exit_7.spawn(&SpawnOptions::default(), &mut stack);
+    let status = child.expect("spawn sh").reap().map(|(s, _)| s.code());
+    assert_eq!(status.ok(), Some(Some(7)));
+    assert_eq!(hooks::CLONE3_REFUSALS.load(Ordering::SeqCst), 1);
+    assert_eq!(reap_leftovers(), 0);
+}

@@ -257,7 +257,8 @@ impl PerfRing {
     /// handed back with [`PerfRing::consume`].
     ///
     /// # Errors
-    /// `EIO` when the kernel's `data_head` is not within one ring of our tail (never seen).
+    /// `EIO` when the kernel's `data_head` is not within one ring of our tail: a ring written
+    /// backwards (`write_backward` in the attributes), which this reader does not read.
     pub fn unread(&self) -> Result<Unread<'_>, Errno> {
         let (first, second) = self.map.unread()?;
         Ok(Unread { first, second })
@@ -274,7 +275,8 @@ impl PerfRing {
     /// ([`Framed::malformed`]) are given back too, unread, so that the ring never stalls.
     ///
     /// # Errors
-    /// `EIO` when the kernel's `data_head` is not within one ring of our tail (never seen).
+    /// `EIO` when the kernel's `data_head` is not within one ring of our tail: a ring written
+    /// backwards (`write_backward` in the attributes), which this reader does not read.
     pub fn read(&mut self, each: impl FnMut(Record<'_>)) -> Result<Framed, Errno> {
         let (first, second) = self.map.unread()?;
         let all = (first.len() + second.len()) as u64;

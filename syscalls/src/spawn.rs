@@ -533,6 +533,12 @@ pub(crate) fn forget_memory_probe() {
     MEMORY.store(0, Ordering::SeqCst);
 }
 
+/// Test builds: forgets what a spawn found about `clone3`.
+#[cfg(test)]
+pub(crate) fn forget_clone3_probe() {
+    CLONE3.store(0, Ordering::SeqCst);
+}
+
 /// The pidfd, once `waitid(P_PIDFD)` is known to work here (checked on the first one).
 fn confirm_pidfd(fd: OwnedFd) -> Option<OwnedFd> {
     match PIDFD.load(Ordering::Acquire) {

@@ -2,7 +2,7 @@
 //! `race_tests.rs` can show each failure mode on this machine. None exists in other builds.
 #![forbid(unsafe_code)]
 
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 /// Milliseconds `Child::reap` sleeps between its look at the zombie and its `wait4`.
 pub(crate) static REAP_PEEK_DELAY_MS: AtomicU32 = AtomicU32::new(0);
@@ -20,6 +20,11 @@ pub(crate) static NO_PROC: AtomicBool = AtomicBool::new(false);
 pub(crate) static WRONG_PARENT_PID: AtomicBool = AtomicBool::new(false);
 /// Make the parent's restoring of its signal mask after the clone fail (EINVAL).
 pub(crate) static FAIL_MASK_RESTORE: AtomicBool = AtomicBool::new(false);
+/// Refuse every `clone3` with this errno (0: off), before the system call, as an old kernel, a
+/// seccomp filter or an emulator does (none of them makes a child or fills the pidfd slot).
+pub(crate) static CLONE3_REFUSED_WITH: AtomicI32 = AtomicI32::new(0);
+/// How many `clone3` calls [`CLONE3_REFUSED_WITH`] refused.
+pub(crate) static CLONE3_REFUSALS: AtomicU32 = AtomicU32::new(0);
 
 /// In `Child::reap`, between the look at the zombie and the `wait4`: says it got there and
 /// sleeps [`REAP_PEEK_DELAY_MS`].

@@ -154,10 +154,52 @@ fn check_child_code(functions: &[Function]) -> Result<BTreeSet<String>, String> 
     Ok(seen_functions)
 }
 
+/// The least stack a child is given: `MIN_STACK_BYTES` in `src/raw/clone.rs` (the spawner's
+/// stack has no guard page below it, so this bound is what keeps a child inside it).
+const MIN_STACK_BYTES: u64 = 16 * 1024;
+
+/// An upper bound of the stack the child code can use: the frames of every function it
+/// reaches added up, as if all were on one call chain — each `push`, each `sub $n,%rsp` and the
+/// return address of the call into it. [`check_child_code`] lets no indirect call through, and
+/// the child's functions do not recurse (each is `#[inline(always)]` into `child_entry`).
+fn stack_bound(functions: &[Function], reached: &BTreeSet<String>) -> u64 {
+    let frame = |f: &Function| -> u64 {
+        let own: u64 = f
+            .insns
+            .iter()
+            .map(|(_, insn)| match insn.split_once(' ') {
+                Some(("push", _)) => 8,
+                Some(("sub", operands)) => operands
+                    .trim()
+                    .strip_suffix(",%rsp")
+                    .and_then(|imm| imm.strip_prefix("$0x"))
+                    .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+                    .unwrap_or(0),
+                _ => 0,
+            })
+            .sum();
+        own + 8
+    };
+    functions
+        .iter()
+        .filter(|f| reached.contains(&f.name))
+        .map(frame)
+        .sum()
+}
+
 fn assert_clean(binary: &Path, what: &str) {
     let functions = disassemble(binary);
     match check_child_code(&functions) {
-        Ok(reached) => eprintln!("{what}: child_entry reaches only {reached:?}"),
+        Ok(reached) => {
+            let stack = stack_bound(&functions, &reached);
+            eprintln!(
+                "{what}: child_entry reaches only {reached:?}, in at most {stack} bytes of stack"
+            );
+            assert!(
+                stack < MIN_STACK_BYTES,
+                "{what}: the child code may use {stack} bytes of stack, its stack has {MIN_STACK_BYTES}"
+            );
+        }
         Err(e) => panic!("{what} ({}): the child code {e}", binary.display()),
     }
 }
@@ -276,4 +318,15 @@ fn the_checker_rejects_a_panic_path_and_an_indirect_call() {
         &["syscall", "jmp    13 <x>", "call   *%rax", "ret"],
     )];
     assert!(check_child_code(&unreachable_pad).is_ok());
+    // Frames add up over every function reached: a deep one is seen.
+    let deep = [
+        f(
+            entry,
+            0x10,
+            &["push   %rbp", "sub    $0x100,%rsp", "call   20 <x>"],
+        ),
+        f("memset", 0x20, &["sub    $0x4000,%rsp", "ret"]),
+    ];
+    let reached = check_child_code(&deep).expect("only memset is called");
+    assert_eq!(stack_bound(&deep, &reached), 8 + 0x100 + 8 + 0x4000 + 8);
 }

@@ -11,6 +11,7 @@ use coldtrace_syscalls::perf::{
     PERF_SAMPLE_RAW, PERF_SAMPLE_TIME, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT,
 };
 use coldtrace_syscalls::ring::{lost_count, time_and_raw, PerfRing};
+use coldtrace_syscalls::Errno;
 
 /// A sample every 20 µs of this thread's user-space CPU time: `u64 time` only.
 fn task_clock_samples() -> PerfEventAttr {
@@ -103,6 +104,24 @@ fn a_full_ring_drops_samples_and_says_how_many() {
     );
     assert!(kept.len() <= 256, "{}", kept.len());
     assert!(lost_before + lost > 0, "{lost_before} + {lost}");
+}
+
+#[test]
+fn a_ring_written_backwards_is_refused_never_read_as_records() {
+    // `write_backward` (bit 27 of the bitfield): the kernel moves `data_head` down from 0, and
+    // writes below it. The reader's proof holds only for a head at most one ring above its
+    // tail, so such a ring must give EIO, never slices the kernel may be writing into.
+    let mut attr = task_clock_samples();
+    attr.flags |= 1 << 27;
+    let mut ring = PerfRing::open(&[attr], PerfTarget::CallingThread, -1, 1)
+        .expect("a task-clock ring written backwards");
+    ring.enable().expect("enable");
+    spin(20);
+    ring.disable().expect("disable");
+    assert_eq!(ring.unread().err(), Some(Errno::IO));
+    let mut records = 0;
+    let read = ring.read(|_| records += 1);
+    assert_eq!((read, records), (Err(Errno::IO), 0));
 }
 
 /// The tracepoint ID of `sched/sched_switch`, from tracefs wherever it is mounted.

@@ -192,7 +192,8 @@ impl<'a> ChildInputs<'a> {
 /// # Safety
 /// - `nr` is `clone` or `clone3`, and `args` ask for a new stack (`clone`: its top as
 ///   `newsp`; `clone3`: `stack`, `stack_size`) whose top is 16-byte aligned, that is writable,
-///   and that nothing else uses until the child has called `execve` or exited;
+///   larger than `child_entry`'s deepest frame, and that nothing else uses until the child has
+///   called `execve` or exited;
 /// - the flags include `CLONE_VFORK`, so this thread is suspended until then, and `inputs`
 ///   points to a `ChildInputs` that lives in the suspended frame and that nothing else touches
 ///   meanwhile (with `CLONE_VM` the child reads and writes it; without, it gets a copy);
@@ -211,8 +212,17 @@ pub(super) unsafe fn clone_into_child(
     // frame pointer (and aarch64's link register) so that nothing walks into the parent's
     // frames, moves `inputs` into the first argument register, and calls `child_entry`, which
     // ends in `execve` or `exit_group`; the trap after the call is never reached. The child's
-    // call pushes onto the new stack only (its top is 16-byte aligned, as both ABIs require
-    // at a call), never onto this thread's stack (`nostack`).
+    // call pushes onto the new stack only, never onto this thread's stack, nor into its x86_64
+    // red zone (`nostack`; the kernel does not touch user stacks on a system call either).
+    // Alignment: the new top is 16-byte aligned, so x86_64's `call` enters `child_entry` with
+    // rsp ≡ 8 (mod 16) as the ABI wants at a function's entry, and aarch64's `bl` leaves sp
+    // 16-byte aligned, which the hardware checks. What the compiler may assume afterwards:
+    // the block returns (the parent's path, so no `noreturn`), and without `nomem`/`readonly`
+    // it may have read and written any memory whose address escaped — `inputs` (passed in),
+    // the `clone_args` and pidfd slot (their addresses exposed by the casts to `usize`) — so
+    // the stores that built them happen before it and the child's writes are read after it.
+    // The child runs on the parent's thread pointer (no CLONE_SETTLS) and touches no
+    // thread-local state.
     unsafe {
         #[cfg(target_arch = "x86_64")]
         core::arch::asm!(

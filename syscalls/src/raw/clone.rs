@@ -15,8 +15,16 @@ use core::marker::PhantomData;
 /// descriptor table, a thread group or signal handlers enters the proof below.
 pub(crate) const CALLER_FLAGS: u64 = cf::CLONE_VM | cf::CLONE_PARENT;
 
-/// A child's stack: writable memory borrowed exclusively for `'a`, its top rounded down to 16
-/// bytes (both ABIs want a 16-byte aligned stack at a call).
+/// The least stack a child may be given. The child's deepest frame is about 7 KiB in a debug
+/// build and under 1 KiB optimised (no recursion, no call it does not own but memcpy/memset);
+/// `tests/child_disassembly.rs` checks that it stays below this in every build it disassembles.
+/// The spawner's stack has no guard page below it, so this bound, not a fault, is what keeps
+/// the child inside its stack there.
+pub(crate) const MIN_STACK_BYTES: usize = 16 * 1024;
+
+/// A child's stack: writable memory borrowed exclusively for `'a`, at least
+/// [`MIN_STACK_BYTES`], its top rounded down to 16 bytes (both ABIs want a 16-byte aligned
+/// stack at a call).
 pub(crate) struct StackRegion<'a> {
     low: usize,
     top: usize,
@@ -24,8 +32,15 @@ pub(crate) struct StackRegion<'a> {
 }
 
 impl<'a> StackRegion<'a> {
-    /// The whole of `memory` as a stack (it grows down from the top).
-    pub(crate) fn new(memory: &'a mut [u8]) -> StackRegion<'a> {
+    /// The whole of `memory` as a stack (it grows down from the top). Its size is a type, so
+    /// a region smaller than [`MIN_STACK_BYTES`] does not compile.
+    pub(crate) fn new<const N: usize>(memory: &'a mut [u8; N]) -> StackRegion<'a> {
+        const {
+            assert!(
+                N >= MIN_STACK_BYTES,
+                "a child's stack below MIN_STACK_BYTES"
+            )
+        };
         let low = memory.as_mut_ptr() as usize;
         let top = low.wrapping_add(memory.len()) & !15;
         StackRegion {
@@ -105,16 +120,20 @@ pub(crate) fn clone_child(
     // SAFETY: the contract of `clone_into_child`, point by point:
     // - Nothing returns twice into Rust: the child runs `child_entry`, which ends in execve or
     //   exit_group; this frame sees only the parent's return.
-    // - Stack valid and aligned: `stack` is writable memory borrowed exclusively for this call
-    //   (a `StackRegion` is made only from a `&mut [u8]`), its top 16-byte aligned (`clone3`
-    //   gets its lowest address and size, `clone` the top).
+    // - Stack valid, aligned and large enough: `stack` is writable memory borrowed exclusively
+    //   for this call (a `StackRegion` is made only from a `&mut [u8; N]`), its top 16-byte
+    //   aligned (`clone3` gets its lowest address and size, `clone` the top), and at least
+    //   MIN_STACK_BYTES (checked at compile time), above the child's deepest frame (checked by
+    //   disassembly), so the child stays inside it even where no guard page lies below.
     // - Lives long enough: `inputs`, `args` and the pidfd slot are in this thread's frames,
     //   and CLONE_VFORK (always set above) suspends this thread until the child has exec'd or
     //   exited.
     // - No aliasing: this thread does not touch `inputs` until the call returns; the child's
     //   `&mut` is the only reference meanwhile. The kernel writes the pidfd slot (an `int`)
-    //   before the child runs. The vfork completion orders the child's writes before the
-    //   parent resumes: a join, not a race.
+    //   before the child runs — and may write it on a clone that then fails (a failure after
+    //   the descriptor was made, e.g. a cgroup refused by CLONE_INTO_CGROUP, releases that
+    //   number again), so callers read the slot only after a successful return. The vfork
+    //   completion orders the child's writes before the parent resumes: a join, not a race.
     // - No flag beyond CALLER_FLAGS: the child gets its own descriptor table and signal
     //   handlers, and is a process, not a thread of this one.
     // - No handler runs in the child: see "Safe to call from a multi-threaded program" in

@@ -149,8 +149,8 @@ impl RingMap {
 
     /// The bytes written and not yet consumed, in ring order: up to the end of the data pages,
     /// then from their start (empty unless the unread bytes wrap). `EIO` when the kernel's
-    /// `data_head` is behind our tail or more than a ring ahead of it (never seen; the ring is
-    /// then left alone).
+    /// `data_head` is behind our tail or more than a ring ahead of it (a ring written backwards,
+    /// `write_backward`, whose head moves down from 0; the ring is then left alone).
     pub(crate) fn unread(&self) -> Result<(&[u8], &[u8]), Errno> {
         // (C): every byte below this head is written and visible before the loads below.
         let head = self.atomic(DATA_HEAD).load(Ordering::Acquire);
@@ -175,10 +175,12 @@ impl RingMap {
         // - Initialised before read: these bytes lie between `data_tail` and the `data_head`
         //   loaded with Acquire above; the kernel wrote them before its `smp_wmb()` and store
         //   of that head (B), so they are written and visible.
-        // - No aliasing: the kernel writes only at or past `data_head` and below
+        // - No aliasing: the kernel writes a forward ring only at or past `data_head` and below
         //   `data_tail + data_size` (A): never these bytes while `data_tail` stays put, and only
-        //   `consume` moves it, which takes `&mut self`, so no slice survives the move. This
-        //   value is the ring's only reader (the type's invariant).
+        //   `consume` moves it, which takes `&mut self`, so no slice survives the move. (A ring
+        //   written backwards, `write_backward`, writes below its head; its head is then below
+        //   our tail, `available` exceeds `data_size`, and no slice is made: the EIO above.)
+        //   This value is the ring's only reader (the type's invariant).
         let first = unsafe { core::slice::from_raw_parts(data.wrapping_add(start), first) };
         // SAFETY: the same as above for the wrapped part, `data .. data + second`, with
         // `second ≤ start` (the unread bytes are at most `data_size`), so it is in the data

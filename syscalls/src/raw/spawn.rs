@@ -79,9 +79,10 @@ impl ChildStack {
     fn region(&mut self) -> StackRegion<'_> {
         let low = self.top().cast::<u8>().wrapping_sub(Self::USABLE_BYTES);
         // SAFETY: `low..top` is the writable part of the mapping owned by `self` (above the
-        // guard page), page aligned, initialised (anonymous memory reads as zeros), and
-        // borrowed exclusively through `&mut self` for as long as the slice lives.
-        let memory = unsafe { core::slice::from_raw_parts_mut(low, Self::USABLE_BYTES) };
+        // guard page), page aligned (an array of `u8` needs 1), initialised (anonymous memory
+        // reads as zeros), and borrowed exclusively through `&mut self` for as long as the
+        // array reference lives.
+        let memory = unsafe { &mut *low.cast::<[u8; Self::USABLE_BYTES]>() };
         StackRegion::new(memory)
     }
 }
@@ -222,13 +223,23 @@ fn restore_how() -> MaskHow {
 }
 
 /// The clone itself: the flags of this process's spawns (the test hook may drop `CLONE_VM`),
-/// through the shared clone call.
+/// through the shared clone call. In test builds a `clone3` is refused with the errno
+/// `CLONE3_REFUSED_WITH` holds, when it holds one.
 fn clone_child(
     inputs: &mut ChildInputs<'_>,
     stack: &mut ChildStack,
     call: CloneCall,
     pidfd_slot: Option<&mut c_int>,
 ) -> usize {
+    #[cfg(test)]
+    if let CloneCall::Clone3 { .. } = call {
+        use core::sync::atomic::Ordering::SeqCst;
+        let errno = crate::test_hooks::CLONE3_REFUSED_WITH.load(SeqCst);
+        if errno > 0 {
+            crate::test_hooks::CLONE3_REFUSALS.fetch_add(1, SeqCst);
+            return (errno as isize).wrapping_neg() as usize;
+        }
+    }
     let flags = cf::CLONE_VM;
     #[cfg(test)]
     let flags = if crate::test_hooks::on(&crate::test_hooks::NO_CLONE_VM) {
@@ -251,10 +262,12 @@ fn started(
         e => return Err(Errno::from_raw(e)),
     }
     let owned = (pidfd && slot >= 0).then(|| {
-        // SAFETY: the kernel stored a new descriptor of this process in the slot ("the PID file
-        // descriptor ... is placed at the location pointed to by parent_tid", clone(2); the
-        // same for `clone_args.pidfd`, clone3(2)); no other value owns it, so the `OwnedFd`
-        // closes it exactly once.
+        // SAFETY: the clone succeeded (checked above: on a failed clone the slot may hold a
+        // number the kernel made and released again), so the kernel stored a new descriptor of
+        // this process in the slot ("the PID file descriptor ... is placed at the location
+        // pointed to by parent_tid", clone(2); the same for `clone_args.pidfd`, clone3(2)), or
+        // left the -1 of a kernel that ignores the flag; no other value owns it, so the
+        // `OwnedFd` closes it exactly once.
         unsafe { OwnedFd::from_raw_fd(slot) }
     });
     Ok(Spawned {

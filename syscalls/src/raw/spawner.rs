@@ -285,7 +285,8 @@ pub(crate) fn close_range(from: c_int, to: u32) -> i32 {
 }
 
 /// What a clone gave: the raw return register, the failed stage and errno the child wrote,
-/// whether its write reached this process's memory, and the child's pidfd (-1: none).
+/// whether its write reached this process's memory, and the child's pidfd (-1: none, and
+/// always after a failed clone).
 pub(crate) struct Started {
     pub ret: usize,
     pub pidfd: c_int,
@@ -323,7 +324,9 @@ pub(crate) fn spawn(
     let ret = clone::clone_child(&mut inputs, region, call, flags, slot);
     Started {
         ret,
-        pidfd,
+        // A clone that fails after the kernel made the pidfd (a cgroup it refuses) leaves that
+        // number in the slot, released: it is nobody's descriptor.
+        pidfd: if errno_of(ret) == 0 { pidfd } else { -1 },
         stage: inputs.failed_stage,
         errno: inputs.failed_errno,
         memory_shared: inputs.reached == 1,
