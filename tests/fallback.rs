@@ -119,6 +119,8 @@ fn timeout_is_kept_without_pidfds_and_the_fallback_is_said_once() {
     assert_eq!(records.len(), 3, "{ctx}");
     for r in &records {
         assert_eq!(r["outcome"]["kind"], "timed_out", "{r}");
+        // Cloned by the spawner, which fell back too: clone3, then clone, then no pidfd.
+        assert_eq!(r["runner"]["spawned_by"], "spawner", "{r}");
         assert!(
             r["wall_ns"].as_u64().is_some_and(|ns| ns < 10_000_000_000),
             "{r}"
