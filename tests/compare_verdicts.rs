@@ -218,3 +218,61 @@ fn tick_sampled_system_times_with_zeros_get_an_interval_never_a_median_of_0() {
         "{row}"
     );
 }
+
+/// The labels of the table's rows (the first column, up to two spaces), as printed.
+fn row_labels(text: &str) -> Vec<String> {
+    text.lines()
+        .skip_while(|l| !(l.contains("metric") && l.contains("unit")))
+        .skip(1)
+        .take_while(|l| !l.contains("wall time of the warm runs"))
+        .filter_map(|l| l.trim_start().split("  ").next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_conclusion_speaks_only_of_rows_the_table_shows() {
+    let dir = TempDir::new("shown");
+    // A busy shell loop against a sleep: apart in wall time, CPU time and the parts of CPU time
+    // (user, system) that the default table does not show.
+    let busy = "sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done'";
+    // (the words of a metric in the conclusion, the label of its row)
+    let metrics = [
+        ("user CPU time", "user"),
+        ("system CPU time", "sys"),
+        ("wall time", "wall"),
+        ("CPU time", "CPU"),
+        ("max RSS", "max RSS"),
+    ];
+    for view in [None, Some("wall"), Some("wall,sys,max_rss")] {
+        // Short names, so that each verdict's "that of" stays on its first line.
+        let mut args = vec!["compare", "-n", "8"];
+        args.extend(["--command-name", "idle", "--command-name", "busy"]);
+        args.extend(view.iter().flat_map(|v| ["--metrics", v]));
+        args.extend(["sleep 0.01", busy]);
+        let out = ct(dir.path(), &args).ahead_of_other_sessions().run();
+        out.expect_code(0);
+        let shown = out.shown();
+        let (rows, said) = (row_labels(&shown), conclusion_lines(&shown));
+        assert!(
+            rows.contains(&"wall".to_string()) && !said.is_empty(),
+            "{}",
+            out.describe()
+        );
+        for line in &said {
+            // Each metric named (the longest words first: "user CPU time" is not "CPU time").
+            let mut rest = line.clone();
+            for (words, label) in metrics {
+                if rest.contains(words) {
+                    assert!(
+                        rows.iter().any(|r| r == label),
+                        "--metrics {view:?}: the conclusion speaks of {words}, a row not shown: \
+                         {line:?}; rows {rows:?}{}",
+                        out.describe()
+                    );
+                    rest = rest.replace(words, "");
+                }
+            }
+        }
+    }
+}

@@ -12,11 +12,11 @@ pub use crate::record::COMPARE_SCHEMA;
 /// Warm runs each command needs for an interval: a percentile bootstrap of the median of fewer
 /// values can only land on a handful of them, so its "95 %" would be no such thing.
 pub const MIN_WARM_FOR_INTERVAL: usize = 5;
-/// The metrics a comparison gives a verdict on, with their words.
-pub const VERDICT_METRICS: [(&str, &str); 4] = [
+/// The metrics a comparison gives a verdict on, with their words: the first three rows of the
+/// default table (CPU time as it shows it, user + system).
+pub const VERDICT_METRICS: [(&str, &str); 3] = [
     ("wall_ns", "wall time"),
-    ("user_us", "user CPU time"),
-    ("sys_us", "system CPU time"),
+    ("cpu_us", "CPU time"),
     ("max_rss_kib", "max RSS"),
 ];
 
@@ -145,11 +145,15 @@ fn ratio_of(base: &[f64], values: &[f64], c: usize, seed: u64) -> Ratio {
 /// What a comparison concludes, in lines: each verdict (an interval excluding 1); "no
 /// difference" only when every compared interval exists and includes 1; and, when intervals
 /// are missing, why. Compared are wall time, CPU time and max RSS of every command against the
-/// first. From the document alone, so that `report` says the same as `compare`.
-pub fn conclusion(comparison: &[MetricComparison]) -> Vec<String> {
-    let compared: Vec<&MetricComparison> = comparison
+/// first, those of them that `shown` (the rows of the table above the lines) — a verdict on a
+/// row the reader cannot see would be unreadable. From the document alone, so that `report`
+/// says the same as `compare`.
+pub fn conclusion(comparison: &[MetricComparison], shown: &dyn Fn(&str) -> bool) -> Vec<String> {
+    // In the order of the table's first rows, whatever the document's order.
+    let compared: Vec<&MetricComparison> = VERDICT_METRICS
         .iter()
-        .filter(|c| VERDICT_METRICS.iter().any(|(name, _)| *name == c.metric))
+        .filter(|(name, _)| shown(name))
+        .filter_map(|(name, _)| comparison.iter().find(|c| c.metric == *name))
         .collect();
     let others = |c: &&MetricComparison| c.commands.iter().skip(1).cloned().collect::<Vec<_>>();
     let mut lines: Vec<String> = compared
@@ -167,22 +171,25 @@ pub fn conclusion(comparison: &[MetricComparison]) -> Vec<String> {
         .flat_map(|c| others(c).into_iter().map(|r| (c.metric, r)))
         .filter(|(_, r)| r.ci_low.is_none())
         .collect();
-    if missing.is_empty() {
-        if lines.is_empty() && !compared.is_empty() {
-            lines.push(
-                "no difference in wall, CPU or max RSS: every 95% interval includes 1".into(),
-            );
-        }
-        return lines;
-    }
     if lines.is_empty() && !complete.is_empty() {
         lines.push(format!(
             "no difference in {}: every 95% interval includes 1",
-            complete.join(", ")
+            either(&complete)
         ));
     }
-    lines.extend(missing_lines(&compared, &missing));
+    if !missing.is_empty() {
+        lines.extend(missing_lines(&compared, &missing));
+    }
     lines
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn either(words: &[&str]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
 }
 
 /// Why intervals are missing: too few warm runs (said once, with the counts), else per metric.
@@ -450,7 +457,7 @@ mod tests {
     }
 
     fn conclude(w: &[Vec<Row>]) -> Vec<String> {
-        conclusion(&compare(w))
+        conclusion(&compare(w), &|_| true)
     }
 
     #[test]
@@ -465,7 +472,7 @@ mod tests {
             .unwrap()
             .starts_with("too few"));
         assert_eq!(
-            conclusion(&cmp),
+            conclusion(&cmp, &|_| true),
             ["1 warm run per command: too few for an interval (5 are needed: -n 6 or more, or a longer --max-time); no verdict"]
         );
         let lines = conclude(&warm(4, |c, i| 100.0 * (c + 1) as f64 + i as f64));
@@ -486,7 +493,7 @@ mod tests {
         let same = conclude(&warm(20, |_, i| 100.0 + (i * 7 % 11) as f64));
         assert_eq!(
             same,
-            ["no difference in wall, CPU or max RSS: every 95% interval includes 1"]
+            ["no difference in wall time, CPU time or max RSS: every 95% interval includes 1"]
         );
     }
 
@@ -509,7 +516,10 @@ mod tests {
             "escaped"
         );
         assert_eq!(read.commands[1].parameters[0].value, "2");
-        assert_eq!(conclusion(&read.comparison), conclusion(&comparison));
+        assert_eq!(
+            conclusion(&read.comparison, &|_| true),
+            conclusion(&comparison, &|_| true)
+        );
         // An older document: null intervals and no reason recorded.
         let old = serde_json::json!({"comparison": [{"metric": "wall_ns", "commands": [
             {"command": 0, "warm_median": 1.0}, {"command": 1, "warm_median": 2.0, "ratio_to_first": 2.0}]},
@@ -517,69 +527,79 @@ mod tests {
         let read = read_document(&old);
         assert_eq!(read.unknown_metrics, ["frobs"]);
         assert_eq!(
-            conclusion(&read.comparison),
+            conclusion(&read.comparison, &|_| true),
             ["no interval for wall time: none in batch.json (written by an older coldtrace)"]
         );
     }
 
     #[test]
     fn a_missing_interval_is_named_and_the_rest_is_still_said() {
-        // Everything equal, but the first command's system time is 0 in every run.
-        let sys = METRICS.iter().position(|m| m.name == "sys_us").unwrap();
+        // Everything equal, but the first command's CPU time is 0 in every run (below the
+        // tick).
+        let cpu = METRICS.iter().position(|m| m.name == "cpu_us").unwrap();
         let mut w = warm(20, |_, i| 100.0 + (i * 7 % 11) as f64);
         for (i, row) in w[0].iter_mut().enumerate() {
             let mut values: Vec<f64> = (0..METRICS.len()).map(|m| row.get(m).unwrap()).collect();
-            values[sys] = 0.0;
+            values[cpu] = 0.0;
             *row = Row::from_values(values);
-            assert_eq!(row.get(sys), Some(0.0), "run {i}");
+            assert_eq!(row.get(cpu), Some(0.0), "run {i}");
         }
         let lines = conclude(&w);
         assert_eq!(
             lines,
             [
-                "no difference in wall time, user CPU time, max RSS: every 95% interval includes 1",
-                "no interval for system CPU time: the first command's warm runs have a median of 0 (no ratio)"
+                "no difference in wall time or max RSS: every 95% interval includes 1",
+                "no interval for CPU time: the first command's warm runs have a median of 0 (no ratio)"
             ]
+        );
+        // Where the table does not show CPU time, the lines do not speak of it.
+        assert_eq!(
+            conclusion(&compare(&w), &|m| m != "cpu_us"),
+            ["no difference in wall time or max RSS: every 95% interval includes 1"]
+        );
+        assert_eq!(
+            conclusion(&compare(&w), &|m| m == "wall_ns"),
+            ["no difference in wall time: every 95% interval includes 1"]
         );
     }
 
     #[test]
-    fn tick_quantised_system_times_get_an_interval_not_a_median_of_0() {
-        // System time in whole 4 ms ticks, 0 in 8 of the first command's 20 runs: its median
-        // is 4 ms, so "a median of 0" would be false, whatever some resamples' medians are.
-        let sys = METRICS.iter().position(|m| m.name == "sys_us").unwrap();
+    fn tick_quantised_cpu_times_get_an_interval_not_a_median_of_0() {
+        // CPU time in whole 4 ms ticks, 0 in 8 of the first command's 20 runs: its median is
+        // 4 ms, so "a median of 0" would be false, whatever some resamples' medians are.
+        let cpu = METRICS.iter().position(|m| m.name == "cpu_us").unwrap();
         let mut w = warm(20, |_, i| 100.0 + (i * 7 % 11) as f64);
         for (c, rows) in w.iter_mut().enumerate() {
             for (i, row) in rows.iter_mut().enumerate() {
                 let mut values: Vec<f64> =
                     (0..METRICS.len()).map(|m| row.get(m).unwrap()).collect();
-                values[sys] = [0.0, 4000.0, 8000.0, 4000.0, 0.0][(i * 3 + c) % 5];
+                values[cpu] = [0.0, 4000.0, 8000.0, 4000.0, 0.0][(i * 3 + c) % 5];
                 *row = Row::from_values(values);
             }
         }
         let cmp = compare(&w);
-        let sys_ratio = &cmp[sys].commands[1];
-        assert_eq!(cmp[sys].commands[0].warm_median, Some(4000.0));
-        let (lo, hi) = (sys_ratio.ci_low.unwrap(), sys_ratio.ci_high.unwrap());
+        let cpu_ratio = &cmp[cpu].commands[1];
+        assert_eq!(cmp[cpu].commands[0].warm_median, Some(4000.0));
+        let (lo, hi) = (cpu_ratio.ci_low.unwrap(), cpu_ratio.ci_high.unwrap());
         assert!(lo <= 1.0 && 1.0 <= hi, "{lo}–{hi}");
-        let lines = conclusion(&cmp);
+        let lines = conclusion(&cmp, &|_| true);
         assert!(
             lines.iter().all(|l| !l.contains("median of 0")),
             "{lines:?}"
         );
         assert_eq!(
             lines,
-            ["no difference in wall, CPU or max RSS: every 95% interval includes 1"]
+            ["no difference in wall time, CPU time or max RSS: every 95% interval includes 1"]
         );
         // An upper end that the resamples leave unbounded is written as null and read back.
         let unbounded = Ratio {
             ci_low: Some(0.5),
             ci_high: Some(f64::INFINITY),
-            ..sys_ratio.clone()
+            ..cpu_ratio.clone()
         };
         let json = serde_json::to_value(&unbounded).unwrap();
         assert!(json["ci_high"].is_null() && json["no_interval"].is_null());
-        let doc = serde_json::json!({"comparison": [{"metric": "sys_us", "commands": [
+        let doc = serde_json::json!({"comparison": [{"metric": "cpu_us", "commands": [
             {"command": 0, "warm_median": 4000.0}, json]}]});
         let read = read_document(&doc);
         assert_eq!(read.comparison[0].commands[1].ci_high, Some(f64::INFINITY));

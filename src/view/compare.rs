@@ -231,6 +231,24 @@ fn shown(cmp: &MetricComparison, metric: &Metric) -> bool {
             .any(|r| r.warm_median.is_some_and(|v| v != 0.0))
 }
 
+/// The positions of the metrics the table shows, in order (`--metrics`, and the tables' rule
+/// of which rows are worth showing).
+fn shown_rows(view: &CompareView<'_>) -> Vec<usize> {
+    let worth_a_row = |i: usize| {
+        let (cmp, metric) = (view.comparison.get(i), view.metrics.get(i));
+        cmp.zip(metric).is_some_and(|(c, m)| shown(c, m))
+    };
+    let measured = |i: usize| {
+        let cmp = view.comparison.get(i);
+        cmp.is_some_and(|c| c.commands.iter().any(|r| r.warm_median.is_some()))
+    };
+    let values = Values {
+        measured: &measured,
+        worth_a_row: &worth_a_row,
+    };
+    rows(view.metrics, &view.rows, false, &values)
+}
+
 /// Metric and unit, the first command's median, then for each command of `others` its median,
 /// ratio to the first and interval.
 fn grid(view: &CompareView<'_>, others: &[usize]) -> Grid {
@@ -244,19 +262,7 @@ fn grid(view: &CompareView<'_>, others: &[usize]) -> Grid {
             .column("\nratio", Align::Right)
             .column("\n95% CI", Align::Right);
     }
-    let worth_a_row = |i: usize| {
-        let (cmp, metric) = (view.comparison.get(i), view.metrics.get(i));
-        cmp.zip(metric).is_some_and(|(c, m)| shown(c, m))
-    };
-    let measured = |i: usize| {
-        let cmp = view.comparison.get(i);
-        cmp.is_some_and(|c| c.commands.iter().any(|r| r.warm_median.is_some()))
-    };
-    let values = Values {
-        measured: &measured,
-        worth_a_row: &worth_a_row,
-    };
-    for i in rows(view.metrics, &view.rows, false, &values) {
+    for i in shown_rows(view) {
         let (Some(cmp), Some(metric)) = (view.comparison.get(i), view.metrics.get(i)) else {
             continue;
         };
@@ -289,9 +295,14 @@ fn grid(view: &CompareView<'_>, others: &[usize]) -> Grid {
 }
 
 /// The conclusion in words (record's [`conclusion`]): verdicts only where an interval
-/// excludes 1, "no difference" only when every compared interval exists, else why not.
+/// excludes 1, "no difference" only when every compared interval exists, else why not — on
+/// the rows the table shows, and no others.
 fn verdicts(view: &CompareView<'_>) -> Vec<String> {
-    conclusion(view.comparison)
+    let rows: Vec<&str> = shown_rows(view)
+        .into_iter()
+        .filter_map(|i| view.metrics.get(i).map(|m| m.name))
+        .collect();
+    conclusion(view.comparison, &|metric| rows.contains(&metric))
         .iter()
         .map(|v| crate::text::escape_controls(v))
         .collect()
