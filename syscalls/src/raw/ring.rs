@@ -31,7 +31,8 @@ use core::ffi::c_void;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, Ordering};
 use rustix::fd::BorrowedFd;
-use rustix::ioctl::IntegerSetter;
+// `Opcode` is `u32` in rustix's raw backend and `c_ulong` in its libc one (Miri's).
+use rustix::ioctl::{IntegerSetter, Opcode};
 
 /// The mapping of one perf event's ring: a metadata page (`struct perf_event_mmap_page`), then
 /// `data_size` bytes of records. Owned: unmapped on drop.
@@ -59,8 +60,8 @@ pub(crate) struct RingMap {
 
 /// `ioctl(fd, PERF_EVENT_IOC_ENABLE | _DISABLE, flags)`.
 pub(crate) fn enable(fd: BorrowedFd<'_>, on: bool, flags: usize) -> Result<(), Errno> {
-    const ON: u32 = PERF_EVENT_IOC_ENABLE;
-    const OFF: u32 = PERF_EVENT_IOC_DISABLE;
+    const ON: Opcode = PERF_EVENT_IOC_ENABLE as Opcode;
+    const OFF: Opcode = PERF_EVENT_IOC_DISABLE as Opcode;
     if on {
         // SAFETY: ENABLE takes an integer (the flags), so no memory is passed.
         let request = unsafe { IntegerSetter::<ON>::new_usize(flags) };
@@ -77,7 +78,7 @@ pub(crate) fn enable(fd: BorrowedFd<'_>, on: bool, flags: usize) -> Result<(), E
 /// `ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, target)`: `fd`'s records go to `target`'s ring.
 pub(crate) fn set_output(fd: BorrowedFd<'_>, target: BorrowedFd<'_>) -> Result<(), Errno> {
     use rustix::fd::AsRawFd;
-    const SET_OUTPUT: u32 = PERF_EVENT_IOC_SET_OUTPUT;
+    const SET_OUTPUT: Opcode = PERF_EVENT_IOC_SET_OUTPUT as Opcode;
     let target = target.as_raw_fd() as usize;
     // SAFETY: SET_OUTPUT takes an integer, a descriptor number; `target` is borrowed, so open
     // for the call, and the kernel only looks it up (it takes its own reference to the ring).
