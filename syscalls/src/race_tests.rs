@@ -473,3 +473,30 @@ fn a_refused_clone3_falls_back_to_clone_once_and_the_child_still_runs() {
     assert_eq!(hooks::CLONE3_REFUSALS.load(Ordering::SeqCst), 1);
     assert_eq!(reap_leftovers(), 0);
 }
+
+#[test]
+fn a_clone_refused_after_its_pidfd_was_made_leaves_no_descriptor_behind() {
+    let _serial = hooks::serial();
+    let mut stack = ChildStack::new().expect("map a child stack");
+    // Not a cgroup: clone3 makes the pidfd, writes its number into the slot, then fails at the
+    // cgroup (EBADF) and releases the number. The spawn must report that and own nothing.
+    let not_a_cgroup = std::fs::File::open("/").expect("open /");
+    let options = SpawnOptions {
+        cgroup: Some(rustix::fd::AsFd::as_fd(&not_a_cgroup)),
+        ..SpawnOptions::default()
+    };
+    let listed = || std::fs::read_dir("/proc/self/fd").expect("list").count();
+    let before = listed();
+    for _ in 0..100 {
+        let refused = program("/bin/true", &["true"]).spawn(&options, &mut stack);
+        assert_eq!(
+            refused.err(),
+            Some(SpawnError {
+                stage: ChildStage::Clone,
+                errno: Errno::BADF
+            })
+        );
+    }
+    assert_eq!(listed(), before, "a descriptor was left open");
+    assert_eq!(reap_leftovers(), 0);
+}
