@@ -239,6 +239,8 @@ struct Shape {
     name: &'static str,
     argv: Vec<String>,
     min_tasks: u64,
+    /// Whether the tree has child processes (else none may be said to have used CPU).
+    children: bool,
     traced: (&'static str, f64),
     main_thread: (&'static str, f64),
 }
@@ -264,6 +266,7 @@ fn shapes(tmp: &TempDir) -> Vec<Shape> {
                     .into(),
             ),
             min_tasks: 4,
+            children: true,
             traced: ("tree.sleeping_ns", 200.0),
             main_thread: ("blocked_ns", 200.0),
         },
@@ -271,6 +274,7 @@ fn shapes(tmp: &TempDir) -> Vec<Shape> {
             name: "a wrapper that forks a helper, then execs a program spinning 200 ms first",
             argv: vec![wrapper.display().to_string()],
             min_tasks: 3,
+            children: true,
             traced: ("tree.on_cpu_ns", 150.0),
             main_thread: ("cpu_ns", 150.0),
         },
@@ -284,6 +288,7 @@ fn shapes(tmp: &TempDir) -> Vec<Shape> {
                 "50".into(),
             ],
             min_tasks: 2,
+            children: false,
             traced: ("tree.sleeping_ns", 200.0),
             main_thread: ("blocked_ns", 200.0),
         },
@@ -293,6 +298,7 @@ fn shapes(tmp: &TempDir) -> Vec<Shape> {
                 "{busy} first1 150 0 0 & {busy} first2 150 0 0 & wait"
             )),
             min_tasks: 3,
+            children: true,
             traced: ("tree.on_cpu_ns", 120.0),
             main_thread: ("tree.children_cpu_ns", 250.0),
         },
@@ -435,6 +441,9 @@ fn every_tree_shape_gets_a_labelled_split_traced_and_by_its_main_thread() {
                 part_ms(&p, field) >= at_least,
                 "{field} below {at_least} ms: {what}"
             );
+            if !shape.children {
+                assert_eq!(p["tree"]["children_cpu_ns"], 0, "no child process: {what}");
+            }
         }
     }
 }

@@ -44,9 +44,10 @@ pub struct TreeRecord {
     /// CPU time of the main thread (schedstat), ns.
     pub main_thread_cpu_ns: Option<u64>,
     /// CPU time of the process's other threads: `/proc/PID/stat` utime + stime (10 ms ticks)
-    /// less the main thread's, ns.
+    /// less the main thread's, ns ([`cpu_by_place`]).
     pub other_threads_cpu_ns: Option<u64>,
-    /// CPU time of the descendants it waited for: rusage CPU less the process's own, ns.
+    /// CPU time of the descendants it waited for: rusage CPU less the process's own, ns
+    /// ([`cpu_by_place`]).
     pub children_cpu_ns: Option<u64>,
 }
 serialize_struct!(TreeRecord {
@@ -69,6 +70,13 @@ serialize_struct!(TreeRecord {
 /// Where a process's CPU went, ns: the main thread, its other threads, its waited-for
 /// descendants. The three add up to rusage user + sys; the split between the last two is to
 /// the 10 ms of `/proc/PID/stat`'s ticks.
+///
+/// Both ticked figures are truncated, so each gives a lower bound: the other threads used at
+/// least `(utime + stime) ticks − main`, the descendants at least `(cutime + cstime) ticks`;
+/// what neither bound covers (less than four ticks) goes to the descendants, unless only the
+/// threads' bound says they ran: a process with threads and no children (a JVM, numpy's
+/// OpenBLAS) then shows no child CPU at all, rather than its tick remainder, which differs
+/// from run to run (−10 ms "in child processes" in a first-run penalty).
 pub fn cpu_by_place(
     sched: Option<ChildSched>,
     stat: Option<ChildStat>,
@@ -76,15 +84,25 @@ pub fn cpu_by_place(
 ) -> (Option<u64>, Option<u64>, Option<u64>) {
     let main = sched.and_then(|s| s.on_cpu_ns);
     let total = rusage.map(|u| (u.user_us + u.sys_us) * 1000);
-    let tick_ns = 1_000_000_000 / rustix::param::clock_ticks_per_second().max(1);
-    let own = stat.map(|s| (s.utime_ticks + s.stime_ticks) * tick_ns);
     let (Some(main), Some(total)) = (main, total) else {
         return (main, None, None);
     };
+    let Some(stat) = stat else {
+        return (Some(main), None, None);
+    };
+    let tick_ns = 1_000_000_000 / rustix::param::clock_ticks_per_second().max(1);
     let elsewhere = total.saturating_sub(main);
-    let threads = own.map(|own| own.saturating_sub(main).min(elsewhere));
-    let children = threads.map(|t| elsewhere - t);
-    (Some(main), threads, children)
+    let threads_at_least = ((stat.utime_ticks + stat.stime_ticks) * tick_ns)
+        .saturating_sub(main)
+        .min(elsewhere);
+    let children_at_least =
+        ((stat.cutime_ticks + stat.cstime_ticks) * tick_ns).min(elsewhere - threads_at_least);
+    let threads = if children_at_least == 0 && threads_at_least > 0 {
+        elsewhere
+    } else {
+        threads_at_least
+    };
+    (Some(main), Some(threads), Some(elsewhere - threads))
 }
 
 impl TreeRecord {
@@ -155,6 +173,19 @@ mod tests {
             main.unwrap() + threads.unwrap() + children.unwrap(),
             72_000_000
         );
+        // (own ticks, descendants' ticks) → (other threads, child processes): threads and no
+        // waited-for descendant give all the CPU beyond the main thread to the threads, the
+        // tick remainder included; descendants and no other thread (own ticks below the main
+        // thread's CPU) give it to the descendants.
+        for ((own, theirs), split) in [((5, 0), (42_000_000, 0)), ((2, 3), (0, 42_000_000))] {
+            let stat = ChildStat {
+                utime_ticks: own,
+                cutime_ticks: theirs,
+                ..ChildStat::default()
+            };
+            let (_, threads, children) = cpu_by_place(Some(sched), Some(stat), Some(usage));
+            assert_eq!((threads, children), (Some(split.0), Some(split.1)));
+        }
         // Without the stat file: the main thread only.
         assert_eq!(
             cpu_by_place(Some(sched), None, Some(usage)),
