@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks what .ci/release produced, as a user would get it: the checksums, each tarball's and
-# each .deb's contents (owners, modes, the binary's ELF machine, statically linked), and, on an
+# each .deb's contents (owners, modes, the binary's ELF machine, statically linked), the
+# documents in each tarball (every relative link of them resolving inside it), and, on an
 # amd64 Debian machine as root, the amd64 .deb installed with dpkg -i: coldtrace --version and
 # run on a real command, man coldtrace, the completions found where bash-completion, zsh and fish
 # look, then the package removed. The aarch64 binary is checked as a file only (no emulator here).
@@ -30,20 +31,53 @@ check_elf() {
   ! grep -q INTERP <<<"$segments" || fail "$bin asks for a dynamic loader"
 }
 
+# The documents of an unpacked tarball (TOP): README.md, CONTRIBUTING.md and docs/ as in the
+# source tree, and every relative link of every shipped Markdown file resolving inside TOP (so
+# that they read offline); besides the binary, man page, completions and licences, TOP holds
+# nothing that no document links to.
+. .ci/links.sh
+check_documents() {
+  local top=$1 tarball=$2 file path links=0 docs
+  docs=$(cd "$top" && find . -type f ! -name coldtrace ! -name coldtrace.1 ! -path './complete/*' \
+    ! -name 'LICENSE-*' -printf '%P\n' | sort)
+  for file in README.md CONTRIBUTING.md $(find docs -type f | sort); do
+    cmp -s "$file" "$top/$file" || fail "$tarball: $file is missing or not the source tree's"
+  done
+  local -A linked=([README.md]=1 [CONTRIBUTING.md]=1)
+  while IFS= read -r file; do linked[$file]=1; done < <(find docs -type f)
+  while IFS= read -r file; do
+    [[ $file == *.md ]] || continue
+    while IFS= read -r path; do
+      links=$((links + 1))
+      case $path in ../*) fail "$tarball: $file links to $path, outside the tarball" ;; esac
+      [ -e "$top/$path" ] || fail "$tarball: $file links to $path, which it does not hold"
+      linked[$path]=1
+    done < <(linked_paths "$top" "$file")
+  done <<<"$docs"
+  while IFS= read -r file; do
+    [ -n "${linked[$file]:-}" ] || fail "$tarball holds $file, which no document links to"
+  done <<<"$docs"
+  echo "$(basename "$tarball"): $(wc -l <<<"$docs") documents; their $links relative links all resolve inside it"
+}
+
 for arch in x86_64:amd64:'Advanced Micro Devices X86-64' aarch64:arm64:AArch64; do
   IFS=: read -r cpu debarch machine <<<"$arch"
   name=coldtrace-$VERSION-$cpu-unknown-linux-musl
   tarball=$DIST/$name.tar.gz
   listing=$(tar -tvzf "$tarball")
-  want=$(printf '%s\n' "$name/" "$name/LICENSE-APACHE" "$name/LICENSE-MIT" "$name/README.md" \
-    "$name/coldtrace" "$name/coldtrace.1" "$name/complete/" "$name/complete/_coldtrace" \
-    "$name/complete/coldtrace.bash" "$name/complete/coldtrace.fish")
-  [ "$(tar -tzf "$tarball")" = "$want" ] || fail "$tarball holds: $(tar -tzf "$tarball" | tr '\n' ' ')"
+  # Every member under one directory; the binary, man page, completions and licences; the
+  # documents (checked below); nothing else.
+  ! tar -tzf "$tarball" | grep -v "^$name/" | grep -q . || fail "$tarball: a member outside $name/"
+  for member in coldtrace coldtrace.1 LICENSE-APACHE LICENSE-MIT README.md CONTRIBUTING.md \
+      complete/_coldtrace complete/coldtrace.bash complete/coldtrace.fish; do
+    grep -qxF "$name/$member" <(tar -tzf "$tarball") || fail "$tarball has no $member"
+  done
   ! awk '$2 != "0/0"' <<<"$listing" | grep -q . || fail "$tarball: a member is not owned by 0/0"
   grep -q "^-rwxr-xr-x 0/0 .* $name/coldtrace\$" <<<"$listing" || fail "$tarball: coldtrace is not 0755"
   mkdir -p "$WORK/$cpu"
   tar -xzf "$tarball" -C "$WORK/$cpu"
   check_elf "$WORK/$cpu/$name/coldtrace" "$machine"
+  check_documents "$WORK/$cpu/$name" "$tarball"
 
   deb=$DIST/coldtrace_${VERSION}_$debarch.deb
   for field in Package:coldtrace Version:"$VERSION" Architecture:"$debarch"; do
