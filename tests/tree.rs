@@ -206,14 +206,28 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// As root: this file's other tests held off, a directory, and the ping-pong built in it.
+fn ping_pong_alone(
+    name: &str,
+) -> Option<(
+    std::sync::RwLockWriteGuard<'static, ()>,
+    TempDir,
+    std::path::PathBuf,
+)> {
+    if !traced_here() {
+        return None;
+    }
+    let alone = PING_PONG_ALONE.write().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new(name);
+    let program = common::compile(dir.path(), "pingpong", PING_PONG, &[]);
+    Some((alone, dir, program))
+}
+
 #[test]
 fn a_run_whose_records_overflow_the_rings_has_no_states_and_says_why() {
-    if !traced_here() {
+    let Some((_alone, dir, program)) = ping_pong_alone("tree-overflow") else {
         return;
-    }
-    let _alone = PING_PONG_ALONE.write().unwrap_or_else(|e| e.into_inner());
-    let dir = TempDir::new("tree-overflow");
-    let program = common::compile(dir.path(), "pingpong", PING_PONG, &[]);
+    };
     let out = ct(
         dir.path(),
         [
@@ -249,5 +263,41 @@ fn a_run_whose_records_overflow_the_rings_has_no_states_and_says_why() {
         "sleeping_ns",
     ] {
         assert!(t[part].is_null(), "{part} is not given: {r}");
+    }
+}
+
+/// The rings stay on between runs: a `--prepare` whose switches fill them (the kernel drops
+/// records and says so with the first record it writes once there is room again) costs no run
+/// its states, and no run counts those records as its own lost ones.
+#[test]
+fn records_dropped_between_runs_cost_no_run_its_states() {
+    let Some((_alone, dir, program)) = ping_pong_alone("tree-gap") else {
+        return;
+    };
+    let prepare = format!("{} 300", program.display());
+    let out = ct(
+        dir.path(),
+        [
+            "run",
+            "-n",
+            "3",
+            "-o",
+            "out",
+            "--prepare",
+            &prepare,
+            "--",
+            "sleep",
+            "0.01",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let runs = read_records(&dir.path().join("out"));
+    assert_eq!(runs.len(), 3, "{}", out.describe());
+    // The first run's --prepare comes before the rings are made; the others' fill them.
+    for r in &runs {
+        let [_, _, _, s] = states(r);
+        assert!(s >= 9.0, "the sleep is S: {r}");
+        assert_eq!(r["tree"]["lost_records"], 0, "{r}");
     }
 }

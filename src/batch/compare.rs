@@ -93,6 +93,7 @@ pub fn run_compare(
     let interrupted_by =
         interrupted_by.or_else(|| batches.iter().find_map(CommandBatch::interrupted_by));
     let mut outcomes = Vec::with_capacity(batches.len());
+    shared.stop_tree();
     let spawner = shared.stop_spawner();
     for mut batch in batches {
         if let Some(sig) = interrupted_by {

@@ -74,6 +74,7 @@ pub fn run(
             break;
         }
     }
+    shared.stop_tree();
     observer.finished();
     batch.cleanup(&mut shared);
     batch.say_notices(observer);

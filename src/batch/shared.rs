@@ -166,6 +166,14 @@ impl<'s> Shared<'s> {
         });
     }
 
+    /// After the batch's last run: stops the tree tracer's rings (they stay on from the first
+    /// traced run to here).
+    pub(crate) fn stop_tree(&mut self) {
+        if let Some(Ok(tracer)) = &self.tree {
+            tracer.borrow_mut().stop();
+        }
+    }
+
     /// Why there is no tree tracer (`None`: there is one, or none was asked for yet).
     pub(crate) fn tree_why(&self) -> Option<&str> {
         self.tree.as_ref()?.as_ref().err().map(String::as_str)

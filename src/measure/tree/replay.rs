@@ -219,6 +219,20 @@ impl Replay {
         })
     }
 
+    /// The CPUs the tree's tasks are on after the events applied so far, when every task left
+    /// is on one (empty: none is left); `None` when one is off a CPU, where a record written on
+    /// any CPU could change its state, or before the root's creation.
+    pub fn only_on_cpus(&self) -> Option<Vec<u32>> {
+        if self.before_root.is_some() {
+            return None;
+        }
+        self.tasks
+            .0
+            .iter()
+            .map(|(_, t)| t.on_cpu.filter(|&c| c != SOME_CPU))
+            .collect()
+    }
+
     /// The spawner is the tree from the window's start (running) until it forks the root at
     /// `fork_ns`: replay what it did meanwhile, then hand the tree to the root, runnable.
     fn spawner_until_fork(&mut self, spawner: i32, before: &[SchedEvent], fork_ns: u64) {
@@ -539,5 +553,24 @@ mod tests {
         let mut r = Replay::new(100, 0);
         events.iter().for_each(|e| r.apply(e));
         assert_eq!(r.finish(6 * MS).unwrap().spawn_ns, 4 * MS);
+    }
+
+    #[test]
+    fn where_the_tree_is_known_only_while_every_task_is_on_a_cpu_or_gone() {
+        let mut r = Replay::new(100, 0);
+        let cpus = |r: &Replay| r.only_on_cpus();
+        assert_eq!(cpus(&r), None, "before the root exists");
+        r.apply(&fork(1, 1, 100));
+        assert_eq!(cpus(&r), None, "the new root waits for a CPU");
+        r.apply(&switch(2, 3, 1, Sleeping, 100));
+        assert_eq!(cpus(&r), Some(vec![3]));
+        r.apply(&switch(4, 3, 100, Sleeping, 0));
+        assert_eq!(cpus(&r), None, "asleep: any CPU's wake-up could change it");
+        r.apply(&wake(5, 100));
+        r.apply(&switch(6, 1, 0, Runnable, 100));
+        r.apply(&at(7, 1, SchedKind::Exit { pid: 100 }));
+        assert_eq!(cpus(&r), Some(vec![1]), "exiting, still on CPU 1");
+        r.apply(&switch(8, 1, 100, Dead, 0));
+        assert_eq!(cpus(&r), Some(vec![]), "gone");
     }
 }

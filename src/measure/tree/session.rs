@@ -1,9 +1,21 @@
 //! A batch's tree tracer: the six `sched` tracepoints of
 //! [`TRACEPOINTS`](crate::measure::tree::decode::TRACEPOINTS) opened system-wide on
 //! every online CPU (`pid = -1, cpu = N`: one group and one ring per CPU, see
-//! [`coldtrace_syscalls::ring`]), enabled right before each spawn so the child's first
-//! instruction is covered, read while the command runs and after its exit, and replayed into
-//! the tree's four states ([`crate::measure::tree::replay`]).
+//! [`coldtrace_syscalls::ring`]), enabled before the batch's first spawn and kept on until its
+//! last run is done ([`TreeTracer::stop`]), emptied right before each spawn (what came between
+//! two runs is never replayed), read while the command runs and after its exit, and replayed
+//! into the tree's four states ([`crate::measure::tree::replay`]).
+//!
+//! Enabling or disabling a group on another CPU is a call on that CPU that the caller waits for
+//! (in a VM, tens of µs of its CPU): once per batch, not twice per run. At a run's end, every
+//! record up to the moment the exit was seen must be in the rings, and a record whose time
+//! comes before that may still be being written on another CPU. A CPU whose ring already holds
+//! a later record has written it (a context switch or wake-up is written whole with interrupts
+//! disabled, and a ring's records are published in order); so has every CPU when the records
+//! show each task of the tree either gone or running on such a CPU (nothing else could change
+//! its state). Otherwise the leaders' counts are read on the CPUs without a later record
+//! ([`PerfRing::settle`], one such call each, the guarantee a disable gave) and the rest
+//! replayed.
 //!
 //! Why system-wide: per-task and cgroup-mode tracepoints miss the wake-ups done by processes
 //! outside the tree (a FIFO written from outside), and `PERF_RECORD_SWITCH` has no sleep state
@@ -12,7 +24,12 @@
 //! Never silently wrong: a run whose records may be incomplete — a `PERF_RECORD_LOST`, a ring
 //! that came within [`FULL_MARGIN_BYTES`] of full between two reads (a loss is only reported at
 //! the ring's next write, which may come after the run), a CPU that came online or went
-//! offline, a failed read — gets no states, and its reading says why.
+//! offline, a failed read — gets no states, and its reading says why. The rings also fill
+//! between runs (a long `--prepare`, a cold action): what the kernel dropped then, it reports
+//! in a `PERF_RECORD_LOST` right before the first record it writes after the ring was emptied
+//! (a lost record is only reported with the next one written), so such a record, found first
+//! in an emptied ring, counts records from before the run, all of them dropped before the ring
+//! had room again, before the run's spawn; any other is the run's.
 #![forbid(unsafe_code)]
 
 use crate::measure::procfs::ProcFile;
@@ -83,12 +100,23 @@ impl RunTrace {
     }
 }
 
+/// One CPU's group of tracepoints and its ring.
+struct CpuRing {
+    cpu: u32,
+    ring: PerfRing,
+    /// The group is enabled.
+    on: bool,
+    /// Nothing was read from the ring since it was emptied at a run's start: a lost record
+    /// found first counts records dropped before that (see the module's note).
+    emptied: bool,
+}
+
 /// The tracer of a batch (see the module's note).
 pub struct TreeTracer {
     attrs: Vec<PerfEventAttr>,
     decoder: Decoder,
     pages: usize,
-    rings: Vec<(u32, PerfRing)>,
+    rings: Vec<CpuRing>,
     online: ProcFile,
     cpus: Vec<u32>,
     run: Option<RunTrace>,
@@ -151,15 +179,20 @@ impl TreeTracer {
 
     /// Rings for exactly `cpus`: new ones opened, those of offline CPUs closed.
     fn retarget(&mut self, cpus: &[u32]) -> Result<(), String> {
-        self.rings.retain(|(c, _)| cpus.contains(c));
+        self.rings.retain(|r| cpus.contains(&r.cpu));
         for &cpu in cpus {
-            if self.rings.iter().any(|(c, _)| *c == cpu) {
+            if self.rings.iter().any(|r| r.cpu == cpu) {
                 continue;
             }
             let ring = self.open_ring(cpu)?;
-            self.rings.push((cpu, ring));
+            self.rings.push(CpuRing {
+                cpu,
+                ring,
+                on: false,
+                emptied: false,
+            });
         }
-        self.rings.sort_by_key(|(c, _)| *c);
+        self.rings.sort_by_key(|r| r.cpu);
         self.cpus = cpus.to_vec();
         Ok(())
     }
@@ -175,8 +208,9 @@ impl TreeTracer {
         }
     }
 
-    /// Right before a run's spawn (and before the floor is read): follows the online CPUs
-    /// and starts every ring.
+    /// Right before a run's spawn (and before the floor is read): follows the online CPUs,
+    /// starts the rings not started yet (all of them at the batch's first run), and empties
+    /// every ring.
     pub fn begin(&mut self) {
         let mut run = RunTrace {
             replay: None,
@@ -195,10 +229,19 @@ impl TreeTracer {
             }
             None => run.flag(|| "cannot read the online CPUs".into()),
         }
-        for (cpu, ring) in &self.rings {
-            if let Err(e) = ring.enable() {
-                run.flag(|| format!("cannot enable the tracepoints on CPU {cpu}: {e}"));
+        for r in self.rings.iter_mut().filter(|r| !r.on) {
+            match r.ring.enable() {
+                Ok(()) => r.on = true,
+                Err(e) => {
+                    let cpu = r.cpu;
+                    run.flag(|| format!("cannot enable the tracepoints on CPU {cpu}: {e}"));
+                }
             }
+        }
+        for r in &mut self.rings {
+            let unread = r.ring.unread().map_or(0, |u| u.len());
+            r.ring.consume(unread as u64);
+            r.emptied = true;
         }
         self.run = Some(run);
     }
@@ -226,7 +269,7 @@ impl TreeTracer {
         if self.next_drain_ns().is_none_or(|t| now < t) {
             return;
         }
-        let fullest = self.replay_until(now.saturating_sub(SETTLE_NS));
+        let fullest = self.replay_until(now.saturating_sub(SETTLE_NS)).fullest;
         if let Some(run) = &mut self.run {
             let every = match fullest {
                 f if f > 0.5 => run.drain_every_ns / 2,
@@ -238,12 +281,21 @@ impl TreeTracer {
         }
     }
 
-    /// After the exit was seen at `end_ns`: stops the rings, replays the rest, and returns the
-    /// run's reading (`None` when no run was begun).
+    /// After the exit was seen at `end_ns`: waits until every CPU has written what it was
+    /// writing, replays the records up to `end_ns`, and returns the run's reading (`None` when
+    /// no run was begun). The rings stay on; the next run empties them.
     pub fn end(&mut self, end_ns: u64) -> Option<TreeReading> {
-        self.stop();
-        self.replay_until(end_ns);
-        self.discard();
+        let read = self.replay_until(end_ns);
+        let tree_on = self
+            .run
+            .as_ref()
+            .and_then(|r| r.replay.as_ref())
+            .and_then(Replay::only_on_cpus);
+        let written = tree_on.is_some_and(|cpus| cpus.iter().all(|c| read.later.contains(c)));
+        if !written {
+            self.settle(&read.later);
+            self.replay_until(end_ns);
+        }
         let mut run = self.run.take()?;
         if self.online_cpus().is_some_and(|c| c != self.cpus) {
             run.flag(|| "the online CPUs changed during the run".into());
@@ -267,35 +319,37 @@ impl TreeTracer {
         })
     }
 
-    /// The spawn failed: stops the rings and forgets the run.
-    pub fn abandon(&mut self) {
-        self.stop();
-        self.discard();
-        self.run = None;
-    }
-
-    fn stop(&mut self) {
-        for (cpu, ring) in &self.rings {
-            if let Err(e) = ring.disable() {
+    /// Waits until every CPU but `written` has finished the records it was writing.
+    fn settle(&mut self, written: &[u32]) {
+        for r in self.rings.iter().filter(|r| !written.contains(&r.cpu)) {
+            if let Err(e) = r.ring.settle() {
                 if let Some(run) = &mut self.run {
-                    run.flag(|| format!("cannot disable the tracepoints on CPU {cpu}: {e}"));
+                    let cpu = r.cpu;
+                    run.flag(|| format!("cannot read the tracepoints on CPU {cpu}: {e}"));
                 }
             }
         }
     }
 
-    /// Hands every ring's unread records back, unreplayed (they came after the run).
-    fn discard(&mut self) {
-        for (_, ring) in &mut self.rings {
-            let unread = ring.unread().map_or(0, |u| u.len());
-            ring.consume(unread as u64);
+    /// The spawn failed, or waiting did: forgets the run (the next run empties the rings).
+    pub fn abandon(&mut self) {
+        self.run = None;
+    }
+
+    /// After the batch's last run: stops every ring (the next [`TreeTracer::begin`] would
+    /// start them again).
+    pub fn stop(&mut self) {
+        for r in self.rings.iter_mut().filter(|r| r.on) {
+            // A group that cannot be disabled records on until the tracer is dropped, and
+            // nothing reads it: no run is traced meanwhile.
+            r.on = r.ring.disable().is_err();
         }
+        self.run = None;
     }
 
     /// Replays the records of every ring up to `until_ns`, merged in time order (each ring is
     /// in time order already), and gives their bytes back; later records stay in the rings.
-    /// Returns how full the fullest ring was when read (0–1).
-    fn replay_until(&mut self, until_ns: u64) -> f64 {
+    fn replay_until(&mut self, until_ns: u64) -> Read {
         let TreeTracer {
             rings,
             decoder,
@@ -303,12 +357,15 @@ impl TreeTracer {
             ..
         } = self;
         let Some(run) = run.as_mut() else {
-            return 0.0;
+            return Read::default();
         };
         let mut heads = Vec::with_capacity(rings.len());
-        for (cpu, ring) in rings.iter() {
-            match ring.unread() {
-                Ok(unread) => heads.push(Head::new(*cpu, unread, ring.data_bytes(), run)),
+        for r in rings.iter() {
+            let cpu = r.cpu;
+            match r.ring.unread() {
+                Ok(unread) => {
+                    heads.push(Head::new(cpu, unread, r.ring.data_bytes(), run, r.emptied))
+                }
                 Err(e) => run.flag(|| format!("reading the ring of CPU {cpu} failed: {e}")),
             }
         }
@@ -324,14 +381,23 @@ impl TreeTracer {
             head.take();
             head.advance(decoder, run);
         }
-        let done: Vec<(u32, usize)> = heads.iter().map(|h| (h.cpu, h.settled)).collect();
+        let later = heads
+            .iter()
+            .filter(|h| h.next.is_some())
+            .map(|h| h.cpu)
+            .collect();
+        let done: Vec<(u32, usize, bool)> = heads
+            .iter()
+            .map(|h| (h.cpu, h.settled, h.emptied))
+            .collect();
         drop(heads);
-        for (cpu, bytes) in done {
-            if let Some((_, ring)) = rings.iter_mut().find(|(c, _)| *c == cpu) {
-                ring.consume(bytes as u64);
+        for (cpu, bytes, emptied) in done {
+            if let Some(r) = rings.iter_mut().find(|r| r.cpu == cpu) {
+                r.ring.consume(bytes as u64);
+                r.emptied = emptied;
             }
         }
-        fullest
+        Read { fullest, later }
     }
 
     /// How many pages of ring each CPU has.
@@ -343,6 +409,15 @@ impl TreeTracer {
     pub fn cpus(&self) -> &[u32] {
         &self.cpus
     }
+}
+
+/// What a read of the rings found.
+#[derive(Default)]
+struct Read {
+    /// How full the fullest ring was (0–1).
+    fullest: f64,
+    /// The CPUs whose rings hold an event after the instant replayed up to.
+    later: Vec<u32>,
 }
 
 /// One ring being read: its unread bytes, how far they are settled (replayed or skipped), and
@@ -358,10 +433,12 @@ struct Head<'a> {
     scratch: Vec<u8>,
     /// How full the ring was (0–1).
     fullness: f64,
+    /// No record was found yet since the ring was emptied at the run's start.
+    emptied: bool,
 }
 
 impl<'a> Head<'a> {
-    fn new(cpu: u32, unread: Unread<'a>, size: u64, run: &mut RunTrace) -> Head<'a> {
+    fn new(cpu: u32, unread: Unread<'a>, size: u64, run: &mut RunTrace, emptied: bool) -> Head<'a> {
         if unread.len() as u64 + FULL_MARGIN_BYTES > size {
             run.flag(|| {
                 format!(
@@ -377,6 +454,7 @@ impl<'a> Head<'a> {
             next: None,
             scratch: Vec::new(),
             fullness: unread.len() as f64 / size.max(1) as f64,
+            emptied,
         }
     }
 
@@ -388,18 +466,20 @@ impl<'a> Head<'a> {
     }
 
     /// Finds the next scheduler event from `settled` on, counting samples and lost records on
-    /// the way; records that are not events are settled as they are passed.
+    /// the way (a lost record found first in an emptied ring is from before the run: see the
+    /// module's note); records that are not events are settled as they are passed.
     fn advance(&mut self, decoder: &Decoder, run: &mut RunTrace) {
         while self.next.is_none() {
             match self.unread.record_at(self.settled, &mut self.scratch) {
                 Ok(Some((record, after))) => {
+                    let before_the_run = std::mem::replace(&mut self.emptied, false);
                     let event = if record.kind == PERF_RECORD_SAMPLE {
                         run.records += 1;
                         time_and_raw(record.body)
                             .and_then(|(time, raw)| decoder.decode(time, self.cpu, raw))
                     } else {
                         let lost = lost_count(&record).unwrap_or(0);
-                        if lost > 0 {
+                        if lost > 0 && !before_the_run {
                             run.lost += lost;
                             run.flag(|| "the kernel dropped scheduler records".to_string());
                         }
