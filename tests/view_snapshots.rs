@@ -565,3 +565,24 @@ fn markdown_headers_are_one_line_labels() {
     }
     assert!(md.contains("| rejected | anomalies |"), "{md}");
 }
+
+#[test]
+fn a_median_of_0_on_one_side_has_no_ratio_and_says_why() {
+    // The third command's I/O pressure has a median of 0 against the first's 265 µs: 0× with
+    // an interval from 0 to ∞ would be no ratio at all.
+    let markdown = markdown();
+    for text in [render(80), render(120), markdown.clone()] {
+        let psi: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("I/O pressure (sys)") && l.contains("0.28×"))
+            .collect();
+        assert!(!psi.is_empty(), "{text}");
+        for row in psi {
+            assert!(
+                row.contains("one is 0") && !row.contains("0.00×") && !row.contains('∞'),
+                "{row}"
+            );
+        }
+    }
+    assert!(markdown.contains("| 0 | — | one is 0 |"), "{markdown}");
+}

@@ -5,7 +5,7 @@
 
 use crate::batch::CompareOutcome;
 use crate::plan::MetricView;
-use crate::record::compare::{conclusion, CommandEntry, MetricComparison};
+use crate::record::compare::{conclusion, CommandEntry, MetricComparison, Ratio};
 use crate::record::metrics::{Metric, Unit};
 use crate::view::grid::{Align, Grid};
 use crate::view::lines::Note;
@@ -277,21 +277,35 @@ fn grid(view: &CompareView<'_>, others: &[usize]) -> Grid {
                 .map_or("—".into(), |v| scale.cell(v))
         };
         let mut row = vec![metric.label.to_string(), scale.unit.to_string(), median(0)];
+        let first = cmp.commands.first().and_then(|r| r.warm_median);
         for &c in others {
-            let r = cmp.commands.get(c);
             row.push(median(c));
-            row.push(
-                r.and_then(|r| r.ratio_to_first)
-                    .map_or("—".into(), crate::view::units::ratio),
-            );
-            row.push(match r.map(|r| (r.ci_low, r.ci_high)) {
-                Some((Some(lo), Some(hi))) => crate::record::compare::interval_text(lo, hi),
-                _ => String::new(),
-            });
+            row.extend(ratio_cells(first, cmp.commands.get(c)));
         }
         grid.row(row);
     }
     grid
+}
+
+/// A command's ratio to the first and its interval, as cells. Where one of the two medians is
+/// 0 and the other is not, there is no ratio to speak of (0× or unbounded, and an interval
+/// from 0 to ∞): a dash and why.
+fn ratio_cells(first: Option<f64>, r: Option<&Ratio>) -> [String; 2] {
+    let this = r.and_then(|r| r.warm_median);
+    if let (Some(a), Some(b)) = (first, this) {
+        if (a == 0.0) != (b == 0.0) {
+            return ["—".into(), "one is 0".into()];
+        }
+    }
+    let ratio = r.and_then(|r| r.ratio_to_first);
+    let interval = match r.map(|r| (r.ci_low, r.ci_high)) {
+        Some((Some(lo), Some(hi))) => crate::record::compare::interval_text(lo, hi),
+        _ => String::new(),
+    };
+    [
+        ratio.map_or("—".into(), crate::view::units::ratio),
+        interval,
+    ]
 }
 
 /// The conclusion in words (record's [`conclusion`]): verdicts only where an interval
