@@ -384,10 +384,14 @@ fn elsewhere_words(p: &FirstPenalty) -> String {
     } else {
         format!(" ({})", inside.join("; "))
     };
-    format!(
-        "the rest of the tree used {} more CPU{split}",
-        signed_ns(elsewhere)
-    )
+    // A first run whose other tasks used less CPU than the reference's says "less", not
+    // "-12 ms more".
+    let used = if elsewhere < 0 {
+        format!("{} less", human_ns(elsewhere.unsigned_abs() as f64))
+    } else {
+        format!("{} more", signed_ns(elsewhere))
+    };
+    format!("the rest of the tree used {used} CPU{split}")
 }
 
 /// The sentence for a first run that does not stand out of the warm runs ([`RULE`]): where it
@@ -721,6 +725,17 @@ mod tests {
              states need root or CAP_PERFMON): +111 ms off CPU (76.69 MiB read from storage, \
              87 major faults), +40 ms on a CPU, +2 ms waiting for a CPU; the rest of the tree \
              used +45 ms more CPU (+12 ms in other threads, +33 ms in child processes)"
+        );
+        p.tree.cpu_elsewhere_ns = Some(-12_000_000);
+        p.tree.other_threads_cpu_ns = Some(-11_000_000);
+        p.tree.children_cpu_ns = Some(-1_000_000);
+        let text = plain(penalty_sentence(&p));
+        assert!(
+            text.ends_with(
+                "; the rest of the tree used 12 ms less CPU (-11 ms in other threads, -1 ms in \
+                 child processes)"
+            ),
+            "{text}"
         );
     }
 }
