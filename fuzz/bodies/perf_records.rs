@@ -1,6 +1,6 @@
 //! Fuzz body: invariants of reading a perf ring's bytes into a process tree's states — the
 //! framing of records (`coldtrace_syscalls::ring::frame`), the sample layout
-//! (`time_and_raw`, `lost_count`), the `sched` tracepoint decoder
+//! (`time_and_raw`, `switch_in`, `lost_count`), the `sched` tracepoint decoder
 //! (`coldtrace::measure::tree::decode`, with Linux 6.18's format files) and the replay of the
 //! events into R, Q, D and S (`coldtrace::measure::tree::replay`).
 //!
@@ -13,7 +13,7 @@ use coldtrace::measure::tree::decode::{Decoder, SchedEvent, SchedKind, FORMATS_6
 use coldtrace::measure::tree::format::Format;
 use coldtrace::measure::tree::replay::Replay;
 use coldtrace_syscalls::perf::PERF_RECORD_SAMPLE;
-use coldtrace_syscalls::ring::{frame, lost_count, time_and_raw, Framed};
+use coldtrace_syscalls::ring::{frame, lost_count, switch_in, time_and_raw, Framed};
 
 /// The input: byte 0 says where the ring wraps (its share of the rest, /255), bytes 1–4 the
 /// root's ID; the rest is the ring's unread bytes in order.
@@ -53,6 +53,15 @@ pub fn run(data: &[u8]) {
             body,
         };
         let lost = lost_count(&record);
+        if let Some((time_ns, tid)) = switch_in(&record) {
+            assert!(body.len() >= 24);
+            let kind = SchedKind::Arrive { pid: tid as i32 };
+            events.push(SchedEvent {
+                time_ns,
+                cpu: 0,
+                kind,
+            });
+        }
         if *kind != PERF_RECORD_SAMPLE {
             continue;
         }

@@ -1,7 +1,7 @@
 //! Perf records from a ring buffer shared with the kernel: [`PerfRing`] opens a group of events
 //! on one CPU (or task), sends all their records into the leader's ring and maps it; [`frame`]
-//! cuts the bytes the kernel wrote into records, and [`time_and_raw`] / [`lost_count`] read
-//! the two kinds a tracepoint reader needs. The framing is pure and total (any bytes give
+//! cuts the bytes the kernel wrote into records, and [`time_and_raw`] / [`switch_in`] /
+//! [`lost_count`] read the kinds a scheduler tracer needs. The framing is pure and total (any bytes give
 //! records or `malformed`, never a panic): the fuzz target `perf_records` checks it.
 //!
 //! The mapping and the `data_head`/`data_tail` protocol are in `raw::ring`, with their proofs.
@@ -163,6 +163,40 @@ pub fn time_and_raw(body: &[u8]) -> Option<(u64, &[u8])> {
     let size = u32::from_ne_bytes(body.get(8..12)?.try_into().ok()?) as usize;
     let raw = body.get(12..12usize.checked_add(size)?)?;
     Some((time, raw))
+}
+
+/// A dummy event whose only records are its CPU's context switches, each with the current task
+/// and the time on `CLOCK_MONOTONIC` (what [`switch_in`] reads): `context_switch` and
+/// `sample_id_all` with `sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME`. Opened enabled, as a
+/// group's member must be ([`PerfRing::open`]); such records are written from its open on,
+/// whether its leader is enabled or not.
+pub fn switch_records_attr() -> PerfEventAttr {
+    use crate::abi::perf::{
+        attr_flags, ATTR_USE_CLOCKID, CLOCK_MONOTONIC, PERF_COUNT_SW_DUMMY, PERF_SAMPLE_TID,
+        PERF_SAMPLE_TIME, PERF_TYPE_SOFTWARE,
+    };
+    let mut attr = PerfEventAttr::counting(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
+    attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+    attr.flags = attr_flags::SAMPLE_ID_ALL | attr_flags::CONTEXT_SWITCH | ATTR_USE_CLOCKID;
+    attr.clockid = CLOCK_MONOTONIC;
+    attr
+}
+
+/// The time and the arriving thread of a `PERF_RECORD_SWITCH_CPU_WIDE` written as a task
+/// arrives on the CPU, from an event like [`switch_records_attr`] (`sample_id_all`,
+/// `sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME`): `u32 next_prev_pid`,
+/// `u32 next_prev_tid` (the task it replaced), then `sample_id`: `u32 pid`, `u32 tid` (the
+/// arriving task, current when the record is written), `u64 time`. `None` for another kind, a
+/// switch out, or a short body.
+pub fn switch_in(record: &Record<'_>) -> Option<(u64, u32)> {
+    use crate::abi::perf::{PERF_RECORD_MISC_SWITCH_OUT, PERF_RECORD_SWITCH_CPU_WIDE};
+    if record.kind != PERF_RECORD_SWITCH_CPU_WIDE || record.misc & PERF_RECORD_MISC_SWITCH_OUT != 0
+    {
+        return None;
+    }
+    let tid = u32::from_ne_bytes(record.body.get(12..16)?.try_into().ok()?);
+    let time = u64::from_ne_bytes(record.body.get(16..24)?.try_into().ok()?);
+    Some((time, tid))
 }
 
 /// How many samples a `PERF_RECORD_LOST` body (`u64 id`, `u64 lost`) or a
@@ -381,5 +415,32 @@ mod tests {
         assert_eq!(lost_count(&r), Some(5));
         let r = Record { kind: 9, ..r };
         assert_eq!(lost_count(&r), None);
+    }
+
+    #[test]
+    fn a_switch_in_gives_its_time_and_the_arriving_thread() {
+        use crate::abi::perf::{PERF_RECORD_MISC_SWITCH_OUT, PERF_RECORD_SWITCH_CPU_WIDE};
+        let mut body = Vec::new();
+        for v in [1u32, 73, 500, 501] {
+            body.extend_from_slice(&v.to_ne_bytes());
+        }
+        body.extend_from_slice(&99u64.to_ne_bytes());
+        let r = Record {
+            kind: PERF_RECORD_SWITCH_CPU_WIDE,
+            misc: 0,
+            body: &body,
+        };
+        assert_eq!(switch_in(&r), Some((99, 501)));
+        let out = Record {
+            misc: PERF_RECORD_MISC_SWITCH_OUT,
+            ..r
+        };
+        assert_eq!(switch_in(&out), None, "a switch out");
+        let short = Record {
+            body: &body[..23],
+            ..r
+        };
+        assert_eq!(switch_in(&short), None);
+        assert_eq!(switch_in(&Record { kind: 9, ..r }), None);
     }
 }

@@ -2,7 +2,8 @@
 //! unprivileged under `perf_event_paranoid` 2 when the kernel is excluded) wrap a one-page ring
 //! many times and come out whole and in time order; a ring left full drops samples and says
 //! how many; and, as root with tracefs, system-wide `sched_switch` samples on every CPU see a
-//! thread of this process switch out.
+//! thread of this process switch out, and the context-switch records of a dummy member of
+//! their group see it arrive on a CPU.
 
 #![forbid(unsafe_code)]
 
@@ -143,36 +144,56 @@ fn online_cpus() -> Vec<i32> {
     cpus
 }
 
+/// `sched_switch` samples with their time and raw record, as a group's leader (disabled).
+fn sched_switch_leader(id: u64) -> PerfEventAttr {
+    let mut attr = PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, id);
+    attr.sample_period = 1;
+    attr.sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
+    attr.flags = attr_flags::DISABLED | ATTR_USE_CLOCKID;
+    attr.clockid = CLOCK_MONOTONIC;
+    attr
+}
+
+/// The group `attrs` on every online CPU, system-wide.
+fn on_every_cpu(attrs: &[PerfEventAttr]) -> Vec<PerfRing> {
+    online_cpus()
+        .into_iter()
+        .map(|c| PerfRing::open(attrs, PerfTarget::AllProcesses, c, 16).expect("per CPU"))
+        .collect()
+}
+
+/// This test's thread ID (`/proc/thread-self` is PID/task/TID).
+fn this_tid() -> i32 {
+    let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+    link.file_name()
+        .and_then(|n| n.to_str()?.parse().ok())
+        .expect("a TID")
+}
+
+/// Enables `rings`, sleeps 1 ms 20 times, disables them.
+fn sleep_twenty_times_traced(rings: &[PerfRing]) {
+    for ring in rings {
+        ring.enable().expect("enable");
+    }
+    for _ in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    for ring in rings {
+        ring.disable().expect("disable");
+    }
+}
+
 #[test]
 fn system_wide_sched_switch_samples_see_this_thread_switch_out() {
     let Some(id) = sched_switch_id() else {
         println!("skipped: tracefs is not mounted or not readable (needs root)");
         return;
     };
-    let mut attr = PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, id);
-    attr.sample_period = 1;
-    attr.sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
-    attr.flags = attr_flags::DISABLED | ATTR_USE_CLOCKID;
-    attr.clockid = CLOCK_MONOTONIC;
-    let mut rings: Vec<PerfRing> = online_cpus()
-        .into_iter()
-        .map(|c| PerfRing::open(&[attr], PerfTarget::AllProcesses, c, 16).expect("per CPU"))
-        .collect();
-    for ring in &rings {
-        ring.enable().expect("enable");
-    }
-    // This test's thread: /proc/thread-self is PID/task/TID.
-    let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
-    let tid: i32 = link
-        .file_name()
-        .and_then(|n| n.to_str()?.parse().ok())
-        .expect("a TID");
-    for _ in 0..20 {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    let mut rings = on_every_cpu(&[sched_switch_leader(id)]);
+    let tid = this_tid();
+    sleep_twenty_times_traced(&rings);
     let mut ours = 0;
     for ring in &mut rings {
-        ring.disable().expect("disable");
         ring.read(|r| {
             let Some((_, raw)) = time_and_raw(r.body).filter(|_| r.kind == PERF_RECORD_SAMPLE)
             else {
@@ -187,4 +208,29 @@ fn system_wide_sched_switch_samples_see_this_thread_switch_out() {
     }
     println!("{ours} switches of this thread out of a CPU");
     assert!(ours >= 20, "{ours}");
+}
+
+#[test]
+fn context_switch_records_of_a_member_of_a_tracepoint_group_name_the_arriving_thread() {
+    use coldtrace_syscalls::ring::{switch_in, switch_records_attr};
+    let Some(id) = sched_switch_id() else {
+        println!("skipped: tracefs is not mounted or not readable (needs root)");
+        return;
+    };
+    let mut rings = on_every_cpu(&[sched_switch_leader(id), switch_records_attr()]);
+    let tid = this_tid() as u32;
+    sleep_twenty_times_traced(&rings);
+    let (mut arrivals, mut samples) = (0, 0);
+    for ring in &mut rings {
+        ring.read(|r| {
+            samples += u32::from(r.kind == PERF_RECORD_SAMPLE);
+            if switch_in(&r).is_some_and(|(_, t)| t == tid) {
+                arrivals += 1;
+            }
+        })
+        .expect("read");
+    }
+    println!("{arrivals} arrivals of this thread on a CPU, {samples} sched_switch samples");
+    assert!(arrivals >= 20, "{arrivals}");
+    assert!(samples >= 20, "{samples}");
 }

@@ -67,6 +67,15 @@ pub enum SchedKind {
         /// Its ID before.
         old_pid: i32,
     },
+    /// `PERF_RECORD_SWITCH_CPU_WIDE`, written by the task arriving on the event's CPU just
+    /// after the switch that `sched_switch` records. Where that record is missing — the kernel
+    /// may write none while some tasks are current (on this VM, every thread of PID 1; no
+    /// record says so), and so none for the switch that ends their turn — this one still
+    /// says who took the CPU, and when.
+    Arrive {
+        /// The task now on the CPU.
+        pid: i32,
+    },
 }
 
 /// A scheduler event, when and where it happened.

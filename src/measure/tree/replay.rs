@@ -297,6 +297,27 @@ impl Replay {
                 prev_state,
                 next,
             } => self.switch(event.cpu, prev, prev_state, next),
+            SchedKind::Arrive { pid } => self.arrive(event.cpu, pid),
+        }
+    }
+
+    /// `pid` is on `cpu`: nothing changes when its `sched_switch` said so already. Otherwise
+    /// that record was never written, and the task of the tree that the replay had there (if
+    /// any) has left it.
+    fn arrive(&mut self, cpu: u32, pid: i32) {
+        if self.tasks.get(&pid).is_some_and(|t| t.on_cpu == Some(cpu)) {
+            return;
+        }
+        if let Some(was) = self.running.remove(&cpu) {
+            self.update(was, |t| {
+                if t.on_cpu == Some(cpu) {
+                    t.on_cpu = None;
+                }
+            });
+        }
+        if self.tasks.contains_key(&pid) {
+            self.update(pid, |t| t.on_cpu = Some(cpu));
+            self.running.insert(cpu, pid);
         }
     }
 
@@ -536,6 +557,33 @@ mod tests {
         let mut late = Replay::new(100, 10 * MS);
         late.apply(&fork(5, 1, 100));
         assert_eq!(late.finish(20 * MS), Err(Unreplayable::RootNeverCreated));
+    }
+
+    #[test]
+    fn an_arrival_without_its_switch_puts_the_task_on_the_cpu() {
+        // 100 is preempted at 10 by 73, a task whose records the kernel does not write: the
+        // switch from 73 back to 100 at 11 is missing, only 100's arrival says it. Without
+        // it, 100 would wait for a CPU until its next switch at 30.
+        let arrive = |ms, pid| at(ms, 0, SchedKind::Arrive { pid });
+        let events = [
+            fork(0, 1, 100),
+            switch(0, 0, 1, Uninterruptible, 100),
+            arrive(0, 100),
+            switch(10, 0, 100, Runnable, 73),
+            arrive(10, 73),
+            arrive(11, 100),
+            switch(30, 0, 100, Dead, 0),
+        ];
+        assert_eq!(ms(replay(&events, 30)), [29, 1, 0, 0, 1]);
+        // The arrival of another task takes a task of the tree off the CPU all the same.
+        let events = [
+            fork(0, 1, 100),
+            switch(0, 0, 1, Uninterruptible, 100),
+            arrive(5, 555),
+            switch(9, 1, 0, Runnable, 100),
+            switch(12, 1, 100, Dead, 0),
+        ];
+        assert_eq!(ms(replay(&events, 12)), [8, 4, 0, 0, 1]);
     }
 
     #[test]

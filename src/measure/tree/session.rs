@@ -1,5 +1,7 @@
 //! A batch's tree tracer: the six `sched` tracepoints of
-//! [`TRACEPOINTS`](crate::measure::tree::decode::TRACEPOINTS) opened system-wide on
+//! [`TRACEPOINTS`](crate::measure::tree::decode::TRACEPOINTS) and the CPU's context-switch
+//! records (where the kernel wrote no `sched_switch`, they say who took the CPU: see
+//! [`SchedKind::Arrive`]) opened system-wide on
 //! every online CPU (`pid = -1, cpu = N`: one group and one ring per CPU, see
 //! [`coldtrace_syscalls::ring`]), enabled before the batch's first spawn and kept on until its
 //! last run is done ([`TreeTracer::stop`]), emptied right before each spawn (what came between
@@ -33,14 +35,16 @@
 #![forbid(unsafe_code)]
 
 use crate::measure::procfs::ProcFile;
-use crate::measure::tree::decode::{Decoder, SchedEvent};
+use crate::measure::tree::decode::{Decoder, SchedEvent, SchedKind};
 use crate::measure::tree::replay::{Replay, TreeStates, Unreplayable};
 use crate::measure::tree::tracefs;
 use coldtrace_syscalls::perf::{
     attr_flags, PerfEventAttr, PerfTarget, ATTR_USE_CLOCKID, CLOCK_MONOTONIC, PERF_RECORD_SAMPLE,
     PERF_SAMPLE_RAW, PERF_SAMPLE_TIME, PERF_TYPE_TRACEPOINT,
 };
-use coldtrace_syscalls::ring::{lost_count, time_and_raw, Malformed, PerfRing, Unread};
+use coldtrace_syscalls::ring::{
+    lost_count, switch_in, switch_records_attr, time_and_raw, Malformed, PerfRing, Unread,
+};
 use coldtrace_syscalls::Errno;
 use std::path::PathBuf;
 
@@ -151,10 +155,13 @@ impl TreeTracer {
         let (tracing, mounted) = tracefs::find_or_mount()?;
         let formats = tracefs::read_formats(&tracing)?;
         let decoder = Decoder::new(&formats)?;
+        // The tracepoints, then the CPU's context-switch records: the arriving task's record
+        // says who took the CPU where the kernel wrote no `sched_switch` (`SchedKind::Arrive`).
         let attrs = formats
             .iter()
             .enumerate()
             .map(|(k, f)| attr(f.id, k == 0))
+            .chain(std::iter::once(switch_records_attr()))
             .collect();
         let mut tracer = TreeTracer {
             attrs,
@@ -477,6 +484,13 @@ impl<'a> Head<'a> {
                         run.records += 1;
                         time_and_raw(record.body)
                             .and_then(|(time, raw)| decoder.decode(time, self.cpu, raw))
+                    } else if let Some((time_ns, tid)) = switch_in(&record) {
+                        let kind = SchedKind::Arrive { pid: tid as i32 };
+                        Some(SchedEvent {
+                            time_ns,
+                            cpu: self.cpu,
+                            kind,
+                        })
                     } else {
                         let lost = lost_count(&record).unwrap_or(0);
                         if lost > 0 && !before_the_run {

@@ -113,10 +113,15 @@ pub mod attr_flags {
     pub const TASK: u64 = 1 << 13;
     /// Wake up on watermark instead of events.
     pub const WATERMARK: u64 = 1 << 14;
+    /// Records other than samples carry the sample's `sample_id` fields too (bit 18).
+    pub const SAMPLE_ID_ALL: u64 = 1 << 18;
     /// Do not count in the host (bit 19).
     pub const EXCLUDE_HOST: u64 = 1 << 19;
     /// Do not count in guests (bit 20).
     pub const EXCLUDE_GUEST: u64 = 1 << 20;
+    /// Write a `PERF_RECORD_SWITCH` (per task) or `PERF_RECORD_SWITCH_CPU_WIDE` (per CPU)
+    /// at every context switch (bit 26, Linux ≥ 4.3).
+    pub const CONTEXT_SWITCH: u64 = 1 << 26;
 }
 
 /// `struct perf_event_attr` (`<linux/perf_event.h>`), the full `PERF_ATTR_SIZE_VER8` layout.
@@ -223,6 +228,9 @@ pub const PERF_FLAG_PID_CGROUP: u64 = 1 << 2;
 /// `events/<system>/<name>/id`).
 pub const PERF_TYPE_TRACEPOINT: u32 = 2;
 
+/// `PERF_SAMPLE_TID`: a sample (and, with `sample_id_all`, every other record) carries the
+/// current task's `u32 pid, u32 tid`.
+pub const PERF_SAMPLE_TID: u64 = 1 << 1;
 /// `PERF_SAMPLE_TIME`: a sample carries the time of the event (`u64`, ns of the event's clock).
 pub const PERF_SAMPLE_TIME: u64 = 1 << 2;
 /// `PERF_SAMPLE_RAW`: a sample carries the tracepoint's raw record (`u32` size, then the bytes
@@ -243,6 +251,14 @@ pub const PERF_RECORD_SAMPLE: u32 = 9;
 /// `PERF_RECORD_LOST_SAMPLES` (Linux ≥ 4.2): samples dropped before reaching the ring (`u64
 /// lost`).
 pub const PERF_RECORD_LOST_SAMPLES: u32 = 13;
+
+/// `PERF_RECORD_SWITCH_CPU_WIDE` (Linux ≥ 4.3): a context switch on the event's CPU
+/// (`u32 next_prev_pid`, `u32 next_prev_tid`: the task switched to when
+/// [`PERF_RECORD_MISC_SWITCH_OUT`] is set, else the one switched from; then `sample_id`).
+pub const PERF_RECORD_SWITCH_CPU_WIDE: u32 = 15;
+/// `PERF_RECORD_MISC_SWITCH_OUT`, in a switch record's `misc`: written as the current task
+/// leaves the CPU (without it: as the current task arrives).
+pub const PERF_RECORD_MISC_SWITCH_OUT: u16 = 1 << 13;
 
 /// `PERF_EVENT_IOC_ENABLE`, `_IO('$', 0)`: start an event (its group with
 /// [`PERF_IOC_FLAG_GROUP`]).
