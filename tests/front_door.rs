@@ -473,3 +473,63 @@ fn report_walks_past_a_commands_folder_that_is_no_comparison() {
         out.describe()
     );
 }
+
+/// `coldtrace time -o FILE` writes FILE as coldtrace writes every file it is told to: the old
+/// contents stay whole until the report replaces them (a run that is killed truncates
+/// nothing), and a symlink to nothing is refused before the run instead of followed.
+#[test]
+fn time_dash_o_never_truncates_first_nor_writes_through_a_dangling_symlink() {
+    let dir = TempDir::new("time-o");
+    std::fs::write(dir.join("report"), "the last report\n").unwrap();
+    // The command reads the file while it runs: it still holds the last report.
+    let out = ct(
+        dir.path(),
+        [
+            "time",
+            "-o",
+            "report",
+            "-f",
+            "%x",
+            "sh",
+            "-c",
+            "cat report > seen",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let seen = std::fs::read_to_string(dir.join("seen")).unwrap();
+    assert_eq!(seen, "the last report\n", "{}", out.describe());
+    let report = std::fs::read_to_string(dir.join("report")).unwrap();
+    assert_eq!(report, "0\n", "{}", out.describe());
+    // A symlink to nothing: one line, exit 125, the command not run, nothing made.
+    std::os::unix::fs::symlink(dir.join("elsewhere"), dir.join("link")).unwrap();
+    for append in [false, true] {
+        let mut args = vec!["time", "-o", "link"];
+        if append {
+            args.push("-a");
+        }
+        args.extend(["touch", "ran"]);
+        let out = ct(dir.path(), &args).run();
+        out.expect_code(125);
+        assert!(
+            out.stderr_lines().len() == 1 && out.stderr.contains("link: is a symlink to nothing"),
+            "{}",
+            out.describe()
+        );
+        assert!(
+            !dir.join("elsewhere").exists() && !dir.join("ran").exists(),
+            "{}",
+            out.describe()
+        );
+    }
+    // -a appends to the file, through a symlink to it as every writer follows one.
+    std::os::unix::fs::symlink("report", dir.join("to-report")).unwrap();
+    let out = ct(
+        dir.path(),
+        ["time", "-a", "-o", "to-report", "-f", "[%x]", "true"],
+    )
+    .run();
+    out.expect_code(0);
+    let report = std::fs::read_to_string(dir.join("report")).unwrap();
+    assert_eq!(report, "0\n[0]\n", "{}", out.describe());
+}

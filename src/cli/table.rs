@@ -700,9 +700,12 @@ static OPTIONS: &[OptSpec] = &[
         long: "output-file", aliases: ["output"], short: ['o'], values: ["FILE"],
         repeat: LastWins, subs: TIME, category: Output,
         help: "write the report to FILE instead of stderr",
-        description: "Write the report to FILE instead of stderr. FILE is created (or \
-            truncated) before the command runs, as GNU time does; if it cannot be, nothing runs \
-            (exit 125). Unlike GNU time 1.9, the command does not inherit FILE's descriptor.",
+        description: "Write the report to FILE instead of stderr. FILE is checked before the \
+            command runs; if it cannot be written, nothing runs (exit 125), as with GNU time. \
+            Unlike GNU time, FILE is not truncated first: the report replaces it atomically once \
+            it exists (a temporary file beside it, renamed over it), so a killed run leaves the \
+            old contents whole; a symlink to nothing is refused, and the command does not \
+            inherit FILE's descriptor.",
     },
     opt! {
         long: "append", short: ['a'], values: [], repeat: LastWins,

@@ -112,12 +112,12 @@ fn single_run(argv: Vec<OsString>) -> Plan {
 /// Runs the command once through the same plan, batch and runner as `coldtrace run --
 /// COMMAND`, then writes GNU time's report to stderr or the `-o` file.
 pub fn execute_time(args: &TimeArgs) -> Result<Output, BatchError> {
-    // GNU time opens (and truncates) the file before it runs the command: a bad path is an
-    // error of ours, and the command does not run.
+    // As GNU time, a bad `-o` path is an error of ours and the command does not run; unlike
+    // it, the file is not truncated first (see `ReportFile`).
     let mut file = args
         .output_file
         .as_deref()
-        .map(|path| open_report(path, args.append))
+        .map(|path| ReportFile::check(path, args.append))
         .transpose()?;
     let signals = Signals::install()?;
     let (ending, wall_ns, usage) = match batch::run(&args.plan, &signals, &mut Unobserved) {
@@ -144,12 +144,10 @@ pub fn execute_time(args: &TimeArgs) -> Result<Output, BatchError> {
         page_size_bytes: rustix::param::page_size() as u64,
     };
     let report = gnu_time::render(layout, args.quiet, &facts);
-    match (&mut file, &args.output_file) {
-        (Some(f), Some(path)) => f
-            .write_all(&report)
-            .map_err(|e| BatchError::own(format!("time: {}: cannot write: {e}", path.display())))?,
+    match &mut file {
+        Some(f) => f.write(&report)?,
         // stderr is a courtesy here as everywhere: a closed one does not change the exit code.
-        _ => {
+        None => {
             let _ = std::io::stderr().write_all(&report);
         }
     }
@@ -237,22 +235,57 @@ fn gnu_usage(u: ResourceUsage) -> Usage {
     }
 }
 
-/// `-o FILE`, truncated (or with `-a` appended to), created with mode 0666 less the umask, as
-/// GNU time's `fopen` creates it, but close-on-exec: the command does not inherit it.
-fn open_report(path: &Path, append: bool) -> Result<File, BatchError> {
-    File::options()
-        .create(true)
-        .write(true)
-        .append(append)
-        .truncate(!append)
-        .open(path)
-        .map_err(|e| {
-            let reason = e
-                .raw_os_error()
-                .and_then(|n| Errno::from_raw(n).message())
-                .map_or_else(|| e.to_string(), str::to_owned);
-            BatchError::own(format!("time: {}: {reason}", path.display()))
-        })
+/// The `-o FILE` of a run, checked before it and written after it.
+///
+/// Without `-a`, the file is written as every file coldtrace is told to write (an export, a
+/// picture: [`export_file`](crate::record::export_file)): checked before the run, then
+/// replaced atomically once the report exists — a temporary file beside it, renamed over it —
+/// so an interrupted run leaves the old contents whole, and a symlink to nothing is refused
+/// rather than followed to create a file wherever it points. With `-a`, the report is appended
+/// (`O_APPEND`, so that runs writing one log at once each add their lines): to the existing
+/// file, never creating one through a symlink (`O_EXCL` when there is none yet). Close-on-exec:
+/// the command does not inherit it.
+enum ReportFile<'a> {
+    Replace(&'a Path),
+    Append(&'a Path, File),
+}
+
+impl<'a> ReportFile<'a> {
+    fn check(path: &'a Path, append: bool) -> Result<ReportFile<'a>, BatchError> {
+        let target = crate::record::export_file::Target { flag: "-o", path };
+        crate::record::export_file::check_all(&[target], &[])
+            .map_err(|why| BatchError::own(format!("time: {why}")))?;
+        if !append {
+            return Ok(ReportFile::Replace(path));
+        }
+        let exists = std::fs::symlink_metadata(path).is_ok();
+        File::options()
+            .append(true)
+            .create_new(!exists)
+            .open(path)
+            .map(|file| ReportFile::Append(path, file))
+            .map_err(|e| cannot(path, &e))
+    }
+
+    fn write(&mut self, report: &[u8]) -> Result<(), BatchError> {
+        match self {
+            ReportFile::Replace(path) => {
+                let target = crate::record::export_file::Target { flag: "-o", path };
+                crate::record::export_file::write(target, |w| w.write_all(report))
+                    .map_err(|e| BatchError::own(format!("time: {}", e.message)))
+            }
+            ReportFile::Append(path, file) => file.write_all(report).map_err(|e| cannot(path, &e)),
+        }
+    }
+}
+
+/// `time: FILE: REASON`, as GNU time words a file it cannot open.
+fn cannot(path: &Path, e: &std::io::Error) -> BatchError {
+    let reason = e
+        .raw_os_error()
+        .and_then(|n| Errno::from_raw(n).message())
+        .map_or_else(|| e.to_string(), str::to_owned);
+    BatchError::own(format!("time: {}: {reason}", path.display()))
 }
 
 #[cfg(test)]
