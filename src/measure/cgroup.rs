@@ -271,22 +271,13 @@ impl Leaf {
 /// controller on is ~400 bytes, a PSI file ~120).
 const SMALL: usize = 1024;
 
-/// The text of a small cgroup file (at most [`SMALL`] bytes), read from its start into `buf`;
-/// empty when it cannot be read.
+/// The text of a small cgroup file (at most [`SMALL`] bytes), read from its start into `buf`
+/// (one record: a short read is its end, [`procfs::pread_small`]); empty when it cannot be
+/// read.
 fn read_small<'b>(fd: Option<&OwnedFd>, buf: &'b mut [u8; SMALL]) -> &'b str {
-    let Some(fd) = fd else {
-        return "";
-    };
-    let mut filled = 0;
-    while filled < buf.len() {
-        match rustix::io::pread(fd, &mut buf[filled..], filled as u64) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return "",
-        }
-    }
-    std::str::from_utf8(&buf[..filled]).unwrap_or("")
+    fd.and_then(|fd| procfs::pread_small(fd, buf))
+        .and_then(|text| std::str::from_utf8(text).ok())
+        .unwrap_or("")
 }
 
 /// The live processes of the cgroup at `dir` (zombies left out).

@@ -45,8 +45,9 @@ const SHORT_READ_ENDS_BELOW: usize = 4096 - 256;
 /// With `small_records`, a read that returns fewer than [`SHORT_READ_ENDS_BELOW`] bytes and
 /// less than was asked for is taken as the end, saving the confirming read → 0. That holds for
 /// seq_files ([proc(5)]) whose contents are one record (`single_open`: PSI, `statm`,
-/// `status`, a PID's `io` and `schedstat`) or records under 256 bytes (`/proc/vmstat`'s
-/// lines): `seq_read_iter` goes on adding records until the request is full, the file ends, or
+/// `status`, a PID's `io` and `schedstat`; kernfs shows a cgroup's `cpu.stat`,
+/// `cgroup.events` and PSI files and a sysfs attribute such as `cpu/online` as one record too)
+/// or records under 256 bytes (`/proc/vmstat`'s lines): `seq_read_iter` goes on adding records until the request is full, the file ends, or
 /// the next record would overflow its buffer (at least a page), and the last cannot happen
 /// below a page minus one record. Files with longer records (`smaps`) must not pass it.
 ///
@@ -83,6 +84,24 @@ fn read_up_to<'b>(
             Err(_) => return None,
         }
     }
+}
+
+/// Reads a file of small records (see [`read_up_to`]) from offset 0 into `buf`, at most its
+/// length: usually one read (a cgroup's `cpu.stat` or PSI file, a sysfs attribute); `None` on
+/// an error.
+pub fn pread_small<'b>(fd: &OwnedFd, buf: &'b mut [u8]) -> Option<&'b [u8]> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let asked = buf.len() - filled;
+        match rustix::io::pread(fd, &mut buf[filled..], filled as u64) {
+            Ok(0) => break,
+            Ok(n) if n < asked && n < SHORT_READ_ENDS_BELOW => return Some(&buf[..filled + n]),
+            Ok(n) => filled += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return None,
+        }
+    }
+    Some(&buf[..filled])
 }
 
 /// A /proc file kept open and re-read from the start on every [`ProcFile::read`].
@@ -222,6 +241,13 @@ mod tests {
         let mut statm = ProcFile::open("/proc/self/statm");
         let text = statm.read_small().unwrap();
         assert!(text.ends_with(b"\n") && text.len() < 200, "{text:?}");
+        // A sysfs attribute in one read, whole, into a fixed buffer; one too small is filled.
+        let fd = open("/sys/devices/system/cpu/online").unwrap();
+        let mut buf = [0u8; 64];
+        let online = pread_small(&fd, &mut buf).unwrap().to_vec();
+        assert!(online.ends_with(b"\n") && online.len() > 1, "{online:?}");
+        let mut tiny = [0u8; 1];
+        assert_eq!(pread_small(&fd, &mut tiny).unwrap(), &online[..1]);
         // Small-record reads see the whole of /proc/vmstat, as the read to the end does.
         let small = vmstat.read_small().unwrap().to_vec();
         let lines = |t: &[u8]| t.split(|&b| b == b'\n').count();

@@ -5,8 +5,10 @@
 # on its process (the measured /bin/true children are not counted). coldtrace's spawner is a
 # child too, so --no-inherit leaves it out: its CPU (user + system from its wait4, recorded in
 # the batch document as `spawner.cpu_ns`) is added to coldtrace's, and printed apart.
-# ROUNDS rounds, interleaved (floor, hyperfine, coldtrace, coldtrace --minimal, …); the table
-# gives each contender's median and range over the rounds, in µs per run.
+# ROUNDS rounds, interleaved (floor, hyperfine, coldtrace, coldtrace with COLDTRACE_TREE=off,
+# coldtrace --minimal, …); the table gives each contender's median and range over the rounds,
+# in µs per run. As root the default traces the process tree: the row with the tracing off
+# and the paired difference give the tracing's own share.
 #
 # Usage: tests/bench/own_cpu.sh            (from anywhere; prints Markdown on stdout)
 # Environment: N (runs per contender and round, default 2000), ROUNDS (default 5), CT (a
@@ -63,7 +65,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
   own=$(own_us "$CT" run -n "$N" -q --json -- /bin/true)
   sp=$(spawner_us)
   CGROUP=$(python3 -c 'import json, sys; c = (json.load(open(sys.argv[1])).get("context") or {}).get("cgroup") or {}; print("on" if c.get("path") else "off")' "$WORK/stdout")
-  add ct_own "$own"; add ct_spawner "$sp"; add ct "$(awk -v a="$own" -v b="$sp" 'BEGIN { printf "%.2f", a + b }')"
+  add ct_own "$own"; add ct_spawner "$sp"; both=$(awk -v a="$own" -v b="$sp" 'BEGIN { printf "%.2f", a + b }'); add ct "$both"
+  own=$(own_us env COLDTRACE_TREE=off "$CT" run -n "$N" -q --json -- /bin/true)
+  sp=$(spawner_us)
+  off=$(awk -v a="$own" -v b="$sp" 'BEGIN { printf "%.2f", a + b }')
+  add ct_off "$off"; add ct_tree "$(awk -v a="$both" -v b="$off" 'BEGIN { printf "%.2f", a - b }')"
   own=$(own_us "$CT" run -n "$N" -q --json --minimal -- /bin/true)
   add ctmin "$own"
 done
@@ -94,13 +100,20 @@ echo "| hyperfine \`-N --runs $N\` | $(stat hyperfine) | 1.00× |"
 echo "| coldtrace \`run\` (default): itself + its spawner | $(stat ct) | $(ratio ct) |"
 echo "| … of which coldtrace's process | $(stat ct_own) | |"
 echo "| … of which the spawner | $(stat ct_spawner) | |"
+echo "| coldtrace \`run\` with \`COLDTRACE_TREE=off\`: itself + its spawner | $(stat ct_off) | $(ratio ct_off) |"
+echo "| … the tree's tracing (default − off, paired by round) | $(stat ct_tree) | |"
 echo "| coldtrace \`run --minimal\` (no spawner) | $(stat ctmin) | $(ratio ctmin) |"
 echo
 if [ "${CGROUP:-off}" = on ]; then
   echo "The default run made its per-batch cgroup (each run born in a leaf of it): its cost is in"
   echo "coldtrace's and the spawner's figures (the spawner's clone puts each child in the leaf);"
-  echo "tests/bench/cgroup_cost.sh measures its share. The process-tree source is not on by default."
+  echo "tests/bench/cgroup_cost.sh measures its share."
 else
-  echo "No per-batch cgroup was made here, and the process-tree source is not on by default: no"
-  echo "share of theirs is counted."
+  echo "No per-batch cgroup was made here: no share of its is counted."
+fi
+if [ "$(id -u)" = 0 ]; then
+  echo "As root the default run traces the process tree (the scheduler's tracepoints): its share"
+  echo "is the paired difference above."
+else
+  echo "Not root: the default run could not trace the process tree (it needs root or CAP_PERFMON)."
 fi

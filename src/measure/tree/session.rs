@@ -180,7 +180,7 @@ impl TreeTracer {
     }
 
     fn online_cpus(&mut self) -> Option<Vec<u32>> {
-        let text = self.online.read()?;
+        let text = self.online.read_small()?;
         tracefs::parse_cpu_list(std::str::from_utf8(text).ok()?)
     }
 
