@@ -182,7 +182,8 @@ fn minimal_runs_have_no_tree() {
 }
 
 /// Two processes passing a byte back and forth through pipes for `argv[1]` ms: hundreds of
-/// thousands of context switches a second.
+/// thousands of context switches a second. Each closes the ends it does not use, so the child
+/// sees the end of its pipe and exits when the parent does.
 const PING_PONG: &str = r#"
 #include <stdlib.h>
 #include <time.h>
@@ -192,9 +193,13 @@ int main(int argc, char **argv) {
     char c = 0;
     if (pipe(a) || pipe(b)) return 2;
     if (fork() == 0) {
+        close(a[1]);
+        close(b[0]);
         while (read(a[0], &c, 1) == 1) if (write(b[1], &c, 1) != 1) break;
         _exit(0);
     }
+    close(a[0]);
+    close(b[1]);
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     long ms = atol(argv[1]);
