@@ -120,7 +120,10 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// One case at a time: the cases' own runs would otherwise queue each other for the CPUs.
+/// One case at a time, from its setup on: a case's runs would otherwise share the CPUs with
+/// another case's compiler and its 64 MiB files' writes. (With only the runs one at a time, a
+/// background read's first run once stood out from warm runs 0.9 ms apart by +2.8 ms, all of
+/// it waiting for a CPU; alone, the same case read −2.4 to −1.5 ms.)
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Whether the tree can be traced here; the reason printed when not.
@@ -157,6 +160,10 @@ fn file_of(dir: &Path, name: &str, mib: usize) -> PathBuf {
         *b = x as u8;
     }
     std::fs::write(&path, bytes).expect("write the file to read");
+    // On storage before the case runs: its writeback would otherwise run beside the batch.
+    std::fs::File::open(&path)
+        .and_then(|f| f.sync_all())
+        .expect("sync the file to read");
     path
 }
 
@@ -291,18 +298,24 @@ fn minus(a: [f64; 4], b: [f64; 4]) -> [f64; 4] {
 struct Case {
     tmp: TempDir,
     work: PathBuf,
+    /// Held for the whole case (see [`ONE_AT_A_TIME`]).
+    _one: std::sync::MutexGuard<'static, ()>,
 }
 
 fn case(tag: &str) -> Case {
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = TempDir::new(tag);
     let work = compile(tmp.path(), "work", WORK, &["-pthread"]);
-    Case { tmp, work }
+    Case {
+        tmp,
+        work,
+        _one: one,
+    }
 }
 
 impl Case {
     /// `coldtrace run -n 6 -o b ARGS -- CMD…`; the batch directory.
     fn batch(&self, args: &[&str], command: &[&str]) -> PathBuf {
-        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let mut all = vec!["run", "-n", "6", "-o", "b", "--keep-output"];
         all.extend_from_slice(args);
         all.push("--");
@@ -437,7 +450,6 @@ fn two_parallel_cold_reads_under_a_waiting_shell_are_uninterruptible_not_blocked
     let (a, b) = (a.display().to_string(), b.display().to_string());
     let work = c.work();
     let script = "\"$0\" read \"$1\" & \"$0\" read \"$2\" & wait";
-    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = ct(
         c.tmp.path(),
         [
@@ -463,7 +475,6 @@ fn two_parallel_cold_reads_under_a_waiting_shell_are_uninterruptible_not_blocked
     )
     .ahead_of_other_sessions()
     .run();
-    drop(one);
     out.expect_code(0);
     let batch = c.tmp.join("b");
     let (doc, first, reference) = first_and_reference(&batch);
@@ -515,7 +526,6 @@ fn a_cold_read_in_a_background_child_off_the_critical_path_claims_no_penalty() {
     let work = c.work();
     // The read starts once the main path is asleep (400 ms) and ends well before it wakes.
     let script = "(\"$0\" sleep 30; \"$0\" read \"$1\") & exec \"$0\" sleep 400";
-    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = ct(
         c.tmp.path(),
         [
@@ -538,7 +548,6 @@ fn a_cold_read_in_a_background_child_off_the_critical_path_claims_no_penalty() {
     )
     .ahead_of_other_sessions()
     .run();
-    drop(one);
     out.expect_code(0);
     let doc = read_batch(&c.tmp.join("b"));
     let p = &doc["first_penalty"];
