@@ -118,25 +118,18 @@ pub(crate) fn clone_child(
     };
     let inputs = inputs as *mut ChildInputs<'_>;
     // SAFETY: the contract of `clone_into_child`, point by point:
-    // - Nothing returns twice into Rust: the child runs `child_entry`, which ends in execve or
-    //   exit_group; this frame sees only the parent's return.
-    // - Stack valid, aligned and large enough: `stack` is writable memory borrowed exclusively
-    //   for this call (a `StackRegion` is made only from a `&mut [u8; N]`), its top 16-byte
-    //   aligned (`clone3` gets its lowest address and size, `clone` the top), and at least
-    //   MIN_STACK_BYTES (checked at compile time), above the child's deepest frame (checked by
-    //   disassembly), so the child stays inside it even where no guard page lies below.
-    // - Lives long enough: `inputs`, `args` and the pidfd slot are in this thread's frames,
-    //   and CLONE_VFORK (always set above) suspends this thread until the child has exec'd or
-    //   exited.
-    // - No aliasing: this thread does not touch `inputs` until the call returns; the child's
-    //   `&mut` is the only reference meanwhile. The kernel writes the pidfd slot (an `int`)
-    //   before the child runs — and may write it on a clone that then fails (a failure after
-    //   the descriptor was made, e.g. a cgroup refused by CLONE_INTO_CGROUP, releases that
-    //   number again), so callers read the slot only after a successful return. The vfork
-    //   completion orders the child's writes before the parent resumes: a join, not a race.
-    // - No flag beyond CALLER_FLAGS: the child gets its own descriptor table and signal
-    //   handlers, and is a process, not a thread of this one.
-    // - No handler runs in the child: see "Safe to call from a multi-threaded program" in
-    //   `spawn.rs`; the spawner installs none and blocks every signal.
+    // - Nothing returns twice: the child runs `child_entry` into execve or exit_group.
+    // - Stack valid, aligned, large enough: borrowed exclusively (`StackRegion` is made only
+    //   from a `&mut [u8; N]`), top 16-byte aligned, at least MIN_STACK_BYTES (compile time),
+    //   above the child's deepest frame (disassembly test), as no guard page lies below it.
+    // - Lives long enough: `inputs`, `args` and the pidfd slot are in this thread's frames, and
+    //   CLONE_VFORK (always set) suspends this thread until the child has exec'd or exited.
+    // - No aliasing: this thread leaves `inputs` alone until the return (the child's `&mut` is
+    //   the only reference); the vfork completion orders the child's writes before it resumes.
+    //   The kernel may write the pidfd slot on a clone that then fails (a refused cgroup), so
+    //   callers read it only after a successful return.
+    // - No flag beyond CALLER_FLAGS: a process with its own descriptors and signal handlers.
+    // - No handler runs in the child: every signal is blocked (`spawn.rs`, "Safe to call from a
+    //   multi-threaded program"; the spawner installs none and blocks them all).
     unsafe { clone_into_child(nr, regs, inputs) }
 }
