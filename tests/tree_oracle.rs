@@ -314,18 +314,22 @@ fn case(tag: &str) -> Case {
 }
 
 impl Case {
-    /// `coldtrace run -n 6 -o b ARGS -- CMD…`; the batch directory.
-    fn batch(&self, args: &[&str], command: &[&str]) -> PathBuf {
+    /// `coldtrace run -n 6 -o b --keep-output ARGS -- CMD…`, which must succeed.
+    fn run(&self, args: &[&str], command: &[&str]) -> common::Output {
         let mut all = vec!["run", "-n", "6", "-o", "b", "--keep-output"];
         all.extend_from_slice(args);
         all.push("--");
         all.extend_from_slice(command);
         // In a session of its own at autogroup nice -20: other sessions' load would put waits
         // for a CPU into the runs that no task of the truth can see.
-        ct(self.tmp.path(), all)
-            .ahead_of_other_sessions()
-            .run()
-            .expect_code(0);
+        let out = ct(self.tmp.path(), all).ahead_of_other_sessions().run();
+        out.expect_code(0);
+        out
+    }
+
+    /// [`Case::run`]; the batch directory.
+    fn batch(&self, args: &[&str], command: &[&str]) -> PathBuf {
+        self.run(args, command);
         self.tmp.join("b")
     }
 
@@ -450,32 +454,10 @@ fn two_parallel_cold_reads_under_a_waiting_shell_are_uninterruptible_not_blocked
     let (a, b) = (a.display().to_string(), b.display().to_string());
     let work = c.work();
     let script = "\"$0\" read \"$1\" & \"$0\" read \"$2\" & wait";
-    let out = ct(
-        c.tmp.path(),
-        [
-            "run",
-            "-n",
-            "6",
-            "-o",
-            "b",
-            "--keep-output",
-            "--evict",
-            &a,
-            "--evict",
-            &b,
-            "--cold-first-only",
-            "--",
-            "sh",
-            "-c",
-            script,
-            &work,
-            &a,
-            &b,
-        ],
-    )
-    .ahead_of_other_sessions()
-    .run();
-    out.expect_code(0);
+    let out = c.run(
+        &["--evict", &a, "--evict", &b, "--cold-first-only"],
+        &["sh", "-c", script, &work, &a, &b],
+    );
     let batch = c.tmp.join("b");
     let (doc, first, reference) = first_and_reference(&batch);
     let got = measured(&doc);
@@ -526,29 +508,10 @@ fn a_cold_read_in_a_background_child_off_the_critical_path_claims_no_penalty() {
     let work = c.work();
     // The read starts once the main path is asleep (400 ms) and ends well before it wakes.
     let script = "(\"$0\" sleep 30; \"$0\" read \"$1\") & exec \"$0\" sleep 400";
-    let out = ct(
-        c.tmp.path(),
-        [
-            "run",
-            "-n",
-            "6",
-            "-o",
-            "b",
-            "--keep-output",
-            "--evict",
-            &f,
-            "--cold-first-only",
-            "--",
-            "sh",
-            "-c",
-            script,
-            &work,
-            &f,
-        ],
-    )
-    .ahead_of_other_sessions()
-    .run();
-    out.expect_code(0);
+    let out = c.run(
+        &["--evict", &f, "--cold-first-only"],
+        &["sh", "-c", script, &work, &f],
+    );
     let doc = read_batch(&c.tmp.join("b"));
     let p = &doc["first_penalty"];
     println!(
