@@ -471,8 +471,8 @@ impl Drop for TestGroup {
     }
 }
 
-/// The names (`comm`) of the processes in the run leaves of a batch's group, by PID.
-fn members_of(group: &Path) -> Vec<String> {
+/// The PIDs of the processes in the run leaves of a batch's group, in order.
+fn pids_in(group: &Path) -> Vec<i32> {
     let mut pids: Vec<i32> = std::fs::read_dir(group)
         .unwrap()
         .flatten()
@@ -485,10 +485,28 @@ fn members_of(group: &Path) -> Vec<String> {
         })
         .collect();
     pids.sort_unstable();
-    pids.iter()
+    pids
+}
+
+/// The names (`comm`) of the processes in the run leaves of a batch's group, by PID.
+fn members_of(group: &Path) -> Vec<String> {
+    pids_in(group)
+        .iter()
         .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok())
         .map(|comm| comm.trim_end().to_string())
         .collect()
+}
+
+/// Whether a process in the run leaves of a batch's group runs exactly `argv`.
+fn runs_in(group: &Path, argv: &[&str]) -> bool {
+    let wanted: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    pids_in(group)
+        .iter()
+        .filter_map(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).ok())
+        .any(|cmdline| cmdline == wanted)
 }
 
 /// The line of `/proc/self/cgroup` a command prints: `0::PATH`, as a path below the mount.
@@ -601,10 +619,25 @@ fn a_group_left_by_a_coldtrace_killed_mid_batch_is_emptied_and_named_by_the_next
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(super::running(&d.link), "the daemon never ran: {shown}");
+    // The command has left its loop that waits for the daemon (whose `pgrep` and `sleep 0.01`
+    // end by themselves) and runs its last `sleep 30`: what the group holds is now fixed.
+    let running_in_a_batch = || {
+        group
+            .batch_groups()
+            .iter()
+            .any(|g| runs_in(g, &["sleep", "30"]))
+    };
+    while !running_in_a_batch() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        running_in_a_batch(),
+        "the command never reached its sleep: {shown}"
+    );
     child.kill().unwrap();
     let _ = child.wait();
     // The command died with coldtrace (its parent-death signal); the daemon in a session of
-    // its own did not, and is still in the killed batch's group.
+    // its own did not, and nor did the command's `sleep`: both are in the killed batch's group.
     let until = Instant::now() + Duration::from_secs(5);
     while super::running(&cmd) && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(10));
@@ -613,19 +646,17 @@ fn a_group_left_by_a_coldtrace_killed_mid_batch_is_emptied_and_named_by_the_next
     assert!(super::running(&d.link));
     let left = group.batch_groups();
     assert_eq!(left.len(), 1, "{left:?}");
-    // The daemon, and the command's own `sleep` if the command had started it when coldtrace
-    // was killed (the parent-death signal reaches the command, not its children).
-    let held = members_of(&left[0]);
-    assert!(held.contains(&name(&d.link)), "{held:?}");
+    // The parent-death signal reaches the command, not its children.
+    let mut held = members_of(&left[0]);
+    held.sort();
+    let mut expected = vec![name(&d.link), "sleep".to_string()];
+    expected.sort();
+    assert_eq!(held, expected);
     let out = group.run(&dir, "run -n 1 -o b -- true");
     out.expect_code(0);
     assert_no_survivor(&d.link);
-    let count = match held.len() {
-        1 => "1 process".to_string(),
-        n => format!("{n} processes"),
-    };
     let named = format!(
-        "a coldtrace killed mid-batch left {count} running in {}:",
+        "a coldtrace killed mid-batch left 2 processes running in {}:",
         left[0].display()
     );
     assert_says(&out, &named);
@@ -644,8 +675,6 @@ fn a_group_left_by_a_coldtrace_killed_mid_batch_is_emptied_and_named_by_the_next
         .filter_map(|p| p["comm"].as_str().map(str::to_string))
         .collect();
     recorded.sort();
-    let mut held = held;
-    held.sort();
     assert_eq!(recorded, held, "{context}");
     // The killed batch's group is gone, and so is this batch's.
     assert_eq!(group.batch_groups(), Vec::<PathBuf>::new());
