@@ -387,10 +387,13 @@ fn expected(
     let why = if off {
         "COLDTRACE_TREE=off"
     } else {
-        "the tree's states need root or CAP_PERFMON"
+        "its states need root or CAP_PERFMON"
     };
+    // Counted without the tracepoints, from perf's task records.
+    let tasks = p["tree"]["tasks"].as_u64().unwrap_or(0);
+    assert!(tasks >= shape.min_tasks, "{} tasks: {p:#}", shape.name);
     let words = [
-        format!("; main thread only ({why}): "),
+        format!("; main thread only (the tree ran {tasks} tasks; {why}): "),
         " off CPU".into(),
         " on a CPU".into(),
         " waiting for a CPU".into(),

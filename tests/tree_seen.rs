@@ -11,33 +11,13 @@ use common::{ct, read_batch, Output, TempDir};
 use serde_json::Value;
 use std::time::Duration;
 
-/// `spin-first MARKER MS`: spins MS ms of CPU when it can remove MARKER (the first run only).
-const SPIN_FIRST: &str = r#"
-#include <stdlib.h>
-#include <time.h>
-#include <unistd.h>
-static unsigned long long cpu_ns(void) {
-    struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return t.tv_sec * 1000000000ULL + t.tv_nsec;
-}
-int main(int argc, char **argv) {
-    if (argc != 3) return 2;
-    if (unlink(argv[1]) == 0) {
-        unsigned long long end = cpu_ns() + atol(argv[2]) * 1000000ULL;
-        volatile unsigned long x = 0;
-        while (cpu_ns() < end) x++;
-    }
-    return 0;
-}
-"#;
-
 /// One batch at a time: two spinning first runs would queue each other for the CPUs.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The command: a shell that forks the program (it is not the shell's last command), which
 /// spins 300 ms of CPU in the first run only: two tasks, the penalty in the child.
 fn command(tmp: &TempDir) -> Vec<String> {
-    let program = common::compile(tmp.path(), "spin-first", SPIN_FIRST, &[]);
+    let program = common::compile(tmp.path(), "spin-first", common::SPIN_FIRST, &[]);
     let marker = tmp.join("marker");
     std::fs::write(&marker, b"first").unwrap();
     vec![
@@ -177,14 +157,20 @@ fn untraced_the_main_threads_split_is_labelled_with_the_trees_cpu_elsewhere() {
     let t = &p["tree"];
     let why = t["unavailable"].as_str().unwrap_or_default();
     assert!(why.contains("COLDTRACE_TREE=off"), "{p:#}");
-    assert!(t["on_cpu_ns"].is_null() && t["tasks"].is_null(), "{p:#}");
+    assert!(t["on_cpu_ns"].is_null(), "{p:#}");
+    // The shell and the program it forks, from perf's task records, in both runs.
+    assert_eq!(
+        (&t["tasks"], &t["reference_tasks"]),
+        (&2.into(), &2.into()),
+        "{p:#}"
+    );
     // The program's 300 ms ran in a child process of the shell (rounded to 10 ms ticks).
     assert!(ms(&t["children_cpu_ns"]) >= 270.0, "{p:#}");
     assert!(ms(&t["cpu_elsewhere_ns"]) >= 270.0, "{p:#}");
     let said = sentence(&out.shown());
     println!("{said}");
     assert!(
-        said.contains("; main thread only (COLDTRACE_TREE=off): "),
+        said.contains("; main thread only (the tree ran 2 tasks; COLDTRACE_TREE=off): "),
         "{said}"
     );
     for words in [" off CPU", " on a CPU", " waiting for a CPU"] {

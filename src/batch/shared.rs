@@ -14,6 +14,8 @@ use crate::measure::floor::Floor;
 use crate::measure::spawner::{BatchSpawner, SpawnerUsage};
 use crate::measure::system::SystemSampler;
 use crate::measure::tree::session::TreeTracer;
+use crate::measure::tree::source::TreeSource;
+use crate::measure::tree::tasks::TaskCounter;
 use coldtrace_syscalls::{ChildStack, Signal};
 use std::cell::RefCell;
 use std::fs::File;
@@ -54,6 +56,9 @@ pub struct Shared<'s> {
     /// The tree tracer, opened before the first traced run ([`Shared::open_tree`]), or why
     /// there is none.
     pub(crate) tree: Option<Result<RefCell<TreeTracer>, String>>,
+    /// Where there is no tree tracer: the count of the tree's tasks from perf's task records,
+    /// opened with it on the process that clones the children, or why there is none.
+    pub(crate) tasks: Option<Result<RefCell<TaskCounter>, String>>,
 }
 
 impl<'s> Shared<'s> {
@@ -77,6 +82,7 @@ impl<'s> Shared<'s> {
             leftover: Vec::new(),
             boot_marker: std::cell::OnceCell::new(),
             tree: None,
+            tasks: None,
         })
     }
 
@@ -148,9 +154,10 @@ impl<'s> Shared<'s> {
     }
 
     /// Opens the tree tracer unless it was tried already (then `tree` holds it, or why there
-    /// is none); `allowed` false (`COLDTRACE_TREE=off`) opens none, and says so.
+    /// is none); `allowed` false (`COLDTRACE_TREE=off`) opens none, and says so. Without a
+    /// tracer, opens the task counter on the spawner, or on this thread when there is none.
     pub(crate) fn open_tree(&mut self, allowed: bool) {
-        self.tree.get_or_insert_with(|| {
+        let tree = self.tree.get_or_insert_with(|| {
             if !allowed {
                 return Err(format!("{}=off", crate::plan::TREE_VAR));
             }
@@ -164,6 +171,10 @@ impl<'s> Shared<'s> {
             }
             Ok(RefCell::new(tracer))
         });
+        if tree.is_err() && self.tasks.is_none() {
+            let on = self.spawner.as_ref().map(BatchSpawner::pid);
+            self.tasks = Some(TaskCounter::open(on).map(RefCell::new));
+        }
     }
 
     /// After the batch's last run: stops the tree tracer's rings (they stay on from the first
@@ -182,6 +193,19 @@ impl<'s> Shared<'s> {
     /// A pending request to stop, if any.
     pub fn pending_interrupt(&self) -> Option<Signal> {
         self.signals.pending_interrupt()
+    }
+}
+
+/// The tree source of a run, from [`Shared::tree`] and [`Shared::tasks`] (borrowed apart from
+/// the rest of [`Shared`]): the tracer, else the task counter (`None`: neither).
+pub(crate) fn tree_source<'t>(
+    tree: &'t Option<Result<RefCell<TreeTracer>, String>>,
+    tasks: &'t Option<Result<RefCell<TaskCounter>, String>>,
+) -> Option<TreeSource<'t>> {
+    match (tree, tasks) {
+        (Some(Ok(tracer)), _) => Some(TreeSource::Traced(tracer)),
+        (_, Some(Ok(counter))) => Some(TreeSource::Counted(counter)),
+        _ => None,
     }
 }
 

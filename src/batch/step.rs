@@ -10,7 +10,7 @@ use crate::batch::error::{BatchError, NotRun};
 use crate::batch::group::GroupState;
 use crate::batch::outcome::{describe, FailureStop, SingleRun, Step};
 use crate::batch::progress::{Observer, RunEnd, RunStart};
-use crate::batch::shared::Shared;
+use crate::batch::shared::{tree_source, Shared};
 use crate::batch::wiring::{spawn_options, RunIo, Sinks};
 use crate::measure::cache;
 use crate::measure::cache::{PagedFile, Residency};
@@ -327,7 +327,6 @@ impl CommandBatch<'_> {
             }
         };
         let bounded = sink.is_some() || spill.is_some();
-        let tree = shared.tree.as_ref().filter(|_| !plan.minimal);
         let limits = RunLimits {
             timeout_ns: plan.timeout_ns,
             kill_after_ns: plan.kill_after_ns,
@@ -340,7 +339,7 @@ impl CommandBatch<'_> {
             inspect_child: !plan.minimal,
             orphans: Some(&shared.signals.subreaper),
             tick: bounded.then_some(&bound as &runner::Tick<'_>),
-            tree: tree.and_then(|t| t.as_ref().ok()),
+            tree: tree_source(&shared.tree, &shared.tasks).filter(|_| !plan.minimal),
         };
         let before = self.sample_before(shared.boot_id.as_ref(), &mut shared.sampler);
         // The last moment to stop without starting the run.

@@ -13,7 +13,7 @@ use crate::measure::floor::{Floor, FloorReading};
 use crate::measure::perf::{CounterReading, PerfEvent, PerfSession};
 use crate::measure::spawner::{BatchSpawner, Started};
 use crate::measure::survivors::{Members, SurvivorAction, SurvivorPolicy, Survivors, Sweep};
-use crate::measure::tree::session::{TreeReading, TreeTracer};
+use crate::measure::tree::source::{TreeResult, TreeSource};
 use crate::measure::waiting::{TickSchedule, WhileWaiting};
 use crate::measure::zombie::{ChildIo, ChildSched, ChildStat};
 use coldtrace_syscalls::spawn::{ChildStage, SpawnError};
@@ -21,7 +21,6 @@ use coldtrace_syscalls::{
     Child, ChildStack, Errno, Program, ResourceUsage, Signal, SignalFd, SpawnOptions, Subreaper,
     WaitEvent, WaitStatus,
 };
-use std::cell::RefCell;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -200,8 +199,9 @@ pub struct RunLimits<'a> {
     /// does much (moving output to a file) must stop at once when the check says so, or the
     /// wall time would include its work.
     pub tick: Option<&'a Tick<'a>>,
-    /// The tree's states from the scheduler's tracepoints (`None`: not traced).
-    pub tree: Option<&'a RefCell<TreeTracer>>,
+    /// The tree's states from the scheduler's tracepoints, or its tasks from perf's task
+    /// records (`None`: neither).
+    pub tree: Option<TreeSource<'a>>,
 }
 
 impl<'a> RunLimits<'a> {
@@ -256,8 +256,8 @@ pub struct RunResult {
     /// What the run's cgroup leaf counted for its whole tree (filled in by the caller, which
     /// owns the leaf).
     pub cgroup: Option<crate::measure::cgroup::RunGroup>,
-    /// The tree's states over the wall time (`None`: not traced).
-    pub tree: Option<TreeReading>,
+    /// The tree's states over the wall time, or its tasks (`None`: no tree source).
+    pub tree: Option<TreeResult>,
 }
 
 /// Where a run's child is cloned: coldtrace's own child stack and floor, and the batch's
@@ -282,20 +282,20 @@ pub fn measure(
     // Before the floor: starting the rings may grow coldtrace's memory, never after it.
     let tree = limits.tree;
     if let Some(t) = tree {
-        t.borrow_mut().begin();
+        t.begin();
     }
     let (spawned, start_ns, floor_reading, session) = spawn(program, options, via, limits);
     let child = match spawned {
         Ok(child) => child,
         Err(failure) => {
             if let Some(t) = tree {
-                t.borrow_mut().abandon();
+                t.abandon();
             }
             return not_started(failure, floor_reading, session);
         }
     };
     if let Some(t) = tree {
-        t.borrow_mut().started(child.pid(), start_ns);
+        t.started(child.pid(), start_ns);
     }
     say_fallbacks_once();
     let group = options.new_process_group;
@@ -303,9 +303,9 @@ pub fn measure(
     waiting.until_exit(watcher);
     let wall_ns = waiting.end_ns.map(|end| end.saturating_sub(start_ns));
     let tree = tree.and_then(|t| match waiting.end_ns {
-        Some(end) => t.borrow_mut().end(end),
+        Some(end) => t.end(end),
         None => {
-            t.borrow_mut().abandon();
+            t.abandon();
             None
         }
     });
@@ -509,7 +509,7 @@ impl<'w> Waiting<'w> {
             .limits
             .tick
             .map(|_| crate::measure::clock::monotonic_ns().saturating_add(TICK_NS));
-        let drain_at = self.limits.tree.and_then(|t| t.borrow().next_drain_ns());
+        let drain_at = self.limits.tree.and_then(TreeSource::next_drain_ns);
         [
             self.deadline,
             self.escalate_at,
@@ -541,7 +541,7 @@ impl<'w> Waiting<'w> {
                 }
                 self.ticks.fire_if_due(watcher);
                 if let Some(tree) = self.limits.tree {
-                    tree.borrow_mut().drain_if_due();
+                    tree.drain_if_due();
                 }
             }
             Ok(WaitEvent::Exited) => {

@@ -32,7 +32,9 @@ pub mod tree;
 pub mod tree_penalty;
 pub mod working_set;
 
-/// Schema name and version of a run record (`runs.jsonl`). Version 4: `cgroup` (the run's
+/// Schema name and version of a run record (`runs.jsonl`). Version 5: `tree.tasks_source`
+/// (where `tree.tasks` came from), and `tree.tasks` also where the tree is not traced, from
+/// perf's task records. Version 4: `cgroup` (the run's
 /// cgroup leaf: the tree's CPU time and stalls) and `tree` (the whole process tree's states over
 /// the run, and where its CPU went; absent from the first records of this version, read as
 /// unknown). Version 3: `cache.working_set_before`
@@ -41,12 +43,13 @@ pub mod working_set;
 /// whose memory is the floor: the spawner or coldtrace). Version 2: `survivors` (what the run
 /// left running when its command exited, and what became of it), `outcome.tree_killed`
 /// (coldtrace killed the whole tree, and why) and the outcome kind `traced`.
-pub const RUN_SCHEMA: &str = "coldtrace.run/4";
+pub const RUN_SCHEMA: &str = "coldtrace.run/5";
 /// Version 1 of the run record, which `report` still reads.
 pub const RUN_SCHEMA_V1: &str = "coldtrace.run/1";
 /// Every run record version `report` reads, the newest first.
-pub const RUN_SCHEMAS_READ: [&str; 4] = [
+pub const RUN_SCHEMAS_READ: [&str; 5] = [
     RUN_SCHEMA,
+    "coldtrace.run/4",
     "coldtrace.run/3",
     "coldtrace.run/2",
     RUN_SCHEMA_V1,

@@ -4,7 +4,8 @@
 //! for), which needs no privilege. Serialize-only; every figure is `null` when unknown.
 #![forbid(unsafe_code)]
 
-use crate::measure::tree::session::TreeReading;
+use crate::measure::tree::source::TreeResult;
+use crate::measure::tree::tasks::SOURCE_TASK_RECORDS;
 use crate::measure::zombie::{ChildSched, ChildStat};
 use crate::serialize_struct;
 use coldtrace_syscalls::ResourceUsage;
@@ -18,7 +19,8 @@ pub struct TreeRecord {
     /// [`SOURCE_TRACEPOINTS`] when the run was traced, `null` when no tree source was allowed.
     pub source: Option<&'static str>,
     /// Why the four states are `null`: no tree source here, or this run's records may be
-    /// incomplete (records lost, a CPU came online); `null` when they are known.
+    /// incomplete (records lost, a CPU came online), and, after it, why `tasks` is `null`
+    /// when perf's task records could not count them; `null` when the states are known.
     pub unavailable: Option<String>,
     /// R: some task of the tree on a CPU, ns.
     pub on_cpu_ns: Option<u64>,
@@ -35,8 +37,12 @@ pub struct TreeRecord {
     /// Of R, Q and D, the time before the command's first process existed: coldtrace creating
     /// it (the spawner's work, not the command's), ns.
     pub spawn_ns: Option<u64>,
-    /// Tasks (processes and threads) the tree had.
+    /// Tasks (processes and threads) the tree had: the command's first process and every task
+    /// a task of the tree created (an exec chain is one task).
     pub tasks: Option<u64>,
+    /// Where `tasks` came from: [`SOURCE_TRACEPOINTS`], or [`SOURCE_TASK_RECORDS`] where the
+    /// tracepoints are not allowed; `null` when neither could be had.
+    pub tasks_source: Option<&'static str>,
     /// Scheduler records read during the run (every process on every CPU).
     pub records: Option<u64>,
     /// Records the kernel said it dropped.
@@ -60,6 +66,7 @@ serialize_struct!(TreeRecord {
     after_exit_ns,
     spawn_ns,
     tasks,
+    tasks_source,
     records,
     lost_records,
     main_thread_cpu_ns,
@@ -106,10 +113,10 @@ pub fn cpu_by_place(
 }
 
 impl TreeRecord {
-    /// The record of a run: its tracer's reading (`None` when not traced, then `why_not` says
-    /// why), and the zombie's figures.
+    /// The record of a run: its tree source's reading (`None` when it had none, then
+    /// `why_not` says why), and the zombie's figures.
     pub fn of(
-        reading: Option<&TreeReading>,
+        result: Option<&TreeResult>,
         why_not: Option<&str>,
         cpu: (Option<u64>, Option<u64>, Option<u64>),
     ) -> TreeRecord {
@@ -120,9 +127,24 @@ impl TreeRecord {
             children_cpu_ns,
             ..TreeRecord::default()
         };
-        let Some(reading) = reading else {
-            record.unavailable = Some(why_not.unwrap_or("not traced").to_string());
-            return record;
+        let why_not = why_not.unwrap_or("not traced");
+        let reading = match result {
+            None => {
+                record.unavailable = Some(why_not.to_string());
+                return record;
+            }
+            Some(TreeResult::Counted(count)) => {
+                record.tasks_source = Some(SOURCE_TASK_RECORDS);
+                record.unavailable = Some(match &count.tasks {
+                    Ok(n) => {
+                        record.tasks = Some(*n);
+                        why_not.to_string()
+                    }
+                    Err(why) => format!("{why_not}; tasks unknown: {why}"),
+                });
+                return record;
+            }
+            Some(TreeResult::Traced(reading)) => reading,
         };
         record.source = Some(SOURCE_TRACEPOINTS);
         record.records = Some(reading.records);
@@ -136,6 +158,7 @@ impl TreeRecord {
                 record.after_exit_ns = Some(s.after_exit_ns);
                 record.spawn_ns = Some(s.spawn_ns);
                 record.tasks = Some(s.tasks);
+                record.tasks_source = Some(SOURCE_TRACEPOINTS);
             }
             Err(why) => record.unavailable = Some(why.clone()),
         }
@@ -147,6 +170,8 @@ impl TreeRecord {
 mod tests {
     use super::*;
     use crate::measure::tree::replay::TreeStates;
+    use crate::measure::tree::session::TreeReading;
+    use crate::measure::tree::tasks::TaskReading;
 
     #[test]
     fn the_cpu_splits_into_places_that_add_up_to_rusage() {
@@ -204,29 +229,51 @@ mod tests {
             spawn_ns: 1,
             tasks: 5,
         };
-        let ok = TreeReading {
+        let ok = TreeResult::Traced(TreeReading {
             states: Ok(states),
             records: 10,
             lost: 0,
-        };
+        });
         let r = TreeRecord::of(Some(&ok), None, (None, None, None));
         assert_eq!(
-            (r.source, r.uninterruptible_ns, r.tasks),
-            (Some(SOURCE_TRACEPOINTS), Some(3), Some(5))
+            (r.source, r.uninterruptible_ns, r.tasks, r.tasks_source),
+            (
+                Some(SOURCE_TRACEPOINTS),
+                Some(3),
+                Some(5),
+                Some(SOURCE_TRACEPOINTS)
+            )
         );
-        let lost = TreeReading {
+        let lost = TreeResult::Traced(TreeReading {
             states: Err("the kernel dropped 4 scheduler records".into()),
             records: 10,
             lost: 4,
-        };
+        });
         let r = TreeRecord::of(Some(&lost), None, (None, None, None));
+        assert_eq!((r.tasks, r.tasks_source), (None, None));
         assert_eq!(r.on_cpu_ns, None);
         assert_eq!(r.lost_records, Some(4));
         assert!(r.unavailable.unwrap().contains("dropped 4"));
         let r = TreeRecord::of(None, Some("needs root"), (Some(1), None, None));
         assert_eq!(
-            (r.source, r.unavailable.as_deref()),
-            (None, Some("needs root"))
+            (r.source, r.unavailable.as_deref(), r.tasks_source),
+            (None, Some("needs root"), None)
+        );
+        // Untraced, the tasks come from perf's task records, or say why they do not.
+        let counted = |tasks| {
+            let count = TreeResult::Counted(TaskReading { tasks, lost: 0 });
+            TreeRecord::of(Some(&count), Some("needs root"), (None, None, None))
+        };
+        let r = counted(Ok(7));
+        assert_eq!(
+            (r.source, r.tasks, r.tasks_source, r.unavailable.as_deref()),
+            (None, Some(7), Some(SOURCE_TASK_RECORDS), Some("needs root"))
+        );
+        let r = counted(Err("the kernel dropped 2 task records".into()));
+        assert_eq!((r.tasks, r.on_cpu_ns), (None, None));
+        assert_eq!(
+            r.unavailable.as_deref(),
+            Some("needs root; tasks unknown: the kernel dropped 2 task records")
         );
     }
 }

@@ -359,14 +359,28 @@ fn tree_words(t: &TreePenalty, evidence: &[String], sys: &str) -> String {
     format!("{who}{}", words.join(", "))
 }
 
-/// Why only the main thread's split is given, in a few words.
+/// Why only the main thread's split is given, in a few words, after how many tasks the first
+/// run's tree ran when that is known: `the tree ran 7 tasks; its states need root or
+/// CAP_PERFMON`.
 fn why_main_thread(t: &TreePenalty) -> String {
-    match t.unavailable.as_deref() {
+    let whose = if t.tasks.is_some() {
+        "its"
+    } else {
+        "the tree's"
+    };
+    let why = match t.unavailable.as_deref() {
         Some(why) if why.contains("CAP_PERFMON") => {
-            "the tree's states need root or CAP_PERFMON".to_string()
+            format!("{whose} states need root or CAP_PERFMON")
         }
         Some(why) => why.to_string(),
-        None => "the tree's states are unknown".to_string(),
+        None => format!("{whose} states are unknown"),
+    };
+    match t.tasks {
+        Some(n) => format!(
+            "the tree ran {n} task{}; {why}",
+            if n == 1 { "" } else { "s" }
+        ),
+        None => why,
     }
 }
 
@@ -742,6 +756,23 @@ mod tests {
              87 major faults), +40 ms on a CPU, +2 ms waiting for a CPU; the rest of the tree \
              used +45 ms more CPU (+12 ms in other threads, +33 ms in child processes)"
         );
+        // The tasks counted without the tracepoints (perf's task records) are said first.
+        p.tree.tasks = Some(7);
+        let counted = plain(penalty_sentence(&p));
+        assert_eq!(
+            counted,
+            text.replace(
+                "(the tree's states need",
+                "(the tree ran 7 tasks; its states need"
+            )
+        );
+        p.tree.unavailable = Some("COLDTRACE_TREE=off".into());
+        let off = plain(penalty_sentence(&p));
+        assert!(
+            off.contains("; main thread only (the tree ran 7 tasks; COLDTRACE_TREE=off): +111"),
+            "{off}"
+        );
+        p.tree.tasks = None;
         p.tree.cpu_elsewhere_ns = Some(-12_000_000);
         p.tree.other_threads_cpu_ns = Some(-11_000_000);
         p.tree.children_cpu_ns = Some(-1_000_000);

@@ -1,7 +1,8 @@
 //! Perf records from a ring buffer shared with the kernel: [`PerfRing`] opens a group of events
 //! on one CPU (or task), sends all their records into the leader's ring and maps it; [`frame`]
 //! cuts the bytes the kernel wrote into records, and [`time_and_raw`] / [`switch_in`] /
-//! [`lost_count`] read the kinds a scheduler tracer needs. The framing is pure and total (any bytes give
+//! [`lost_count`] read the kinds a scheduler tracer needs, [`task_record`] the creation and
+//! exit of tasks. The framing is pure and total (any bytes give
 //! records or `malformed`, never a panic): the fuzz target `perf_records` checks it.
 //!
 //! The mapping and the `data_head`/`data_tail` protocol are in `raw::ring`, with their proofs.
@@ -197,6 +198,66 @@ pub fn switch_in(record: &Record<'_>) -> Option<(u64, u32)> {
     let tid = u32::from_ne_bytes(record.body.get(12..16)?.try_into().ok()?);
     let time = u64::from_ne_bytes(record.body.get(16..24)?.try_into().ok()?);
     Some((time, tid))
+}
+
+/// A dummy event whose only records are the creation and exit of tasks
+/// (`PERF_RECORD_FORK`/`_EXIT`, read by [`task_record`]), with their time on
+/// `CLOCK_MONOTONIC`: `task` and `inherit`, so that, opened on a process, it follows every task
+/// that process creates afterwards and their descendants, each written in the ring of the CPU
+/// it happened on (open one per CPU: an inherited event on every CPU, `cpu = -1`, cannot be
+/// mapped). `exclude_kernel`, as `perf_event_paranoid` 2 asks of an unprivileged user; the
+/// records are written all the same. Opened enabled.
+pub fn task_records_attr() -> PerfEventAttr {
+    use crate::abi::perf::{
+        attr_flags, ATTR_USE_CLOCKID, CLOCK_MONOTONIC, PERF_COUNT_SW_DUMMY, PERF_TYPE_SOFTWARE,
+    };
+    let mut attr = PerfEventAttr::counting(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
+    attr.flags = attr_flags::TASK
+        | attr_flags::INHERIT
+        | attr_flags::EXCLUDE_KERNEL
+        | attr_flags::EXCLUDE_HV
+        | ATTR_USE_CLOCKID;
+    attr.clockid = CLOCK_MONOTONIC;
+    attr
+}
+
+/// A task's creation or exit, from a `PERF_RECORD_FORK` or `PERF_RECORD_EXIT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskRecord {
+    /// Created (`PERF_RECORD_FORK`), else exited.
+    pub fork: bool,
+    /// The task's process (thread group) ID.
+    pub pid: u32,
+    /// Its thread ID.
+    pub tid: u32,
+    /// For a creation, the process of the thread that created it; for an exit, the parent
+    /// process.
+    pub ppid: u32,
+    /// The time, ns of the event's clock.
+    pub time_ns: u64,
+}
+
+/// The task record of a `PERF_RECORD_FORK` or `PERF_RECORD_EXIT` body (`u32 pid, ppid, tid,
+/// ptid`, `u64 time`); `None` for another kind or a short body.
+pub fn task_record(record: &Record<'_>) -> Option<TaskRecord> {
+    use crate::abi::perf::{PERF_RECORD_EXIT, PERF_RECORD_FORK};
+    let fork = match record.kind {
+        PERF_RECORD_FORK => true,
+        PERF_RECORD_EXIT => false,
+        _ => return None,
+    };
+    let word = |at: usize| -> Option<u32> {
+        Some(u32::from_ne_bytes(
+            record.body.get(at..at + 4)?.try_into().ok()?,
+        ))
+    };
+    Some(TaskRecord {
+        fork,
+        pid: word(0)?,
+        ppid: word(4)?,
+        tid: word(8)?,
+        time_ns: u64::from_ne_bytes(record.body.get(16..24)?.try_into().ok()?),
+    })
 }
 
 /// How many samples a `PERF_RECORD_LOST` body (`u64 id`, `u64 lost`) or a
@@ -415,6 +476,48 @@ mod tests {
         assert_eq!(lost_count(&r), Some(5));
         let r = Record { kind: 9, ..r };
         assert_eq!(lost_count(&r), None);
+    }
+
+    #[test]
+    fn fork_and_exit_records_decode_and_others_do_not() {
+        use crate::abi::perf::{PERF_RECORD_EXIT, PERF_RECORD_FORK};
+        let mut body = Vec::new();
+        for v in [40u32, 39, 41, 39] {
+            body.extend_from_slice(&v.to_ne_bytes());
+        }
+        body.extend_from_slice(&1234u64.to_ne_bytes());
+        let r = Record {
+            kind: PERF_RECORD_FORK,
+            misc: 0,
+            body: &body,
+        };
+        let fork = TaskRecord {
+            fork: true,
+            pid: 40,
+            tid: 41,
+            ppid: 39,
+            time_ns: 1234,
+        };
+        assert_eq!(task_record(&r), Some(fork));
+        let exit = Record {
+            kind: PERF_RECORD_EXIT,
+            ..r
+        };
+        assert_eq!(task_record(&exit).map(|t| t.fork), Some(false));
+        assert_eq!(
+            task_record(&Record {
+                body: &body[..23],
+                ..r
+            }),
+            None
+        );
+        assert_eq!(task_record(&Record { kind: 9, ..r }), None);
+        let attr = task_records_attr();
+        assert_eq!(
+            attr.flags & (1 << 13 | 1 << 1 | 1 << 5),
+            1 << 13 | 1 << 1 | 1 << 5
+        );
+        assert_eq!(attr.flags & 1, 0, "opened enabled");
     }
 
     #[test]

@@ -218,11 +218,27 @@ impl Ct {
     /// autogroup keeps nice 0. Call it right after [`ct`] (it keeps the arguments, directory
     /// and environment, and gives stdin /dev/null again).
     pub fn ahead_of_other_sessions(self) -> Ct {
+        self.wrapped(
+            "setsid",
+            &["sh", "-c", AHEAD_SCRIPT],
+            "setsid (autogroup nice -20)",
+        )
+    }
+
+    /// Runs coldtrace as the unprivileged user `nobody` (UID and GID 65534, no supplementary
+    /// groups: `setpriv`; the caller must be root). Call it right after [`ct`] (it keeps the
+    /// arguments, directory and environment); the directory must be writable by that user.
+    pub fn run_as_nobody(self) -> Ct {
+        let setpriv = ["--reuid=65534", "--regid=65534", "--clear-groups", "--"];
+        self.wrapped("setpriv", &setpriv, "setpriv (as nobody)")
+    }
+
+    /// The same command run by `program ARGS…` (which ends by executing it), in the same
+    /// directory and environment, stdin /dev/null; `shown` in its description.
+    fn wrapped(self, program: &str, args: &[&str], shown: &str) -> Ct {
         let old = self.cmd;
-        let mut cmd = Command::new("setsid");
-        cmd.args(["sh", "-c", AHEAD_SCRIPT])
-            .arg(old.get_program())
-            .args(old.get_args());
+        let mut cmd = Command::new(program);
+        cmd.args(args).arg(old.get_program()).args(old.get_args());
         if let Some(dir) = old.get_current_dir() {
             cmd.current_dir(dir);
         }
@@ -235,9 +251,12 @@ impl Ct {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut shown = self.shown;
-        shown.insert(1, "setsid (autogroup nice -20)".into());
-        Ct { cmd, shown }
+        let mut description = self.shown;
+        description.insert(1, shown.into());
+        Ct {
+            cmd,
+            shown: description,
+        }
     }
 
     /// The command's stdin is `path` (instead of /dev/null).
@@ -438,6 +457,26 @@ pub fn shipped_binary() -> &'static Path {
         release
     })
 }
+
+/// `spin-first MARKER MS`: spins MS ms of CPU when it can remove MARKER (the first run only).
+pub const SPIN_FIRST: &str = r#"
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+static unsigned long long cpu_ns(void) {
+    struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec * 1000000000ULL + t.tv_nsec;
+}
+int main(int argc, char **argv) {
+    if (argc != 3) return 2;
+    if (unlink(argv[1]) == 0) {
+        unsigned long long end = cpu_ns() + atol(argv[2]) * 1000000ULL;
+        volatile unsigned long x = 0;
+        while (cpu_ns() < end) x++;
+    }
+    return 0;
+}
+"#;
 
 /// `cc -O2 EXTRA -o DIR/NAME DIR/NAME.c`; a missing compiler fails with what to install.
 pub fn compile(dir: &Path, name: &str, source: &str, extra: &[&str]) -> PathBuf {

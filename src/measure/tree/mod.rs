@@ -6,7 +6,10 @@
 #![forbid(unsafe_code)]
 
 pub mod decode;
+pub mod drains;
 pub mod format;
 pub mod replay;
 pub mod session;
+pub mod source;
+pub mod tasks;
 pub mod tracefs;

@@ -36,6 +36,7 @@
 
 use crate::measure::procfs::ProcFile;
 use crate::measure::tree::decode::{Decoder, SchedEvent, SchedKind};
+use crate::measure::tree::drains::Drains;
 use crate::measure::tree::replay::{Replay, TreeStates, Unreplayable};
 use crate::measure::tree::tracefs;
 use coldtrace_syscalls::perf::{
@@ -65,14 +66,6 @@ pub const FULL_MARGIN_BYTES: u64 = 8192;
 /// replayed: a record is in its ring microseconds after its time, and the replay needs every
 /// CPU's records up to an instant before it moves past it.
 const SETTLE_NS: u64 = 5_000_000;
-/// Reads while the command runs: the first after this long, then adapted to how full the
-/// fullest ring was (halved above half full, doubled below an eighth), between
-/// [`DRAIN_MIN_NS`] and [`DRAIN_MAX_NS`].
-const DRAIN_FIRST_NS: u64 = 100_000_000;
-/// The shortest interval between reads.
-const DRAIN_MIN_NS: u64 = 10_000_000;
-/// The longest interval between reads.
-const DRAIN_MAX_NS: u64 = 400_000_000;
 
 /// What the tracer saw of one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,8 +85,7 @@ struct RunTrace {
     lost: u64,
     /// Why the run's records may be incomplete (the first reason found).
     problem: Option<String>,
-    next_drain_ns: u64,
-    drain_every_ns: u64,
+    drains: Drains,
 }
 
 impl RunTrace {
@@ -224,8 +216,7 @@ impl TreeTracer {
             records: 0,
             lost: 0,
             problem: None,
-            next_drain_ns: u64::MAX,
-            drain_every_ns: DRAIN_FIRST_NS,
+            drains: Drains::default(),
         };
         match self.online_cpus() {
             Some(cpus) if cpus == self.cpus => {}
@@ -258,7 +249,7 @@ impl TreeTracer {
     pub fn started(&mut self, root: i32, start_ns: u64) {
         if let Some(run) = &mut self.run {
             run.replay = Some(Replay::new(root, start_ns));
-            run.next_drain_ns = start_ns.saturating_add(run.drain_every_ns);
+            run.drains.start(start_ns);
         }
     }
 
@@ -267,7 +258,7 @@ impl TreeTracer {
         self.run
             .as_ref()
             .filter(|r| r.replay.is_some())
-            .map(|r| r.next_drain_ns)
+            .map(|r| r.drains.next_ns())
     }
 
     /// Reads the rings if a read is due, and replays what has settled.
@@ -278,13 +269,7 @@ impl TreeTracer {
         }
         let fullest = self.replay_until(now.saturating_sub(SETTLE_NS)).fullest;
         if let Some(run) = &mut self.run {
-            let every = match fullest {
-                f if f > 0.5 => run.drain_every_ns / 2,
-                f if f < 0.125 => run.drain_every_ns * 2,
-                _ => run.drain_every_ns,
-            };
-            run.drain_every_ns = every.clamp(DRAIN_MIN_NS, DRAIN_MAX_NS);
-            run.next_drain_ns = now.saturating_add(run.drain_every_ns);
+            run.drains.read_at(now, fullest);
         }
     }
 

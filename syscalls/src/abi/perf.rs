@@ -243,6 +243,12 @@ pub const ATTR_USE_CLOCKID: u64 = 1 << 25;
 /// `CLOCK_MONOTONIC`, for [`PerfEventAttr::clockid`].
 pub const CLOCK_MONOTONIC: i32 = 1;
 
+/// `PERF_RECORD_EXIT`: a task exited (`u32 pid, ppid, tid, ptid`, `u64 time`: the task, and
+/// its parent process), written with `task` in the attributes.
+pub const PERF_RECORD_EXIT: u32 = 4;
+/// `PERF_RECORD_FORK`: a task was created (`u32 pid, ppid, tid, ptid`, `u64 time`: the new
+/// task, and the thread that created it), written with `task` in the attributes.
+pub const PERF_RECORD_FORK: u32 = 7;
 /// `PERF_RECORD_LOST`: the kernel dropped samples because the ring was full (`u64 id`,
 /// `u64 lost`).
 pub const PERF_RECORD_LOST: u32 = 2;
