@@ -204,18 +204,16 @@ impl TaskCounter {
 
     /// Right before a run's spawn: empties every ring.
     pub fn begin(&mut self) {
-        let mut run = RunCount::new();
-        if self.online_changed() {
-            run.flag(|| "the online CPUs changed".into());
-        }
         for r in &mut self.rings {
             let unread = r.ring.unread().map_or(0, |u| u.len());
             r.ring.consume(unread as u64);
             r.emptied = true;
         }
-        self.run = Some(run);
+        self.run = Some(RunCount::new());
     }
 
+    /// Whether the online CPUs are not those the rings were opened on (checked at each run's
+    /// end: a CPU that came online since has no ring, so its records are missed).
     fn online_changed(&mut self) -> bool {
         let now = self
             .online
@@ -257,7 +255,7 @@ impl TaskCounter {
         self.read();
         let mut run = self.run.take()?;
         if self.online_changed() {
-            run.flag(|| "the online CPUs changed during the run".into());
+            run.flag(|| "the online CPUs are not those the task records follow".into());
         }
         Some(run.finish(end_ns))
     }
