@@ -164,3 +164,31 @@ fn the_first_runs_sentence_says_how_many_tasks_the_tree_ran() {
         }
     }
 }
+
+/// Where the spawner cannot be started (here a file-size limit below its size refuses its
+/// memfd), coldtrace clones the runs itself, and the task records it opened on its own thread
+/// count them.
+#[test]
+fn runs_coldtrace_clones_itself_are_counted_too() {
+    let tmp = open_dir("tree-tasks-in-process");
+    for mode in modes().into_iter().filter(|&m| m != Mode::Default) {
+        let args = [
+            "run",
+            "-n",
+            "1",
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            "true & true & wait",
+        ];
+        let c = ct(tmp.path(), args).under_file_size_limit(8);
+        let out = with_mode(c, mode).run();
+        out.expect_code(0);
+        let r = out.json();
+        let what = format!("{mode:?}: {r}");
+        assert_eq!(r["runner"]["spawned_by"], "coldtrace", "{what}");
+        assert_eq!(r["tree"]["tasks"], 3, "{what}");
+        assert_eq!(r["tree"]["tasks_source"], "perf task records", "{what}");
+    }
+}

@@ -233,6 +233,13 @@ impl Ct {
         self.wrapped("setpriv", &setpriv, "setpriv (as nobody)")
     }
 
+    /// Runs coldtrace under a file-size limit of `kib` KiB (`ulimit -f`): one below the
+    /// spawner's size keeps coldtrace from starting it (it then clones every run itself).
+    pub fn under_file_size_limit(self, kib: u64) -> Ct {
+        let script = format!("ulimit -f {kib}; exec \"$0\" \"$@\"");
+        self.wrapped("sh", &["-c", &script], &format!("(ulimit -f {kib})"))
+    }
+
     /// The same command run by `program ARGS…` (which ends by executing it), in the same
     /// directory and environment, stdin /dev/null; `shown` in its description.
     fn wrapped(self, program: &str, args: &[&str], shown: &str) -> Ct {
