@@ -1,9 +1,10 @@
 //! The perf ring on a real kernel: samples of the calling thread's task clock (allowed
 //! unprivileged under `perf_event_paranoid` 2 when the kernel is excluded) wrap a one-page ring
 //! many times and come out whole and in time order; a ring left full drops samples and says
-//! how many; and, as root with tracefs, system-wide `sched_switch` samples on every CPU see a
-//! thread of this process switch out, and the context-switch records of a dummy member of
-//! their group see it arrive on a CPU.
+//! how many; an inherited dummy event (no privilege needed) gives the creation and exit of a
+//! child and of its children; and, as root with tracefs, system-wide `sched_switch` samples on
+//! every CPU see a thread of this process switch out, and the context-switch records of a
+//! dummy member of their group see it arrive on a CPU.
 
 #![forbid(unsafe_code)]
 
@@ -123,6 +124,48 @@ fn a_ring_written_backwards_is_refused_never_read_as_records() {
     let mut records = 0;
     let read = ring.read(|_| records += 1);
     assert_eq!((read, records), (Err(Errno::IO), 0));
+}
+
+/// Task records: a dummy event with `task` and `inherit` on this thread, one
+/// per CPU, gives the creation and exit of a shell it starts and of the shell's two children.
+#[test]
+fn task_records_of_an_inherited_dummy_event_follow_a_child_and_its_children() {
+    use coldtrace_syscalls::ring::{task_record, task_records_attr};
+    let mut rings: Vec<PerfRing> = online_cpus()
+        .into_iter()
+        .map(|cpu| {
+            PerfRing::open(&[task_records_attr()], PerfTarget::CallingThread, cpu, 4)
+                .expect("a task-records ring")
+        })
+        .collect();
+    let status = std::process::Command::new("sh")
+        .args(["-c", "true & true & wait"])
+        .status()
+        .expect("sh");
+    assert!(status.success());
+    let mut records = Vec::new();
+    for ring in &mut rings {
+        let framed = ring
+            .read(|r| records.extend(task_record(&r)))
+            .expect("read the ring");
+        assert!(!framed.malformed, "{framed:?}");
+    }
+    let me = std::process::id();
+    let shell = records
+        .iter()
+        .find(|t| t.fork && t.ppid == me && t.pid == t.tid)
+        .unwrap_or_else(|| panic!("no creation of the shell: {records:?}"))
+        .pid;
+    let children: Vec<u32> = records
+        .iter()
+        .filter(|t| t.fork && t.ppid == shell)
+        .map(|t| t.pid)
+        .collect();
+    assert_eq!(children.len(), 2, "{records:?}");
+    for pid in children.iter().chain([&shell]) {
+        let exits = records.iter().filter(|t| !t.fork && t.pid == *pid).count();
+        assert_eq!(exits, 1, "the exit of {pid}: {records:?}");
+    }
 }
 
 /// The tracepoint ID of `sched/sched_switch`, from tracefs wherever it is mounted.
