@@ -172,34 +172,52 @@ fn sleep_twice_as_long_is_about_twice_as_slow_with_an_interval_excluding_one() {
 
 #[test]
 fn an_identical_pair_has_an_interval_including_one_and_no_verdict() {
+    // A 95 % interval of an identical pair leaves out 1 in about one comparison of 20 however
+    // quiet the machine (the same percentile bootstrap of 9 against 9 runs of normal, uniform
+    // or exponential noise left out 1 in 9–11 of 300), and a loaded machine's bursts, landing
+    // on one command's runs and not the other's, make it more. One comparison cannot be
+    // required to include 1. Asserted is the guarantee: in every comparison a verdict exactly
+    // when the interval leaves out 1, and an interval that includes 1 in most of them, four of
+    // at most seven (four of seven leave out 1 about once in 5,000 at 1 in 20 each). The runs
+    // go ahead of other sessions, so that other work on the machine does not decide it.
     let tmp = TempDir::new("compare-same");
-    let out = ct(
-        tmp.path(),
-        [
-            "compare",
-            "-n",
-            "10",
-            "--shuffle",
-            "3",
-            "--json",
-            "sleep 0.03",
-            "sleep 0.03",
-        ],
-    )
-    .run();
-    out.expect_code(0);
-    let doc = out.json();
-    let second = &wall_comparison(&doc)["commands"][1];
-    let (lo, hi) = (
-        second["ci_low"].as_f64().unwrap(),
-        second["ci_high"].as_f64().unwrap(),
-    );
-    assert!(
-        lo <= 1.0 && 1.0 <= hi,
-        "interval {lo}..{hi} should include 1\n{}",
-        out.describe()
-    );
-    assert!(second["verdict"].is_null(), "{second}");
+    let (mut including, mut shown) = (0, Vec::new());
+    for _ in 0..7 {
+        let out = ct(
+            tmp.path(),
+            [
+                "compare",
+                "-n",
+                "10",
+                "--shuffle",
+                "3",
+                "--json",
+                "sleep 0.03",
+                "sleep 0.03",
+            ],
+        )
+        .ahead_of_other_sessions()
+        .run();
+        out.expect_code(0);
+        let doc = out.json();
+        let second = &wall_comparison(&doc)["commands"][1];
+        let (lo, hi) = (
+            second["ci_low"].as_f64().unwrap(),
+            second["ci_high"].as_f64().unwrap(),
+        );
+        let includes_one = lo <= 1.0 && 1.0 <= hi;
+        assert_eq!(
+            second["verdict"].is_null(),
+            includes_one,
+            "a verdict exactly when the interval {lo}..{hi} leaves out 1: {second}"
+        );
+        shown.push(format!("{lo:.4}..{hi:.4}"));
+        including += usize::from(includes_one);
+        if including == 4 {
+            return;
+        }
+    }
+    panic!("intervals of an identical pair: {shown:?}; fewer than 4 of 7 include 1");
 }
 
 #[test]
