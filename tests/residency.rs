@@ -5,6 +5,7 @@
 
 mod common;
 
+use coldtrace::measure::cache::FileSet;
 use common::{ct, read_records, TempDir, BIN};
 use serde_json::Value;
 use std::path::Path;
@@ -99,25 +100,51 @@ fn overlayfs_residency_comes_from_mincore_because_cachestat_sees_no_pages() {
         .unwrap()
         .sync_all()
         .unwrap();
-    // Read through the overlay (cached), measure; then evict and read it cold.
-    let out = in_overlay(
-        tmp.path(),
+    // Read through the overlay (cached), measure; then evict and read it cold. Another
+    // process on the machine may drop the page cache (`drop_caches`, memory pressure) between
+    // a read and coldtrace's measurement: each step is taken again until the file is wholly
+    // cached after it, seen below the overlay (cachestat on the lower file, whose pages the
+    // overlay's reads fill). Nothing but the step's own `cat` reads the file, so pages cached
+    // after the step were cached when coldtrace measured.
+    let whole_below = || {
+        FileSet::collect(&[lower.join("f")])
+            .unwrap()
+            .residency()
+            .resident_ratio
+            == Some(1.0)
+    };
+    let step = |name: &str, script: &str| -> Value {
+        let mut seen = Vec::new();
+        for attempt in 0..5 {
+            let dir = format!("{name}{attempt}");
+            let out = in_overlay(tmp.path(), &script.replace("DIR", &dir));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let cache = read_records(&tmp.join(&dir))[0]["cache"].clone();
+            if whole_below() {
+                return cache;
+            }
+            seen.push(cache);
+        }
+        panic!("{name}: the file left the cache after every attempt: {seen:?}");
+    };
+    let warm = step(
+        "warm",
         "cat merged/f > /dev/null\n\
-         \"$CT\" run -q -o warm --watch merged/f -- true || exit 1\n\
-         \"$CT\" run -q -o cold --evict merged/f -- cat merged/f || exit 1\n",
+         \"$CT\" run -q -o DIR --watch merged/f -- true\n",
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let warm = &read_records(&tmp.join("warm"))[0]["cache"];
     assert_eq!(warm["before"]["method"], "mincore", "{warm}");
     assert_eq!(
         warm["before"]["resident_ratio"], 1.0,
         "cached, seen: {warm}"
     );
-    let cold = &read_records(&tmp.join("cold"))[0]["cache"];
+    let cold = step(
+        "cold",
+        "\"$CT\" run -q -o DIR --evict merged/f -- cat merged/f\n",
+    );
     assert_eq!(cold["before"]["resident_ratio"], 0.0, "evicted: {cold}");
     assert_eq!(cold["after"]["resident_ratio"], 1.0, "read back in: {cold}");
 }
