@@ -564,8 +564,10 @@ fn ignore_failure_takes_hyperfines_exit_code_list_and_never_stops() {
 #[test]
 fn run_chooses_its_count_by_time_unless_n_is_given_and_n_1_is_times_one_run() {
     let dir = TempDir::new("defaults");
-    // hyperfine's defaults: at least 10 runs, as many as fit in 3 s.
-    let out = ct(dir.path(), ["run", "-q", "-o", "a", "--", "true"]).run();
+    // hyperfine's defaults: at least 10 runs, as many as fit in 3 s. Of a 0.1 s sleep, about
+    // 30 whatever the load (a slower first run fits fewer): of `true`, thousands, each with
+    // coldtrace's own work around it, which a loaded machine stretched past 30 s.
+    let out = ct(dir.path(), ["run", "-q", "-o", "a", "--", "sleep", "0.1"]).run();
     out.expect_code(0);
     let bounds = &read_batch(&dir.join("a"))["config"]["run_bounds"];
     assert_eq!(
