@@ -524,3 +524,25 @@ pub fn data_file(tmp: &TempDir, name: &str, mib: usize) -> String {
     std::fs::File::open(&path).unwrap().sync_all().unwrap();
     path.display().to_string()
 }
+
+/// Whether the process of `/proc/PID` directory `proc_dir` runs exactly `argv`: it has exec'd
+/// (a fork still running its parent's program has the parent's command line).
+pub fn runs_exactly(proc_dir: &Path, argv: &[&str]) -> bool {
+    let wanted: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read(proc_dir.join("cmdline")).is_ok_and(|c| c == wanted)
+}
+
+/// The `/proc/PID` directories of the processes that run exactly `argv` (see [`runs_exactly`]).
+pub fn processes_running(argv: &[&str]) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| runs_exactly(p, argv))
+        .collect()
+}

@@ -38,21 +38,26 @@ fn daemon(dir: &TempDir, tag: &str, seconds: &str, stubborn: bool) -> Daemon {
 }
 
 /// A command that starts `daemon` in a session of its own (`setsid`), through a double fork,
-/// or as a background job of its own process group (`bg`), waits until it runs under its
-/// name, then sleeps `then` seconds and exits 0.
+/// or as a background job of its own process group (`bg`), waits until that daemon (not one an
+/// earlier run left under the same name) runs under its name, then sleeps `then` seconds and
+/// exits 0.
 fn starter(dir: &TempDir, tag: &str, daemon: &Daemon, how: &str, then: &str) -> PathBuf {
     // Its output goes nowhere: a daemon holding the test's pipes would hold the test.
     let d = format!("{} >/dev/null 2>&1", daemon.start);
-    let start = match how {
-        "setsid" => format!("setsid {d} &"),
-        "double fork" => format!("( setsid {d} & ) &"),
-        _ => format!("{d} &"),
-    };
+    // `setsid` (not a group leader here) and `sh -c "…; exec …"` exec in place: the PID of the
+    // job is the daemon's.
     let name = name(&daemon.link);
     let settle = format!(
-        "i=0; until pgrep -x {name} >/dev/null || [ $i -ge 1000 ]; do sleep 0.01; i=$((i+1)); done"
+        "p=$!; i=0; until {{ read c </proc/$p/comm; }} 2>/dev/null && [ \"$c\" = {name} ] \
+         || [ $i -ge 1000 ]; do sleep 0.01; i=$((i+1)); done"
     );
-    script(dir, tag, &format!("{start}\n{settle}\nsleep {then}"))
+    let start = match how {
+        "setsid" => format!("setsid {d} &\n{settle}"),
+        // The subshell ends once its child, orphaned, runs as the daemon.
+        "double fork" => format!("( setsid {d} &\n{settle}\n)"),
+        _ => format!("{d} &\n{settle}"),
+    };
+    script(dir, tag, &format!("{start}\nsleep {then}"))
 }
 
 /// Kills every process running `path` (a survivor the test asked to be left), then checks
@@ -236,8 +241,11 @@ fn sigterm_while_survivors_are_awaited_kills_them_and_ends_the_batch() {
     let line = format!("run -n 3 -o b --survivors wait -- {}", cmd.display());
     let c = ct(dir.path(), line.split(' '));
     let (out, took) = super::signal_when(c, rustix::process::Signal::TERM, |_| {
+        // The command has ended and been reaped (not even a zombie is left): what coldtrace
+        // does now is look for survivors and wait for them, and the signal comes in that wait.
         let until = Instant::now() + Duration::from_secs(10);
-        while !ready.exists() && Instant::now() < until {
+        while !(ready.exists() && super::processes_of(&cmd).is_empty()) {
+            assert!(Instant::now() < until, "the command never ended");
             std::thread::sleep(Duration::from_millis(5));
         }
         std::thread::sleep(Duration::from_millis(300));
@@ -499,14 +507,9 @@ fn members_of(group: &Path) -> Vec<String> {
 
 /// Whether a process in the run leaves of a batch's group runs exactly `argv`.
 fn runs_in(group: &Path, argv: &[&str]) -> bool {
-    let wanted: Vec<u8> = argv
-        .iter()
-        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
-        .collect();
     pids_in(group)
         .iter()
-        .filter_map(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).ok())
-        .any(|cmdline| cmdline == wanted)
+        .any(|pid| super::common::runs_exactly(Path::new(&format!("/proc/{pid}")), argv))
 }
 
 /// The line of `/proc/self/cgroup` a command prints: `0::PATH`, as a path below the mount.
@@ -619,8 +622,8 @@ fn a_group_left_by_a_coldtrace_killed_mid_batch_is_emptied_and_named_by_the_next
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(super::running(&d.link), "the daemon never ran: {shown}");
-    // The command has left its loop that waits for the daemon (whose `pgrep` and `sleep 0.01`
-    // end by themselves) and runs its last `sleep 30`: what the group holds is now fixed.
+    // The command has left its loop that waits for the daemon (whose `sleep 0.01` ends by
+    // itself) and runs its last `sleep 30`: what the group holds is now fixed.
     let running_in_a_batch = || {
         group
             .batch_groups()
