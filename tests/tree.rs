@@ -8,7 +8,7 @@ mod common;
 
 use common::{ct, read_records, TempDir};
 use serde_json::Value;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The ping-pong's switches fill every CPU's ring, whoever traces it: the test that runs it
 /// runs alone, the other tests of this file side by side. (When two of them did not wait for
@@ -90,38 +90,47 @@ fn a_fifo_written_from_outside_the_tree_is_seen_as_sleep() {
     let fifo = dir.join("fifo");
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
     assert!(made.is_ok_and(|s| s.success()), "mkfifo");
-    // The writer is not in the tree: its write is the only thing that wakes the command.
-    let writer = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("sleep 0.4; echo x > \"$0\"")
-        .arg(&fifo)
-        .spawn()
-        .expect("the writer");
     let path = fifo.display().to_string();
-    let out = ct(
+    let reader = ["sh", "-c", "read line < \"$0\"", &path];
+    let c = ct(
         dir.path(),
-        [
-            "run",
-            "-n",
-            "1",
-            "-o",
-            "b",
-            "--",
-            "sh",
-            "-c",
-            "read line < \"$0\"",
-            &path,
-        ],
+        [&["run", "-n", "1", "-o", "b", "--"][..], &reader[..]].concat(),
     )
-    .run_within(Duration::from_secs(20));
+    .ahead_of_other_sessions();
+    let shown = c.shown();
+    let started = Instant::now();
+    let mut cmd = c.cmd;
+    let child = cmd.spawn().expect("spawn coldtrace");
+    // The command waits in its open of the FIFO for a writer before the writer's pause begins,
+    // however late a loaded machine starts it; had the writer come first, nothing would wait.
+    let until = Instant::now() + Duration::from_secs(20);
+    while !waits_for_a_writer(&reader) {
+        assert!(
+            Instant::now() < until,
+            "the command never opened the FIFO: {shown}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The writer is not in the tree: its write is the only thing that wakes the command.
+    std::thread::sleep(Duration::from_millis(400));
+    std::fs::write(&fifo, b"x\n").expect("the write to the FIFO");
+    let out = common::finish(child, shown, started, Duration::from_secs(20));
     out.expect_code(0);
-    let _ = writer.wait_with_output();
     let r = &read_records(&dir.join("b"))[0];
     let [on_cpu, queued, uninterruptible, sleeping] = states(r);
     println!("R {on_cpu:.1} Q {queued:.1} D {uninterruptible:.1} S {sleeping:.1} ms");
     assert!(sleeping >= 250.0, "the wait for the writer is S: {r}");
     assert!(uninterruptible < 50.0 && on_cpu < 50.0, "{r}");
     assert!(ms(&r["wall_ns"]) - sleeping < 100.0, "{r}");
+}
+
+/// Whether a process running exactly `argv` sleeps in the open of a FIFO, waiting for the other
+/// end (`/proc/PID/wchan`).
+fn waits_for_a_writer(argv: &[&str]) -> bool {
+    common::processes_running(argv).iter().any(|p| {
+        std::fs::read_to_string(p.join("wchan"))
+            .is_ok_and(|w| matches!(w.trim_end(), "wait_for_partner" | "fifo_open"))
+    })
 }
 
 #[test]
