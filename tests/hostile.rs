@@ -412,13 +412,24 @@ fn signal_when(
     (out, signalled.elapsed())
 }
 
-/// Starts coldtrace, sends `signal` after `after`, and collects it under the deadline.
-fn signalled_after(
-    c: common::Ct,
-    after: Duration,
-    signal: rustix::process::Signal,
-) -> common::Output {
-    signal_when(c, signal, |_| std::thread::sleep(after)).0
+/// Waits up to 10 s until process `pid` holds a descriptor of `path` (`/proc/PID/fd`).
+fn wait_until_open(pid: u32, path: &Path) {
+    let until = Instant::now() + Duration::from_secs(10);
+    let holds = || {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == path))
+    };
+    while !holds() {
+        assert!(
+            Instant::now() < until,
+            "{pid} never opened {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 #[test]
@@ -434,7 +445,14 @@ fn a_fifo_as_stdin_waits_for_its_writer_and_signals_still_stop_coldtrace() {
             dir.path(),
             ["run", "-n2", "-od", "--keep-output", "--stdin=f", "--", r],
         );
-        let out = signalled_after(c, Duration::from_millis(500), signal);
+        // Signalled once coldtrace has taken the signals over and waits for the FIFO's writer
+        // (it holds the FIFO open), not after a time a loaded machine may need more than.
+        let fifo = std::fs::canonicalize(dir.join("f")).unwrap();
+        let out = signal_when(c, signal, |pid| {
+            wait_until_blocking_sigint(pid);
+            wait_until_open(pid, &fifo);
+        })
+        .0;
         out.expect_code(code);
         assert!(out.elapsed < Duration::from_secs(5), "{}", out.describe());
         assert_no_raw_controls(&out);
@@ -650,19 +668,19 @@ fn a_tree_file_swapped_for_a_fifo_after_the_walk_is_neither_opened_blocking_nor_
 
 // ---------------------------------------------------------------- signals at the wrong moment
 
+/// A signal mask of `/proc/PID/status` (`field` is e.g. `SigBlk:`); `None` once `pid` is gone.
+fn signal_mask(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+}
+
 /// Waits until process `pid` blocks SIGINT (coldtrace has set up its signalfd).
 fn wait_until_blocking_sigint(pid: u32) {
     let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        let blocked = status
-            .lines()
-            .find_map(|l| l.strip_prefix("SigBlk:"))
-            .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-            .unwrap_or(0);
-        if blocked & 0b10 != 0 {
-            return;
-        }
+    while signal_mask(pid, "SigBlk:").unwrap_or(0) & 0b10 == 0 {
         assert!(Instant::now() < until, "coldtrace never blocked SIGINT");
         std::thread::sleep(Duration::from_millis(1));
     }

@@ -549,7 +549,12 @@ impl<'w> Waiting<'w> {
                 return ControlFlow::Break(());
             }
             Ok(WaitEvent::Signal(sig)) if sig == Signal::CHLD => self.on_child_changed(watcher),
-            Ok(WaitEvent::Signal(sig)) => self.on_stop_request(sig),
+            Ok(WaitEvent::Signal(sig)) => {
+                // A stop whose SIGCHLD is queued behind this request (a signalfd gives the
+                // lowest signal first) is seen now, before the SIGCONT passed on ends it.
+                self.on_child_changed(watcher);
+                self.on_stop_request(sig);
+            }
             Ok(WaitEvent::TimedOut) => self.time_out(),
             Err(errno) => {
                 // Never lose a --timeout or a forwarded signal: end the command now.

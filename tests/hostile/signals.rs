@@ -7,7 +7,7 @@
 use super::common::{compile, ct, read_batch, Ct, Output, TempDir};
 use super::{
     assert_no_raw_controls, assert_no_survivor, assert_records_whole, in_private_mounts, listing,
-    may_mount, run_in_private_mounts, script, wait_until_blocking_sigint, DEADLINE,
+    may_mount, run_in_private_mounts, script, signal_mask, wait_until_blocking_sigint, DEADLINE,
 };
 use rustix::process::Signal;
 use serde_json::Value;
@@ -24,9 +24,16 @@ fn wait_for(path: &Path) {
     }
 }
 
-/// Starts coldtrace; once `ready` exists, sends each signal after its pause; collects it.
-/// Returns the output and how long coldtrace took to end after the last signal.
-fn signals_once(c: Ct, ready: &Path, signals: &[(Duration, Signal)]) -> (Output, Duration) {
+/// Starts coldtrace; once `ready` exists and `settled` holds, sends each signal after its
+/// pause, each once coldtrace has taken the one before (two requests pending at once would be
+/// one); collects it. Returns the output and how long coldtrace took to end after the last
+/// signal.
+fn signals_once(
+    c: Ct,
+    ready: &Path,
+    settled: &dyn Fn() -> bool,
+    signals: &[(Duration, Signal)],
+) -> (Output, Duration) {
     let shown = c.shown();
     let mut cmd = c.cmd;
     let started = Instant::now();
@@ -34,14 +41,38 @@ fn signals_once(c: Ct, ready: &Path, signals: &[(Duration, Signal)]) -> (Output,
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     wait_until_blocking_sigint(child.id());
     wait_for(ready);
+    let until = Instant::now() + Duration::from_secs(10);
+    while !settled() {
+        assert!(Instant::now() < until, "the command never settled: {shown}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let mut last = Instant::now();
     for &(pause, sig) in signals {
         std::thread::sleep(pause);
         rustix::process::kill_process(pid, sig).expect("signal coldtrace");
         last = Instant::now();
+        wait_until_taken(child.id(), sig);
     }
     let out = super::common::finish(child, shown, started, DEADLINE);
     (out, last.elapsed())
+}
+
+/// Waits up to 10 s until `sig` is no longer pending for `pid` (read from its signalfd), or
+/// `pid` has ended (gone, or a zombie, whose pending signals stay).
+fn wait_until_taken(pid: u32, sig: Signal) {
+    let bit = 1u64 << (sig.as_raw() - 1);
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, s)| s.starts_with('Z'));
+        if zombie || signal_mask(pid, "ShdPnd:").is_none_or(|p| p & bit == 0) {
+            return;
+        }
+        assert!(Instant::now() < until, "coldtrace never took {sig:?}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// A script that creates `dir/ready` once its traps are set, then runs `body`.
@@ -81,12 +112,25 @@ fn interrupt(
     signals: &[(Duration, Signal)],
     code: i32,
 ) -> Output {
+    interrupt_when(dir, extra, cmd, &|| true, signals, code)
+}
+
+/// [`interrupt`], the signals sent once `settled` also holds.
+fn interrupt_when(
+    dir: &TempDir,
+    extra: &[&str],
+    cmd: &Path,
+    settled: &dyn Fn() -> bool,
+    signals: &[(Duration, Signal)],
+    code: i32,
+) -> Output {
     let _ = std::fs::remove_dir_all(dir.join("b"));
     let _ = std::fs::remove_file(dir.join("ready"));
     let mut args = vec!["run", "-n", "3", "-o", "b"];
     args.extend_from_slice(extra);
     args.extend(["--", cmd.to_str().unwrap()]);
-    let (out, took) = signals_once(ct(dir.path(), &args), &dir.join("ready"), signals);
+    let ready = dir.join("ready");
+    let (out, took) = signals_once(ct(dir.path(), &args), &ready, settled, signals);
     out.expect_code(code);
     assert!(took < Duration::from_secs(5), "{took:?}{}", out.describe());
     assert_no_raw_controls(&out);
@@ -167,9 +211,16 @@ fn a_signal_passed_on_to_a_stopped_command_is_followed_by_sigcont() {
     let dir = TempDir::new("sigstopped");
     // The command stops itself; SIGTERM to coldtrace must still end it.
     let stops = ready_script(&dir, "sp", "", "kill -STOP $$; sleep 30");
+    // Sent once the command has stopped, not while it is on its way there.
+    let stopped = || {
+        super::processes_of(&stops).iter().any(|stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, s)| s.starts_with('T'))
+        })
+    };
     for (sig, name, code) in [(Signal::TERM, "SIGTERM", 143), (Signal::HUP, "SIGHUP", 129)] {
-        let later = [(Duration::from_millis(200), sig)];
-        interrupt(&dir, &[], &stops, &later, code);
+        let once = [(Duration::ZERO, sig)];
+        interrupt_when(&dir, &[], &stops, &stopped, &once, code);
         let records = assert_interrupted(&dir, name);
         assert_eq!(records[0]["stopped_by"], "SIGSTOP", "{}", records[0]);
         assert_eq!(records[0]["outcome"]["signal_name"], name);
@@ -355,8 +406,14 @@ fn sigint_while_a_huge_sparse_file_is_watched_ends_the_batch_at_once() {
     let mut cmd = in_private_mounts(&dir, &mount, &args);
     let started = Instant::now();
     let child = cmd.spawn().unwrap();
-    // The shell execs coldtrace under the same PID; runs are under way once records appear.
-    wait_for(&dir.join("b/runs.jsonl"));
+    // The shell execs coldtrace under the same PID; runs are under way once a record is
+    // written (the file itself is made before the first run and its probes).
+    let runs = dir.join("b/runs.jsonl");
+    let until = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read(&runs).is_ok_and(|r| r.contains(&b'\n')) {
+        assert!(Instant::now() < until, "no run was recorded");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     std::thread::sleep(Duration::from_millis(300));
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     rustix::process::kill_process(pid, Signal::INT).unwrap();
@@ -420,7 +477,7 @@ fn a_coldtrace_killed_with_sigkill_takes_its_command_with_it() {
         args.extend_from_slice(extra);
         args.extend(["--", command.to_str().unwrap()]);
         let kill = [(Duration::ZERO, Signal::KILL)];
-        let (out, _) = signals_once(ct(dir.path(), &args), &dir.join("ready"), &kill);
+        let (out, _) = signals_once(ct(dir.path(), &args), &dir.join("ready"), &|| true, &kill);
         assert_eq!(
             std::os::unix::process::ExitStatusExt::signal(&out.status),
             Some(9),
