@@ -96,14 +96,43 @@ impl Ran {
 
 /// One invocation of `tool` in `dir`, `TIME` set to `time_env` (or unset), stdin given or null.
 fn run_full(tool: Tool, dir: &Path, args: &[&str], time_env: Option<&str>, stdin: &str) -> Ran {
-    let mut cmd = match tool {
-        Tool::Ours => {
-            let mut c = Command::new(shipped_binary());
-            c.arg("time");
+    run_in(tool, Layout::Random, dir, args, time_env, stdin)
+}
+
+/// Where the kernel places a program's stack, heap and libraries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// Randomised, as usual.
+    Random,
+    /// The same in every run (`setarch -R`: no address-space randomisation, inherited by the
+    /// tool's child).
+    Fixed,
+}
+
+/// [`run_full`] with the address-space layout chosen.
+fn run_in(
+    tool: Tool,
+    layout: Layout,
+    dir: &Path,
+    args: &[&str],
+    time_env: Option<&str>,
+    stdin: &str,
+) -> Ran {
+    let program = match tool {
+        Tool::Ours => shipped_binary(),
+        Tool::Gnu => Path::new(GNU_TIME),
+    };
+    let mut cmd = match layout {
+        Layout::Random => Command::new(program),
+        Layout::Fixed => {
+            let mut c = Command::new("setarch");
+            c.arg("-R").arg(program);
             c
         }
-        Tool::Gnu => Command::new(GNU_TIME),
     };
+    if tool == Tool::Ours {
+        cmd.arg("time");
+    }
     cmd.args(args)
         .current_dir(dir)
         .env("LC_ALL", "C")
@@ -115,8 +144,13 @@ fn run_full(tool: Tool, dir: &Path, args: &[&str], time_env: Option<&str>, stdin
         cmd.env("TIME", format);
     }
     let shown = format!(
-        "{}{} {}",
+        "{}{}{} {}",
         time_env.map_or(String::new(), |f| format!("TIME={f:?} ")),
+        if layout == Layout::Fixed {
+            "setarch -R "
+        } else {
+            ""
+        },
         if tool == Tool::Ours {
             "coldtrace time"
         } else {
@@ -385,13 +419,20 @@ fn max_rss_within_ten_percent_of_gnu_times_and_never_more_above() {
         if !size.is_empty() {
             args.extend(["-m", size]);
         }
-        // ru_maxrss is the kernel's approximate figure (per-CPU counters folded in batches of
-        // 32 pages): the same program reads in two clusters about 80 KiB apart, for either
-        // tool, depending on where it ran (seen: 1,088–1,232 KiB for both). Eleven interleaved
-        // runs put each median inside a cluster; five let one fall between them.
+        // The same program's max RSS spreads over 1,088–1,232 KiB from run to run, for either
+        // tool, with its address-space layout randomised: where the stack, heap and libraries
+        // land decides how many page-table and partly used pages it touches. Two medians of 11
+        // such runs fell 7 % apart on a loaded machine, and may fall up to the spread's 13 %.
+        // With the layout fixed (`setarch -R`) both tools read one figure in every run (1,088
+        // KiB; with -m 5M 6,336, once 6,208 for GNU time: ru_maxrss is the kernel's approximate
+        // figure, per-CPU counters folded in batches of 32 pages). The median of 11 interleaved
+        // runs is robust to such an outlier.
         let (mut ours, mut gnu) = (Vec::new(), Vec::new());
         for _ in 0..11 {
-            let (o, g) = both(dir.path(), &args);
+            let (o, g) = (
+                run_in(Tool::Ours, Layout::Fixed, dir.path(), &args, None, ""),
+                run_in(Tool::Gnu, Layout::Fixed, dir.path(), &args, None, ""),
+            );
             assert_same_code(&o, &g);
             ours.push(o.numbers()[0]);
             gnu.push(g.numbers()[0]);
