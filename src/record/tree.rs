@@ -94,11 +94,16 @@ pub fn cpu_by_place(
     let (Some(main), Some(total)) = (main, total) else {
         return (main, None, None);
     };
+    let elsewhere = total.saturating_sub(main);
+    // Nothing beyond the main thread: both parts are 0 whatever the ticks say (the zombie's
+    // `stat` is not read then).
+    if elsewhere == 0 {
+        return (Some(main), Some(0), Some(0));
+    }
     let Some(stat) = stat else {
         return (Some(main), None, None);
     };
     let tick_ns = 1_000_000_000 / rustix::param::clock_ticks_per_second().max(1);
-    let elsewhere = total.saturating_sub(main);
     let threads_at_least = ((stat.utime_ticks + stat.stime_ticks) * tick_ns)
         .saturating_sub(main)
         .min(elsewhere);
@@ -216,6 +221,19 @@ mod tests {
             cpu_by_place(Some(sched), None, Some(usage)),
             (Some(30_000_000), None, None)
         );
+        // Nothing beyond the main thread (rusage's µs truncate below schedstat's ns): no
+        // other place ran, with or without the stat file.
+        let alone = ResourceUsage {
+            user_us: 29_000,
+            sys_us: 1_000,
+            ..ResourceUsage::default()
+        };
+        for stat in [None, Some(stat)] {
+            assert_eq!(
+                cpu_by_place(Some(sched), stat, Some(alone)),
+                (Some(30_000_000), Some(0), Some(0))
+            );
+        }
     }
 
     #[test]

@@ -500,3 +500,40 @@ fn a_clone_refused_after_its_pidfd_was_made_leaves_no_descriptor_behind() {
     assert_eq!(listed(), before, "a descriptor was left open");
     assert_eq!(reap_leftovers(), 0);
 }
+
+#[test]
+fn usage_at_exit_is_what_the_reap_returns_and_leaves_the_zombie_to_it() {
+    let _serial = hooks::serial();
+    let mut stack = ChildStack::new().expect("map a child stack");
+    let script = "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; sleep 0.2";
+    let mut child = program("/bin/sh", &["sh", "-c", script])
+        .spawn(&SpawnOptions::default(), &mut stack)
+        .expect("spawn sh");
+    if child.pidfd().is_none() {
+        std::println!("skipped: no pidfds here, so no look at the zombie's usage");
+        let _ = child.reap();
+        return;
+    }
+    // Still running (its loop, then its sleep): nothing yet, and nothing reaped.
+    assert_eq!(child.usage_at_exit(), None);
+    let pid = child.pid();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let seen = loop {
+        if let Some(usage) = child.usage_at_exit() {
+            break usage;
+        }
+        assert!(std::time::Instant::now() < deadline, "sh never exited");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(seen.user_us + seen.sys_us > 0, "the loop ran on a CPU");
+    // Looking twice leaves it a zombie, and the reap finds the same figures.
+    assert_eq!(child.usage_at_exit(), Some(seen));
+    let (status, reaped) = child.reap().expect("reap the zombie");
+    assert_eq!(status.code(), Some(0));
+    assert_eq!((reaped.user_us, reaped.sys_us), (seen.user_us, seen.sys_us));
+    assert_eq!(reaped.max_rss_kib, seen.max_rss_kib);
+    assert_eq!(
+        crate::wait::wait4(pid, crate::wait::Wait4Options::NOHANG).err(),
+        Some(Errno::CHILD)
+    );
+}

@@ -412,6 +412,7 @@ impl ExecImage<'_> {
             pidfd,
             new_process_group: options.new_process_group,
             registered,
+            exited: false,
         })
     }
 }
@@ -628,6 +629,8 @@ pub struct Child {
     pidfd: Option<OwnedFd>,
     new_process_group: bool,
     registered: bool,
+    /// [`Child::usage_at_exit`] saw it exited: a zombie until [`Child::reap`] takes it.
+    exited: bool,
 }
 
 impl Child {
@@ -662,6 +665,7 @@ impl Child {
             pidfd: opened,
             new_process_group,
             registered,
+            exited: false,
         }
     }
 
@@ -739,6 +743,17 @@ impl Child {
         crate::raw::kill_group(self.pid, signal.raw())
     }
 
+    /// The resource usage [`Child::reap`] will return, read from the zombie without reaping it
+    /// (`waitid(P_PIDFD, …, WEXITED | WNOHANG | WNOWAIT, &rusage)`): `None` while the child
+    /// runs, without a pidfd, or when the kernel refuses. The kernel fills both from the
+    /// zombie with `getrusage(RUSAGE_BOTH)`, so they agree; after a `Some`, [`Child::reap`]
+    /// skips its own wait for the exit.
+    pub fn usage_at_exit(&mut self) -> Option<ResourceUsage> {
+        let usage = wait::usage_at_exit(self.pidfd()?).ok()??;
+        self.exited = true;
+        Some(usage)
+    }
+
     /// Reaps the child with a hand-written `wait4`, blocking until it exits, and returns its
     /// wait status and resource usage (the child's plus its waited-for descendants'). The exit
     /// record is consumed once: on success the `Child` is gone; on failure it comes back in
@@ -757,7 +772,7 @@ impl Child {
     /// exposes, `wait4` is the call the rest of the system (GNU time, shells) measures with,
     /// and it is the only one that works where pidfds do not (Linux < 5.4).
     pub fn reap(self) -> Result<(WaitStatus, ResourceUsage), ReapError> {
-        match wait::reap_owned(self.pid, self.pidfd()) {
+        match wait::reap_owned(self.pid, self.pidfd(), self.exited) {
             Ok(done) => Ok(done),
             Err(errno) => Err(ReapError { child: self, errno }),
         }

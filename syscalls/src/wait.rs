@@ -81,8 +81,11 @@ fn wait4_retrying(
 pub(crate) fn reap_owned(
     pid: i32,
     pidfd: Option<BorrowedFd<'_>>,
+    exited: bool,
 ) -> Result<(WaitStatus, ResourceUsage), Errno> {
     let options = match pidfd {
+        // Seen exited, so a zombie that only this process can reap: no need to wait again.
+        _ if exited => Wait4Options::NOHANG,
         Some(fd) => {
             await_exit_by_pidfd(fd)?;
             Wait4Options::NOHANG
@@ -252,6 +255,17 @@ pub(crate) fn await_exit_by_pidfd(pidfd: BorrowedFd<'_>) -> Result<(), Errno> {
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return Err(e.into()),
             Ok(_) => return Ok(()),
+        }
+    }
+}
+
+/// `waitid(P_PIDFD, pidfd, WEXITED | WNOHANG | WNOWAIT, &rusage)`: the exited child's resource
+/// usage, left waitable (`None` while it runs).
+pub(crate) fn usage_at_exit(pidfd: BorrowedFd<'_>) -> Result<Option<ResourceUsage>, Errno> {
+    loop {
+        match raw::waitid_pidfd_usage(pidfd) {
+            Err(Errno::INTR) => continue,
+            other => return other.map(|u| u.map(|u| ResourceUsage::from_kernel(&u))),
         }
     }
 }

@@ -226,6 +226,8 @@ pub const SFD_NONBLOCK: usize = 0o4_000;
 pub const PIDFD_SIGNAL_PROCESS_GROUP: usize = 1 << 2;
 /// `waitid(2)` id types.
 pub const P_ALL: usize = 0;
+/// `waitid(2)` id type: a pidfd (Linux ≥ 5.4).
+pub const P_PIDFD: usize = 3;
 /// `waitid(2)`: do not block.
 pub const WNOHANG: usize = 1;
 /// `waitid(2)`: report exited children.

@@ -73,6 +73,28 @@ pub(crate) fn waitid_exited_any() -> Result<Option<i32>, Errno> {
     Ok(Some(info[abi::SI_PID_WORD]).filter(|&pid| pid > 0))
 }
 
+/// One `waitid(P_PIDFD, pidfd, &info, WEXITED | WNOHANG | WNOWAIT, &rusage)`: the resource
+/// usage of an exited child, left waitable, or `None` while it runs. With `WNOWAIT` the kernel
+/// fills the fifth argument from the zombie with `getrusage(RUSAGE_BOTH)`, the call `wait4`
+/// makes when it reaps it (`wait_task_zombie`), so the two agree.
+pub(crate) fn waitid_pidfd_usage(pidfd: BorrowedFd<'_>) -> Result<Option<Rusage>, Errno> {
+    let mut info: SigInfoWords = [0; 32];
+    let mut usage = Rusage::default();
+    let options = abi::WEXITED | abi::WNOHANG | abi::WNOWAIT;
+    let (fd, inf, ru) = (
+        pidfd.as_raw_fd() as usize,
+        info.as_mut_ptr() as usize,
+        &mut usage as *mut Rusage as usize,
+    );
+    let args = [abi::P_PIDFD, fd, inf, options, ru, 0];
+    // SAFETY: valid and aligned: `info` is a live, zero-initialised 128-byte local
+    // (`sizeof(siginfo_t)`) and `usage` a live, initialised `Rusage` with the kernel's 64-bit
+    // `struct rusage` layout (asserted in `abi`); no aliasing: both are locals borrowed for
+    // this call only, which the kernel only writes; `pidfd` is borrowed, so open.
+    check(unsafe { syscall6(nr::WAITID, args) })?;
+    Ok((info[abi::SI_PID_WORD] > 0).then_some(usage))
+}
+
 /// `kill(pid, sig)` for one process (`pid > 0`). 0 (the caller's group) and -1 (every
 /// process it may signal) are refused with `EINVAL`: no safe caller can reach them.
 pub(crate) fn kill(pid: i32, signal: i32) -> Result<(), Errno> {
