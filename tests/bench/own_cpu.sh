@@ -14,7 +14,9 @@
 # Environment: N (runs per contender and round, default 2000), ROUNDS (default 5), CT (a
 #   coldtrace binary; default: `cargo build --release`), HYPERFINE (default: hyperfine on PATH,
 #   else /tmp/hf/bin/hyperfine; hyperfine 2.0 builds with
-#   `cargo +nightly install hyperfine@2.0.0 --locked --root /tmp/hf`).
+#   `cargo +nightly install hyperfine@2.0.0 --locked --root /tmp/hf`), BASE (optional: another
+#   coldtrace build, e.g. main's before a change; its default run joins every round, so the
+#   two builds are compared side by side under the same load).
 # Needs: perf (perf stat must work here), cc, python3.
 set -euo pipefail
 
@@ -72,6 +74,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
   add ct_off "$off"; add ct_tree "$(awk -v a="$both" -v b="$off" 'BEGIN { printf "%.2f", a - b }')"
   own=$(own_us "$CT" run -n "$N" -q --json --minimal -- /bin/true)
   add ctmin "$own"
+  if [ -n "${BASE:-}" ]; then
+    own=$(own_us "$BASE" run -n "$N" -q --json -- /bin/true)
+    sp=$(spawner_us)
+    add base_own "$own"; add base_spawner "$sp"
+    add base "$(awk -v a="$own" -v b="$sp" 'BEGIN { printf "%.2f", a + b }')"
+  fi
 done
 
 stat() {
@@ -103,6 +111,11 @@ echo "| … of which the spawner | $(stat ct_spawner) | |"
 echo "| coldtrace \`run\` with \`COLDTRACE_TREE=off\`: itself + its spawner | $(stat ct_off) | $(ratio ct_off) |"
 echo "| … the tree's tracing (default − off, paired by round) | $(stat ct_tree) | |"
 echo "| coldtrace \`run --minimal\` (no spawner) | $(stat ctmin) | $(ratio ctmin) |"
+if [ -n "${BASE:-}" ]; then
+  echo "| BASE \`run\` (default; $BASE): itself + its spawner | $(stat base) | $(ratio base) |"
+  echo "| … of which its process | $(stat base_own) | |"
+  echo "| … of which its spawner | $(stat base_spawner) | |"
+fi
 echo
 if [ "${CGROUP:-off}" = on ]; then
   echo "The default run made its per-batch cgroup (each run born in a leaf of it): its cost is in"

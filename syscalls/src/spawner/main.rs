@@ -71,6 +71,8 @@ struct State {
     pidfds: bool,
     /// The PID of this program's parent, and so of every child's (`CLONE_PARENT`).
     parent: c_int,
+    /// `close_range` works here: one call releases a request's descriptors.
+    close_range: bool,
 }
 
 /// Every descriptor above the socket's: the child keeps 0, 1, 2 only.
@@ -101,6 +103,7 @@ fn serve(socket: c_int, parent: c_int, buffers: &'static mut Buffers) -> ! {
         pidfd: -1,
         pidfds: true,
         parent,
+        close_range: matches!(closing, Closing::Ranges(_)),
     };
     loop {
         let mut header = [0u8; HEADER];
@@ -113,20 +116,33 @@ fn serve(socket: c_int, parent: c_int, buffers: &'static mut Buffers) -> ! {
         };
         let request = Request::decode(&header);
         let mut reply = answer(&request, &got, &mut state, buffers);
-        for &fd in got.fds.iter().take(got.nfds) {
-            raw::close(fd);
-        }
         let pidfd = core::mem::replace(&mut state.pidfd, -1);
         if pidfd >= 0 {
             reply.flags |= protocol::REPLY_PIDFD;
         }
         let sent = raw::send(SOCKET, &reply.encode(), pidfd);
-        if pidfd >= 0 {
-            raw::close(pidfd);
-        }
+        release(&got, pidfd, state.close_range);
         if sent.is_err() {
             raw::exit_group(0);
         }
+    }
+}
+
+/// Closes what a request left open: the descriptors that came with it and the child's pidfd.
+/// Between requests this program holds no descriptor above the socket's (the copies `start`
+/// made are closed by it), so where `close_range` works one call closes them all, instead of
+/// one `close` each (up to five a run).
+fn release(got: &Received, pidfd: c_int, close_range: bool) {
+    let received = got.fds.iter().take(got.nfds);
+    // One put where this program's own 0, 1 or 2 was closed lies below the range.
+    for &fd in received.clone().filter(|&&fd| (0..SOCKET).contains(&fd)) {
+        raw::close(fd);
+    }
+    if close_range && raw::close_range(SOCKET + 1, u32::MAX) == 0 {
+        return;
+    }
+    for &fd in received.chain([pidfd].iter()).filter(|&&fd| fd > SOCKET) {
+        raw::close(fd);
     }
 }
 
