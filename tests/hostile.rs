@@ -465,15 +465,12 @@ fn a_fifo_as_stdin_waits_for_its_writer_and_signals_still_stop_coldtrace() {
         );
         assert_no_survivor(&reader);
     }
-    // With a writer that comes late, the command reads what it wrote (it did not get an
-    // early EOF from a FIFO opened without blocking).
-    let fifo = dir.join("f");
-    let writer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(400));
-        std::fs::write(fifo, b"late words\n").unwrap();
-    });
+    // With a writer that comes late (once coldtrace holds the FIFO open and waits), the
+    // command reads what it wrote (it did not get an early EOF from a FIFO opened without
+    // blocking).
+    let fifo = std::fs::canonicalize(dir.join("f")).unwrap();
     let _ = std::fs::remove_dir_all(dir.join("d"));
-    let out = ct(
+    let c = ct(
         dir.path(),
         [
             "run",
@@ -485,9 +482,15 @@ fn a_fifo_as_stdin_waits_for_its_writer_and_signals_still_stop_coldtrace() {
             "--",
             r,
         ],
-    )
-    .run_within(DEADLINE);
-    writer.join().unwrap();
+    );
+    let shown = c.shown();
+    let mut cmd = c.cmd;
+    let started = Instant::now();
+    let child = cmd.spawn().expect("spawn coldtrace");
+    wait_until_open(child.id(), &fifo);
+    std::thread::sleep(Duration::from_millis(400));
+    std::fs::write(&fifo, b"late words\n").unwrap();
+    let out = common::finish(child, shown, started, DEADLINE);
     out.expect_code(0);
     assert_eq!(
         std::fs::read(dir.join("d/runs/000/stdout")).unwrap(),

@@ -101,6 +101,18 @@ fn name(path: &Path) -> String {
     path.file_name().unwrap().to_string_lossy().into_owned()
 }
 
+/// The PIDs of the live processes (no zombies) running `path`.
+fn live_pids(path: &Path) -> Vec<i32> {
+    super::processes_of(path)
+        .iter()
+        .filter(|stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+        })
+        .filter_map(|stat| stat.split(' ').next()?.parse().ok())
+        .collect()
+}
+
 /// `survivors` lists `daemon`, and only it.
 fn assert_settled(survivors: &Value, daemon: &Path) {
     assert_eq!(names(survivors), [name(daemon)], "{survivors}");
@@ -200,10 +212,37 @@ fn survivors_kill_ends_every_process_a_run_left() {
 #[test]
 fn survivors_wait_waits_for_them_and_the_timeout_bounds_the_wait() {
     let dir = TempDir::new("prwait");
-    let quick = daemon(&dir, "wq", "0.4", false);
+    let quick = daemon(&dir, "wq", "30", false);
     let cmd = starter(&dir, "wqs", &quick, "setsid", "0");
-    let c = cmd.to_str().unwrap();
-    let out = run(&dir, &format!("run -n 2 -o b --survivors wait -- {}", c));
+    let line = format!("run -n 2 -o b --survivors wait -- {}", cmd.display());
+    let c = ct(dir.path(), line.split(' '));
+    let shown = c.shown();
+    let mut command = c.cmd;
+    let started = Instant::now();
+    let child = command.spawn().expect("spawn coldtrace");
+    // Each run's daemon is ended 400 ms after its command was reaped, while coldtrace waits
+    // for it (not 400 ms after it started, of which a loaded machine may spend most before
+    // the command has ended).
+    let mut ended = Vec::new();
+    for _ in 0..2 {
+        let until = Instant::now() + Duration::from_secs(10);
+        let left = loop {
+            let live = live_pids(&quick.link);
+            let new = live.into_iter().find(|pid| !ended.contains(pid));
+            match new {
+                Some(pid) if super::processes_of(&cmd).is_empty() => break pid,
+                _ => {}
+            }
+            assert!(Instant::now() < until, "no run left its daemon: {shown}");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        std::thread::sleep(Duration::from_millis(400));
+        let pid = rustix::process::Pid::from_raw(left).unwrap();
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        ended.push(left);
+    }
+    let out = super::common::finish(child, shown, started, DEADLINE);
+    assert_no_raw_controls(&out);
     out.expect_code(0);
     let s = survivors_of(&dir, 1);
     assert_eq!(s["action"], "waited", "{s}");
@@ -724,12 +763,20 @@ fn a_batch_in_another_pid_namespace_is_never_taken_for_a_dead_ones_leftovers() {
         return;
     };
     let dir = TempDir::new("prcgpidns");
+    super::common::write_file(
+        &dir.join("last-waits"),
+        b"#!/bin/sh\nn=$(cat COUNT 2>/dev/null || echo 0); n=$((n+1)); echo $n > COUNT\nsleep 0.4\n\
+          if [ $n -ge 4 ]; then until [ -e looked ]; do sleep 0.01; done; fi\n",
+        0o755,
+    );
     // The same cgroup, another PID namespace: the PID in its group's name is its PID there
-    // (1 or 2), which is another process here.
+    // (1 or 2), which is another process here. Each run sleeps 0.4 s; the last also waits
+    // until the looking below is done, so that its group is looked at while it is in use,
+    // however slowly a loaded machine looks.
     let (inside, shown) = group.start_under(
         &dir,
         "unshare --pid --fork --mount-proc",
-        "run -n 4 -o ns -- sleep 0.4",
+        "run -n 4 -o ns -- ./last-waits",
     );
     let started = Instant::now();
     // Wait for its group, then look for leftovers from this namespace, batch after batch,
@@ -749,6 +796,7 @@ fn a_batch_in_another_pid_namespace_is_never_taken_for_a_dead_ones_leftovers() {
         looked += 1;
     }
     assert!(theirs[0].is_dir(), "{} was removed", theirs[0].display());
+    std::fs::write(dir.join("looked"), b"").unwrap();
     let out = super::common::finish(inside, shown, started, DEADLINE);
     if out.code() != Some(0) && out.stderr.starts_with("unshare:") {
         eprintln!(
