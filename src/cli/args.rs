@@ -446,7 +446,9 @@ fn unknown_option(sub: Sub, spelled: &str) -> UsageError {
     let hint = if let Some(foreign) = table::find_foreign(spelled) {
         format!("coldtrace {name} has no {spelled}: {}", foreign.instead)
     } else if let Some(other) = other_subcommand(sub, spelled) {
-        format!("{spelled} is an option of `coldtrace {other}`, not of `coldtrace {name}`")
+        // What to do is in the words (give it to `other`); naming `sub` too, or adding `see
+        // --help`, would take the line past 80 columns.
+        return usage(format!("{spelled} is an option of `coldtrace {other}`"));
     } else if let Some(near) = nearest_option(sub, spelled) {
         format!("unknown option '{spelled}' (did you mean {near}?)")
     } else {
@@ -781,8 +783,10 @@ mod tests {
         assert!(
             error(Sub::Run, &["--ignore", "--", "x"]).contains("did you mean --ignore-failure?")
         );
-        assert!(error(Sub::Run, &["--markdown", "--", "x"])
-            .starts_with("--markdown is an option of `coldtrace report`, not of `coldtrace run`"));
+        assert!(
+            error(Sub::Run, &["--markdown", "--", "x"])
+                == "--markdown is an option of `coldtrace report`"
+        );
         assert!(error(Sub::Run, &["--export-asciidoc", "f", "--", "x"])
             .starts_with("coldtrace run has no --export-asciidoc: --export-markdown FILE"));
         assert!(error(Sub::Run, &["-f", "%e", "--", "x"]).contains("coldtrace time -f FORMAT"));
@@ -792,6 +796,27 @@ mod tests {
             "unknown option '--frobnicate'; see `coldtrace run --help`"
         );
         assert!(error(Sub::Report, &["--markdwn", "d"]).contains("did you mean --markdown?"));
+    }
+
+    #[test]
+    fn an_option_of_another_subcommand_is_one_line_that_fits_80_columns() {
+        // Every option some subcommand takes, given to each subcommand that does not take it,
+        // as the terminal shows it after `coldtrace: error: `.
+        let mut widest = (0, String::new());
+        for opt in table::options() {
+            for sub in table::subcommands().filter(|s| !opt.taken_by(s.sub)) {
+                if table::find_foreign(opt.long).is_some() {
+                    continue;
+                }
+                let line = format!("coldtrace: error: {}", unknown_option(sub.sub, opt.long).0);
+                assert!(line.contains(opt.long) && !line.contains('\n'), "{line}");
+                let width = line.chars().count();
+                if width > widest.0 {
+                    widest = (width, line);
+                }
+            }
+        }
+        assert!(widest.0 <= 80, "{} columns: {}", widest.0, widest.1);
     }
 
     #[test]
