@@ -34,11 +34,11 @@
 //! had room again, before the run's spawn; any other is the run's.
 #![forbid(unsafe_code)]
 
-use crate::measure::procfs::ProcFile;
 use crate::measure::tree::decode::{Decoder, SchedEvent, SchedKind};
 use crate::measure::tree::drains::Drains;
 use crate::measure::tree::replay::{Replay, TreeStates, Unreplayable};
 use crate::measure::tree::tracefs;
+use crate::measure::tree::tracefs::OnlineCpus;
 use coldtrace_syscalls::perf::{
     attr_flags, PerfEventAttr, PerfTarget, ATTR_USE_CLOCKID, CLOCK_MONOTONIC, PERF_RECORD_SAMPLE,
     PERF_SAMPLE_RAW, PERF_SAMPLE_TIME, PERF_TYPE_TRACEPOINT,
@@ -113,7 +113,7 @@ pub struct TreeTracer {
     decoder: Decoder,
     pages: usize,
     rings: Vec<CpuRing>,
-    online: ProcFile,
+    online: OnlineCpus,
     cpus: Vec<u32>,
     run: Option<RunTrace>,
     /// tracefs was mounted by coldtrace, here.
@@ -160,20 +160,15 @@ impl TreeTracer {
             decoder,
             pages: PAGES,
             rings: Vec::new(),
-            online: ProcFile::open("/sys/devices/system/cpu/online"),
+            online: OnlineCpus::open(),
             cpus: Vec::new(),
             run: None,
             mounted: mounted.then_some(tracing),
         };
-        let cpus = tracer.online_cpus().ok_or("cannot read the online CPUs")?;
+        let cpus = tracer.online.read().ok_or("cannot read the online CPUs")?;
         tracer.pages = pages_per_cpu(cpus.len());
         tracer.retarget(&cpus)?;
         Ok(tracer)
-    }
-
-    fn online_cpus(&mut self) -> Option<Vec<u32>> {
-        let text = self.online.read_small()?;
-        tracefs::parse_cpu_list(std::str::from_utf8(text).ok()?)
     }
 
     /// Rings for exactly `cpus`: new ones opened, those of offline CPUs closed.
@@ -218,7 +213,7 @@ impl TreeTracer {
             problem: None,
             drains: Drains::default(),
         };
-        match self.online_cpus() {
+        match self.online.read() {
             Some(cpus) if cpus == self.cpus => {}
             Some(cpus) => {
                 if let Err(why) = self.retarget(&cpus) {
@@ -289,7 +284,7 @@ impl TreeTracer {
             self.replay_until(end_ns);
         }
         let mut run = self.run.take()?;
-        if self.online_cpus().is_some_and(|c| c != self.cpus) {
+        if self.online.read().is_some_and(|c| c != self.cpus) {
             run.flag(|| "the online CPUs changed during the run".into());
         }
         let states = match (run.problem, run.replay) {

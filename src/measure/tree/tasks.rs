@@ -22,9 +22,8 @@
 //! read, or no record of the command's creation leave the count unknown, and say why.
 #![forbid(unsafe_code)]
 
-use crate::measure::procfs::ProcFile;
 use crate::measure::tree::drains::Drains;
-use crate::measure::tree::tracefs::parse_cpu_list;
+use crate::measure::tree::tracefs::OnlineCpus;
 use coldtrace_syscalls::perf::PerfTarget;
 use coldtrace_syscalls::ring::{
     lost_count, task_record, task_records_attr, PerfRing, Record, TaskRecord,
@@ -166,7 +165,7 @@ struct CpuRing {
 /// The task counter of a batch (see the module's note).
 pub struct TaskCounter {
     rings: Vec<CpuRing>,
-    online: ProcFile,
+    online: OnlineCpus,
     cpus: Vec<u32>,
     run: Option<RunCount>,
 }
@@ -178,11 +177,8 @@ impl TaskCounter {
     /// answering); the calling thread alone without a spawner. `Err` says why there is no
     /// count.
     pub fn open(on: Option<i32>) -> Result<TaskCounter, String> {
-        let mut online = ProcFile::open("/sys/devices/system/cpu/online");
-        let cpus = online
-            .read_small()
-            .and_then(|t| parse_cpu_list(std::str::from_utf8(t).ok()?))
-            .ok_or("cannot read the online CPUs")?;
+        let mut online = OnlineCpus::open();
+        let cpus = online.read().ok_or("cannot read the online CPUs")?;
         let mut rings = Vec::with_capacity(2 * cpus.len());
         let mut pages = PAGES;
         if let Some(pid) = on {
@@ -215,11 +211,7 @@ impl TaskCounter {
     /// Whether the online CPUs are not those the rings were opened on (checked at each run's
     /// end: a CPU that came online since has no ring, so its records are missed).
     fn online_changed(&mut self) -> bool {
-        let now = self
-            .online
-            .read_small()
-            .and_then(|t| parse_cpu_list(std::str::from_utf8(t).ok()?));
-        now.as_deref() != Some(&self.cpus[..])
+        self.online.read().as_deref() != Some(&self.cpus[..])
     }
 
     /// The command's first process is `root`, spawned at `start_ns` (CLOCK_MONOTONIC).

@@ -5,6 +5,7 @@
 //! systemd does), and says so once.
 #![forbid(unsafe_code)]
 
+use crate::measure::procfs::ProcFile;
 use crate::measure::tree::decode::TRACEPOINTS;
 use crate::measure::tree::format::Format;
 use std::path::{Path, PathBuf};
@@ -102,6 +103,22 @@ pub fn read_formats(tracing: &Path) -> Result<Vec<Format>, String> {
             Format::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
         })
         .collect()
+}
+
+/// `/sys/devices/system/cpu/online`, kept open for the batch: the CPUs a source opened its
+/// rings on, read again to see whether they changed.
+pub struct OnlineCpus(ProcFile);
+
+impl OnlineCpus {
+    /// Opens the file (a failed open makes every read `None`).
+    pub fn open() -> OnlineCpus {
+        OnlineCpus(ProcFile::open("/sys/devices/system/cpu/online"))
+    }
+
+    /// The online CPUs, in order; `None` when the file cannot be read or parsed.
+    pub fn read(&mut self) -> Option<Vec<u32>> {
+        parse_cpu_list(std::str::from_utf8(self.0.read_small()?).ok()?)
+    }
 }
 
 /// A CPU list as sysfs writes it (`0-3,5,7-8`), in order; `None` when it is not one.
