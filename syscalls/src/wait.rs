@@ -39,9 +39,11 @@ pub enum WaitEvent {
 /// usage covers the child and its descendants that were waited for.
 ///
 /// # Errors
-/// `EINVAL` for a `pid` ≤ 0 or bad options; `EBUSY` for a PID a live `Child` owns (or while
-/// more than 64 `Child` values are alive, when that cannot be told); `ECHILD` when there is no
-/// such child (or SIGCHLD is ignored, so children are auto-reaped).
+/// `EINVAL` for a `pid` ≤ 0 or bad options; `EBUSY` for a PID a live `Child` owns, and for
+/// every PID while a spawn of this crate is between its clone and the registration of its
+/// `Child` (the new PID is not known until then) or while more than 64 `Child` values are
+/// alive (when ownership cannot be told): try again later; `ECHILD` when there is no such
+/// child (or SIGCHLD is ignored, so children are auto-reaped).
 ///
 /// # References
 /// [wait4(2)](https://man7.org/linux/man-pages/man2/wait4.2.html)
@@ -52,7 +54,7 @@ pub fn wait4(
     if pid <= 0 {
         return Err(Errno::INVAL);
     }
-    if crate::owners::owned(pid) {
+    if crate::owners::may_be_owned(pid) {
         return Err(Errno::BUSY);
     }
     wait4_retrying(pid, options)
@@ -423,5 +425,32 @@ mod tests {
         assert_eq!(raw::kill_group(-5, 0), Err(Errno::INVAL));
         let me = rustix::process::getpid().as_raw_nonzero().get();
         assert_eq!(raw::kill(me, 0), Ok(()));
+    }
+
+    /// Between a spawn's clone and the registration of its `Child`, the new PID is in no slot
+    /// yet: a caller that guessed it (the next PID, or one read from `/proc`) must not reap
+    /// it, or the `Child` that comes out of the spawn would own a PID another process can take.
+    #[test]
+    fn wait4_leaves_alone_a_pid_a_spawn_may_be_registering() {
+        let _serial = crate::test_hooks::serial();
+        let exited = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        let pid = exited.id() as i32;
+        // Exited (a zombie), yet not reaped: a look that leaves it waitable.
+        while !has_exited(pid).expect("look at the child") {
+            std::thread::sleep(core::time::Duration::from_millis(1));
+        }
+        let spawning = crate::owners::Spawning::start();
+        assert_eq!(
+            wait4(pid, Wait4Options::NOHANG).map(|r| r.is_some()),
+            Err(Errno::BUSY)
+        );
+        drop(spawning);
+        let reaped = wait4(pid, Wait4Options::NOHANG).expect("reap once no spawn is running");
+        assert_eq!(
+            reaped.map(|(p, status, _)| (p, status.code())),
+            Some((pid, Some(0)))
+        );
     }
 }
