@@ -21,7 +21,7 @@ pub struct ExecImage<'a> {
     path: &'a CStr,
     argv: Vec<*const c_char>,
     envp: Vec<*const c_char>,
-    /// `(SHELL, [SHELL, path, argv[1..]…, NULL])`, or `None`.
+    /// `(SHELL, [SHELL, "--", path, argv[1..]…, NULL])`, or `None`.
     shell: Option<(&'static CStr, Vec<*const c_char>)>,
     _strings: PhantomData<&'a CStr>,
 }
@@ -49,17 +49,20 @@ impl<'a> ExecImage<'a> {
     }
 
     /// Where `execve` fails with `ENOEXEC` (a script without a `#!` line), the same child then
-    /// runs `SHELL PATH ARGS…` (`argv[0]` is `shell`, `argv[1]` the path, then the arguments
-    /// after the image's `argv[0]`) with the same environment, as glibc's `execvp` does with
-    /// `/bin/sh`. The arrays are built here, in the parent, before any clone. Only the
-    /// in-process spawn honours it (the spawner program has no shell fallback).
+    /// runs `SHELL -- PATH ARGS…` (`argv[0]` is `shell`, then `--`, the path, and the
+    /// arguments after the image's `argv[0]`) with the same environment, as glibc's `execvp`
+    /// does with `/bin/sh`. The `--` makes a bare path that starts with `-` the script, never
+    /// an option of the shell (`sh -x` would turn tracing on and take the next argument as the
+    /// script); the shell's `$0` is still the path. The arrays are built here, in the parent,
+    /// before any clone. Only the in-process spawn honours it (the spawner program has no
+    /// shell fallback).
     ///
     /// # References
     /// [execvp(3)](https://man7.org/linux/man-pages/man3/execvp.3.html) (NOTES: ENOEXEC)
     pub fn or_through_shell(mut self, shell: &'static CStr) -> ExecImage<'a> {
         let args = self.argv.iter().skip(1).take_while(|p| !p.is_null());
-        let mut argv = Vec::with_capacity(self.argv.len() + 2);
-        argv.extend([shell.as_ptr(), self.path.as_ptr()]);
+        let mut argv = Vec::with_capacity(self.argv.len() + 3);
+        argv.extend([shell.as_ptr(), c"--".as_ptr(), self.path.as_ptr()]);
         argv.extend(args.copied());
         argv.push(core::ptr::null());
         self.shell = Some((shell, argv));

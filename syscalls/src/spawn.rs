@@ -30,8 +30,9 @@ pub const DEFAULT_PATH: &[u8] = b"/bin:/usr/bin";
 /// (an empty entry means the current directory). The result keeps "not found" apart from "found
 /// but not executable": `ENOENT` when no candidate exists, `EACCES` when one exists but is not
 /// an executable regular file (a directory, or no execute permission). `ENOEXEC` (a file the
-/// kernel cannot run) can only be known from `execve` and comes back from [`Program::spawn`].
-/// Unlike `execvp`, a file that fails with `ENOEXEC` is never retried through `/bin/sh`.
+/// kernel cannot run) can only be known from `execve` and comes back from [`Program::spawn`],
+/// unless the program asked to run such a file through `/bin/sh` as `execvp` does
+/// ([`Program::scripts_through_shell`]).
 ///
 /// # References
 /// [execvp(3)](https://man7.org/linux/man-pages/man3/execvp.3.html)
@@ -296,8 +297,9 @@ impl Program {
     }
 
     /// Where the kernel refuses the file as no executable format (`ENOEXEC`: a script without
-    /// a `#!` line), the same child runs it with [`SCRIPT_SHELL`] instead (`/bin/sh PATH
-    /// ARGS…`), as glibc's `execvp` and GNU time do: no second spawn. Without this, such a
+    /// a `#!` line), the same child runs it with [`SCRIPT_SHELL`] instead (`/bin/sh -- PATH
+    /// ARGS…`: see [`ExecImage::or_through_shell`]), as glibc's `execvp` and GNU time do: no
+    /// second spawn. Without this, such a
     /// file fails to start with `ENOEXEC`. Only [`Program::spawn`] and [`ExecImage::spawn`]
     /// honour it: a spawner program cannot (see [`Program::through_shell`]).
     pub fn scripts_through_shell(mut self) -> Program {

@@ -318,7 +318,7 @@ fn a_script_without_a_shebang_runs_through_sh_in_the_same_child_when_asked() {
         let (status, _) = child.reap().unwrap();
         assert_eq!(status.code(), Some(7), "{status:?}");
         // The shell is the child itself ($$ is its PID: no second process), its $0 the
-        // script's path (execvp's `sh PATH ARGS…`), and the arguments follow exactly.
+        // script's path (`sh -- PATH ARGS…`, execvp's `sh PATH ARGS…` with a `--`), and the arguments follow exactly.
         let expected = format!("{pid}\0{path}\0a b\0\0");
         let got = std::fs::read(&out_path).unwrap();
         assert_eq!(
@@ -333,6 +333,38 @@ fn a_script_without_a_shebang_runs_through_sh_in_the_same_child_when_asked() {
     write_file(&garbage, b"\x01\x02\x03(\n", 0o755);
     let out = run(&program(garbage.to_str().unwrap(), &["garbage"], &[]).scripts_through_shell());
     assert_ne!(out.status.code(), Some(0), "{}", out.describe());
+    assert_no_children();
+}
+
+/// A bare path that starts with `-` reaches the shell as the script, never as an option: the
+/// shell is run as `sh -- PATH ARGS…` (without the `--`, `sh -x a` traced a command file `a`).
+#[test]
+fn a_script_whose_bare_path_starts_with_a_dash_runs_through_sh_as_the_script() {
+    let _serial = serial();
+    let dir = TempDir::new("dash-script");
+    write_file(
+        &dir.join("-x"),
+        b"printf '%s\\0' \"$0\" \"$@\"\nexit 7\n",
+        0o755,
+    );
+    let out_path = dir.join("out");
+    let out = File::create(&out_path).unwrap();
+    let cwd = path_cstring(dir.path());
+    let options = SpawnOptions {
+        stdout: Some(out.as_fd()),
+        cwd: Some(&cwd),
+        ..SpawnOptions::default()
+    };
+    let script = program("-x", &["-x", "-c", "a"], &[]).scripts_through_shell();
+    let mut stack = ChildStack::new().unwrap();
+    let child = script.spawn(&options, &mut stack).expect("spawn -x");
+    let (status, _) = child.reap().unwrap();
+    let got = std::fs::read(&out_path).unwrap();
+    assert_eq!(
+        (status.code(), String::from_utf8_lossy(&got).into_owned()),
+        (Some(7), "-x\0-c\0a\0".to_string()),
+        "{status:?}"
+    );
     assert_no_children();
 }
 
