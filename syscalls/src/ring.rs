@@ -2,7 +2,7 @@
 //! on one CPU (or task), sends all their records into the leader's ring and maps it; [`frame`]
 //! cuts the bytes the kernel wrote into records, and [`time_and_raw`] / [`switch_in`] /
 //! [`lost_count`] read the kinds a scheduler tracer needs, [`task_record`] the creation and
-//! exit of tasks. The framing is pure and total (any bytes give
+//! exit of tasks; [`PerfRing::lost`] says how many records the kernel could not write. The framing is pure and total (any bytes give
 //! records or `malformed`, never a panic): the fuzz target `perf_records` checks it.
 //!
 //! The mapping and the `data_head`/`data_tail` protocol are in `raw::ring`, with their proofs.
@@ -275,6 +275,23 @@ pub fn lost_count(record: &Record<'_>) -> Option<u64> {
     ))
 }
 
+/// What a ring knows of the records its events could not write ([`PerfRing::lost`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lost {
+    /// The kernel's count (`PERF_FORMAT_LOST`, Linux ≥ 6.0): records the group's events failed
+    /// to write since the ring was opened, side-band records (switches, task records) included.
+    Counted(u64),
+    /// An older kernel counts nothing that a reader can ask for; it writes a `PERF_RECORD_LOST`
+    /// only once another record fits again, which may never happen. `ring_filled`: some read
+    /// since the ring was opened found it too full for one more record of the largest size the
+    /// caller named, so records may have been dropped. (The unread bytes only grow between two
+    /// reads, so a ring that every read found with room to spare dropped nothing.)
+    Uncounted {
+        /// A read found less room than the largest record.
+        ring_filled: bool,
+    },
+}
+
 /// A group of perf events on one CPU (or task) whose records all go into the leader's ring,
 /// mapped here. Dropping it unmaps the ring and closes the events.
 pub struct PerfRing {
@@ -284,6 +301,56 @@ pub struct PerfRing {
     members: Vec<OwnedFd>,
     /// A record that wraps the ring's end, copied out.
     scratch: Vec<u8>,
+    /// Every event was opened with `PERF_FORMAT_LOST`: a read of it ends with its lost count.
+    counts_lost: bool,
+    /// The most unread bytes a read has found since the ring was opened.
+    fullest: core::cell::Cell<u64>,
+}
+
+/// Whether the kernel takes `PERF_FORMAT_LOST`: 0 not known yet, 1 yes, 2 no (`EINVAL`).
+static FORMAT_LOST: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+
+/// Opens `attr` with `PERF_FORMAT_LOST` added where the kernel takes it (probed on the first
+/// open: an `EINVAL` that goes away without the flag means a kernel before 6.0). Returns the
+/// descriptor and whether the flag is on.
+fn open_counting_lost(
+    attr: &PerfEventAttr,
+    target: PerfTarget<'_>,
+    cpu: i32,
+    group: Option<rustix::fd::BorrowedFd<'_>>,
+) -> Result<(OwnedFd, bool), Errno> {
+    use crate::abi::perf::PERF_FORMAT_LOST;
+    use core::sync::atomic::Ordering;
+    let open =
+        |attr: &PerfEventAttr| perf_event_open(attr, target, cpu, group, PERF_FLAG_FD_CLOEXEC);
+    let known = FORMAT_LOST.load(Ordering::Acquire);
+    let refused = known == 2 || format_lost_refused_for_tests();
+    if refused || attr.read_format & PERF_FORMAT_LOST != 0 {
+        return open(attr).map(|fd| (fd, !refused));
+    }
+    let mut with_lost = *attr;
+    with_lost.read_format |= PERF_FORMAT_LOST;
+    match open(&with_lost) {
+        Ok(fd) => {
+            FORMAT_LOST.store(1, Ordering::Release);
+            Ok((fd, true))
+        }
+        Err(Errno::INVAL) if known == 0 => {
+            let fd = open(attr)?;
+            FORMAT_LOST.store(2, Ordering::Release);
+            Ok((fd, false))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Test builds: whether `PERF_FORMAT_LOST` is to be taken as refused, as by a kernel < 6.0.
+fn format_lost_refused_for_tests() -> bool {
+    #[cfg(test)]
+    if crate::test_hooks::on(&crate::test_hooks::NO_PERF_FORMAT_LOST) {
+        return true;
+    }
+    false
 }
 
 impl PerfRing {
@@ -292,9 +359,14 @@ impl PerfRing {
     /// redirects every member's records into the leader's ring, and maps that ring with
     /// `data_pages` pages of data (a power of two).
     ///
+    /// Every event is opened with `PERF_FORMAT_LOST` added to its `read_format` where the
+    /// kernel takes it (Linux ≥ 6.0), so that [`PerfRing::lost`] can tell how many records
+    /// were dropped even when no later record fits to say so.
+    ///
     /// # Errors
-    /// `EINVAL` without attributes or for `data_pages` not a power of two; those of
-    /// [`perf_event_open`] (`EACCES` for system-wide events without root or CAP_PERFMON,
+    /// `EINVAL` without attributes, for `data_pages` not a power of two, or for an attribute
+    /// with `PERF_FORMAT_GROUP` (a read of each event must end with its own lost count); those
+    /// of [`perf_event_open`] (`EACCES` for system-wide events without root or CAP_PERFMON,
     /// `ENODEV` for an offline CPU), of `mmap` (`EPERM` past `perf_event_mlock_kb`; `EINVAL`
     /// for an inherited event on every CPU, which cannot be mapped) and of
     /// `PERF_EVENT_IOC_SET_OUTPUT`.
@@ -304,18 +376,17 @@ impl PerfRing {
         cpu: i32,
         data_pages: usize,
     ) -> Result<PerfRing, Errno> {
+        use crate::abi::perf::PERF_FORMAT_GROUP;
         let (leader_attr, others) = attrs.split_first().ok_or(Errno::INVAL)?;
-        let leader = perf_event_open(leader_attr, target, cpu, None, PERF_FLAG_FD_CLOEXEC)?;
+        if attrs.iter().any(|a| a.read_format & PERF_FORMAT_GROUP != 0) {
+            return Err(Errno::INVAL);
+        }
+        let (leader, mut counts_lost) = open_counting_lost(leader_attr, target, cpu, None)?;
         let map = RingMap::map(leader.as_fd(), data_pages)?;
         let mut members = Vec::with_capacity(others.len());
         for attr in others {
-            let fd = perf_event_open(
-                attr,
-                target,
-                cpu,
-                Some(leader.as_fd()),
-                PERF_FLAG_FD_CLOEXEC,
-            )?;
+            let (fd, counted) = open_counting_lost(attr, target, cpu, Some(leader.as_fd()))?;
+            counts_lost &= counted;
             raw::set_output(fd.as_fd(), leader.as_fd())?;
             members.push(fd);
         }
@@ -324,7 +395,41 @@ impl PerfRing {
             leader,
             members,
             scratch: Vec::new(),
+            counts_lost,
+            fullest: core::cell::Cell::new(0),
         })
+    }
+
+    /// The records the group could not write since the ring was opened: the kernel's count
+    /// where it keeps one (Linux ≥ 6.0, one `read(2)` per event), else whether a read ever
+    /// found the ring with less room than `largest_record_bytes` (see [`Lost::Uncounted`]).
+    ///
+    /// A full ring says nothing in its records until another record fits: the kernel writes
+    /// its `PERF_RECORD_LOST` (what [`lost_count`] reads) just before the next record it has
+    /// room for. A reader that stops before then, at the end of a run, would read 0.
+    ///
+    /// # Errors
+    /// Those of read(2) on the events (none expected); `EIO` for a read shorter than a count.
+    ///
+    /// [read(2)]: https://man7.org/linux/man-pages/man2/read.2.html
+    pub fn lost(&self, largest_record_bytes: u64) -> Result<Lost, Errno> {
+        if !self.counts_lost {
+            // The kernel keeps one byte free (`CIRC_SPACE` in `ring_buffer_has_space`): a
+            // record fits while the unread bytes and it stay below the ring's size.
+            let fullest = self.fullest.get();
+            let ring_filled = fullest.saturating_add(largest_record_bytes) >= self.data_bytes();
+            return Ok(Lost::Uncounted { ring_filled });
+        }
+        let mut total = 0u64;
+        for event in core::iter::once(&self.leader).chain(&self.members) {
+            // value, then up to three optional words, then the lost count (read_format order).
+            let mut words = [0u8; 40];
+            let n = rustix::io::read(event, &mut words).map_err(Errno::from)?;
+            let last = words.get(n.wrapping_sub(8)..n).ok_or(Errno::IO)?;
+            let lost = u64::from_ne_bytes(last.try_into().map_err(|_| Errno::IO)?);
+            total = total.saturating_add(lost);
+        }
+        Ok(Lost::Counted(total))
     }
 
     /// Starts the group: `PERF_EVENT_IOC_ENABLE` on the leader alone. The other events were
@@ -378,7 +483,13 @@ impl PerfRing {
     /// backwards (`write_backward` in the attributes), which this reader does not read.
     pub fn unread(&self) -> Result<Unread<'_>, Errno> {
         let (first, second) = self.map.unread()?;
+        self.saw_unread(first.len() + second.len());
         Ok(Unread { first, second })
+    }
+
+    /// Keeps the most unread bytes seen, for [`PerfRing::lost`] without a kernel count.
+    fn saw_unread(&self, bytes: usize) {
+        self.fullest.set(self.fullest.get().max(bytes as u64));
     }
 
     /// Hands the first `bytes` of the unread bytes back to the kernel (at most what the last
@@ -397,6 +508,7 @@ impl PerfRing {
     pub fn read(&mut self, each: impl FnMut(Record<'_>)) -> Result<Framed, Errno> {
         let (first, second) = self.map.unread()?;
         let all = (first.len() + second.len()) as u64;
+        self.fullest.set(self.fullest.get().max(all));
         let framed = frame(first, second, &mut self.scratch, each);
         let done = if framed.malformed { all } else { framed.bytes };
         self.map.consume(done);
@@ -518,6 +630,47 @@ mod tests {
             1 << 13 | 1 << 1 | 1 << 5
         );
         assert_eq!(attr.flags & 1, 0, "opened enabled");
+    }
+
+    /// Where the kernel refuses `PERF_FORMAT_LOST` (before 6.0), the ring still tells whether
+    /// a read found it too full for one more record: never for a ring read with room to spare,
+    /// always for one left to fill.
+    #[test]
+    fn without_a_kernel_count_a_ring_says_whether_it_filled() {
+        use crate::abi::perf::{
+            attr_flags, PERF_COUNT_SW_TASK_CLOCK, PERF_SAMPLE_TIME, PERF_TYPE_SOFTWARE,
+        };
+        let _serial = crate::test_hooks::serial();
+        let _old_kernel = crate::test_hooks::Switch::on(&crate::test_hooks::NO_PERF_FORMAT_LOST);
+        let mut attr = PerfEventAttr::counting(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
+        attr.sample_period = 20_000;
+        attr.sample_type = PERF_SAMPLE_TIME;
+        attr.flags = attr_flags::DISABLED | attr_flags::EXCLUDE_KERNEL | attr_flags::EXCLUDE_HV;
+        let mut ring = PerfRing::open(&[attr], PerfTarget::CallingThread, -1, 1).expect("a ring");
+        // Runs `ms` ms on a CPU in user space (the clock is read in the kernel: rarely).
+        let spin = |ms: u64| {
+            use rustix::time::{clock_gettime, ClockId};
+            let cpu_ns = || {
+                let t = clock_gettime(ClockId::ThreadCPUTime);
+                t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+            };
+            let until = cpu_ns() + ms * 1_000_000;
+            while cpu_ns() < until {
+                for _ in 0..10_000 {
+                    core::hint::black_box(0u64);
+                }
+            }
+        };
+        ring.enable().expect("enable");
+        for _ in 0..5 {
+            spin(1); // about 50 samples of 16 bytes: a fifth of the page
+            ring.read(|_| {}).expect("read");
+        }
+        assert_eq!(ring.lost(16), Ok(Lost::Uncounted { ring_filled: false }));
+        spin(50); // 2,500 samples into room for 255
+        ring.disable().expect("disable");
+        ring.read(|_| {}).expect("read");
+        assert_eq!(ring.lost(16), Ok(Lost::Uncounted { ring_filled: true }));
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub(crate) static FAIL_MASK_RESTORE: AtomicBool = AtomicBool::new(false);
 /// Refuse every `clone3` with this errno (0: off), before the system call, as an old kernel, a
 /// seccomp filter or an emulator does (none of them makes a child or fills the pidfd slot).
 pub(crate) static CLONE3_REFUSED_WITH: AtomicI32 = AtomicI32::new(0);
+/// Open perf rings as a kernel before 6.0 does, which refuses `PERF_FORMAT_LOST`.
+pub(crate) static NO_PERF_FORMAT_LOST: AtomicBool = AtomicBool::new(false);
 /// How many `clone3` calls [`CLONE3_REFUSED_WITH`] refused.
 pub(crate) static CLONE3_REFUSALS: AtomicU32 = AtomicU32::new(0);
 

@@ -431,6 +431,7 @@ mod tests {
     /// yet: a caller that guessed it (the next PID, or one read from `/proc`) must not reap
     /// it, or the `Child` that comes out of the spawn would own a PID another process can take.
     #[test]
+    #[allow(clippy::zombie_processes)] // reaped by the crate's own wait4, the point of the test
     fn wait4_leaves_alone_a_pid_a_spawn_may_be_registering() {
         let _serial = crate::test_hooks::serial();
         let exited = std::process::Command::new("true")

@@ -37,6 +37,24 @@ fn spin(ms: u64) {
     }
 }
 
+/// Spins until this thread has run `ms` ms on a CPU (a loaded machine stretches the wall
+/// time, not the samples taken).
+fn spin_on_cpu(ms: u64) {
+    use rustix::time::{clock_gettime, ClockId};
+    let cpu_ns = || {
+        let t = clock_gettime(ClockId::ThreadCPUTime);
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    };
+    let until = cpu_ns() + ms * 1_000_000;
+    let mut x = 0u64;
+    // The clock is read in the kernel, which the samples exclude: read it rarely.
+    while cpu_ns() < until {
+        for _ in 0..100_000 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+        }
+    }
+}
+
 /// Reads every record: sample times, and the samples said lost.
 fn drain(ring: &mut PerfRing) -> (Vec<u64>, u64) {
     let (mut times, mut lost) = (Vec::new(), 0);
@@ -106,6 +124,49 @@ fn a_full_ring_drops_samples_and_says_how_many() {
     );
     assert!(kept.len() <= 256, "{}", kept.len());
     assert!(lost_before + lost > 0, "{lost_before} + {lost}");
+}
+
+/// A ring left full at the end: no record fits after the losses, so the kernel never writes
+/// the `PERF_RECORD_LOST` that would say how many were dropped, and the records read say 0.
+/// [`PerfRing::lost`] reads the kernel's own count (`PERF_FORMAT_LOST`, Linux ≥ 6.0) instead.
+#[test]
+fn a_ring_left_full_counts_what_it_dropped_though_no_record_says_so() {
+    use coldtrace_syscalls::ring::Lost;
+    let mut ring = PerfRing::open(&[task_clock_samples()], PerfTarget::CallingThread, -1, 1)
+        .expect("a task-clock ring");
+    assert_eq!(ring.lost(16), Ok(initially_lost()), "nothing dropped yet");
+    ring.enable().expect("enable");
+    spin_on_cpu(50); // 2,500 samples into room for 255
+    ring.disable().expect("disable");
+    let (kept, said_lost) = drain(&mut ring);
+    let lost = ring.lost(16).expect("the lost count");
+    println!(
+        "kept {}, PERF_RECORD_LOST said {said_lost}, the ring says {lost:?}",
+        kept.len()
+    );
+    assert_eq!(
+        said_lost, 0,
+        "no record fitted after the losses to report them"
+    );
+    match lost {
+        Lost::Counted(n) => assert!(n >= 2000, "{n} dropped of 2,500 samples"),
+        Lost::Uncounted { ring_filled } => assert!(ring_filled, "Linux < 6.0: the ring filled"),
+    }
+}
+
+/// What [`PerfRing::lost`] says of a ring that has dropped nothing, on this kernel.
+fn initially_lost() -> coldtrace_syscalls::ring::Lost {
+    use coldtrace_syscalls::ring::Lost;
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
+    let mut numbers = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>());
+    match (numbers.next(), numbers.next()) {
+        (Some(Ok(major)), Some(Ok(minor))) if (major, minor) < (6, 0) => {
+            Lost::Uncounted { ring_filled: false }
+        }
+        _ => Lost::Counted(0),
+    }
 }
 
 #[test]

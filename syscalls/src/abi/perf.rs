@@ -72,6 +72,11 @@ pub const PERF_COUNT_SW_CGROUP_SWITCHES: u64 = 11;
 pub const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
 /// `PERF_FORMAT_TOTAL_TIME_RUNNING`: a read also returns the time it was on the PMU.
 pub const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
+/// `PERF_FORMAT_GROUP`: a read of the leader returns every member's value.
+pub const PERF_FORMAT_GROUP: u64 = 1 << 3;
+/// `PERF_FORMAT_LOST` (Linux ≥ 6.0; older kernels refuse it with `EINVAL`): a read also
+/// returns how many records the event failed to write (`lost_samples`, every kind of record).
+pub const PERF_FORMAT_LOST: u64 = 1 << 4;
 
 /// `PERF_FLAG_FD_CLOEXEC`: the new descriptor is close-on-exec.
 pub const PERF_FLAG_FD_CLOEXEC: u64 = 1 << 3;
