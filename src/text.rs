@@ -3,8 +3,9 @@
 //! are written in (a CSV field, Markdown text). A leaf: it depends on nothing in the crate.
 //!
 //! Supported: blanks separate words; `'…'` is literal; `"…"` is literal except for `\"`, `\\`,
-//! `\$` and `` \` ``; a backslash outside quotes escapes the next character. Not supported, and
-//! kept literal: variables, globbing, `~`, operators — the command is executed directly.
+//! `\$` and `` \` ``; a backslash outside quotes escapes the next character. Not supported:
+//! variables, globbing, `~`, operators — the command is executed directly, so
+//! [`shell_syntax`] finds them for the caller to refuse rather than run them as words.
 #![forbid(unsafe_code)]
 
 /// Splits `text` into words; an unbalanced quote or a trailing backslash is an error.
@@ -21,11 +22,43 @@ pub fn split(text: &str) -> Result<Vec<String>, String> {
 /// so that invalid UTF-8 reaches the program exactly as it was given (decoding would turn it
 /// into U+FFFD).
 pub fn split_bytes(text: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    Ok(walk(text)?.words)
+}
+
+/// The first character of `text` that a shell would have interpreted and [`split`] keeps as a
+/// literal part of a word: outside quotes `|`, `&`, `;`, `<`, `>`, `(`, `)`, `$`, `` ` ``,
+/// `*`, `?`, `[`, and `~` or `#` at the start of a word; inside double quotes an expansion
+/// (`$` before a name, a digit, `{`, `(` or a special parameter; `` ` ``). `None` for text
+/// that a shell splits exactly as [`split`] does (or that does not split at all).
+pub fn shell_syntax(text: &[u8]) -> Option<char> {
+    walk(text).ok()?.syntax.map(char::from)
+}
+
+/// What one walk over a command string finds: its words, and the first shell syntax in it.
+struct Walked {
+    words: Vec<Vec<u8>>,
+    syntax: Option<u8>,
+}
+
+/// Outside quotes, a shell's operators, expansions and globs.
+const UNQUOTED_SYNTAX: &[u8] = b"|&;<>()$`*?[";
+
+/// After `$`, what makes it an expansion inside double quotes.
+fn expands(next: Option<u8>) -> bool {
+    next.is_some_and(|b| b.is_ascii_alphanumeric() || b"_{(@*#?$!-".contains(&b))
+}
+
+/// Splits `text` into words as [`split_bytes`] documents, noting the first shell syntax.
+fn walk(text: &[u8]) -> Result<Walked, String> {
     let shown = || String::from_utf8_lossy(text).into_owned();
     let mut words = Vec::new();
     let mut word = Vec::new();
+    let mut syntax = None;
+    let mut note = |b: u8| {
+        syntax.get_or_insert(b);
+    };
     let mut in_word = false;
-    let mut bytes = text.iter().copied();
+    let mut bytes = text.iter().copied().peekable();
     while let Some(b) = bytes.next() {
         match b {
             b' ' | b'\t' | b'\n' => {
@@ -56,7 +89,12 @@ pub fn split_bytes(text: &[u8]) -> Result<Vec<Vec<u8>>, String> {
                                 return Err(format!("unbalanced double quote in {:?}", shown()))
                             }
                         },
-                        Some(b) => word.push(b),
+                        Some(b) => {
+                            if b == b'`' || (b == b'$' && expands(bytes.peek().copied())) {
+                                note(b);
+                            }
+                            word.push(b);
+                        }
                         None => return Err(format!("unbalanced double quote in {:?}", shown())),
                     }
                 }
@@ -69,6 +107,10 @@ pub fn split_bytes(text: &[u8]) -> Result<Vec<Vec<u8>>, String> {
                 None => return Err(format!("trailing backslash in {:?}", shown())),
             },
             b => {
+                let starts_word = !in_word;
+                if UNQUOTED_SYNTAX.contains(&b) || (starts_word && (b == b'~' || b == b'#')) {
+                    note(b);
+                }
                 in_word = true;
                 word.push(b);
             }
@@ -77,7 +119,7 @@ pub fn split_bytes(text: &[u8]) -> Result<Vec<Vec<u8>>, String> {
     if in_word {
         words.push(word);
     }
-    Ok(words)
+    Ok(Walked { words, syntax })
 }
 
 /// `text` with control characters written as Rust escapes (`\n`, `\u{1b}`), so that a value
@@ -189,6 +231,44 @@ mod tests {
             escape_controls("x\u{202e}y\u{2066}é"),
             "x\\u{202e}y\\u{2066}é"
         );
+    }
+
+    #[test]
+    fn shell_syntax_is_found_outside_quotes_and_in_double_quoted_expansions() {
+        let found = |t: &str| shell_syntax(t.as_bytes());
+        for (text, syntax) in [
+            ("ls | wc -l", '|'),
+            ("sleep 1 &", '&'),
+            ("true; false", ';'),
+            ("cat < f", '<'),
+            ("echo > f", '>'),
+            ("(cd /)", '('),
+            ("echo $HOME", '$'),
+            ("echo `id`", '`'),
+            ("echo *", '*'),
+            ("ls ?", '?'),
+            ("ls [ab]", '['),
+            ("ls ~/x", '~'),
+            ("echo a #b", '#'),
+            ("echo \"$HOME\"", '$'),
+            ("echo \"${x}\"", '$'),
+            ("echo \"`id`\"", '`'),
+            ("a 'b' | c", '|'),
+        ] {
+            assert_eq!(found(text), Some(syntax), "{text}");
+        }
+        for text in [
+            "python3 -c 'import json; print(1 < 2)'",
+            "python3 -c \"import os; print(os.sep)\"",
+            "grep -E 'a|b' f",
+            "echo a\\|b \\$HOME \\*",
+            "echo \"\\$HOME costs 5$\"",
+            "ls a~b a#b",
+            "sleep 0.1",
+            "echo 'unbalanced |",
+        ] {
+            assert_eq!(found(text), None, "{text}");
+        }
     }
 
     #[test]

@@ -141,6 +141,84 @@ fn one_quoted_command_is_split_as_compare_splits_it_and_said_once() {
 }
 
 #[test]
+fn shell_syntax_in_a_command_string_stops_before_anything_runs_and_names_dash_s() {
+    let dir = TempDir::new("syntax");
+    // Split into words, each of these would run something else than a shell runs: `touch` would
+    // make files named `made;`, `|`, `$HOME`…, `echo` print the literal words.
+    for (args, syntax) in [
+        (&["compare", "-o", "c", "touch made; true", "true"][..], ';'),
+        (&["compare", "-o", "c", "ls | wc -l", "ls"][..], '|'),
+        (&["compare", "-o", "c", "true", "touch made $HOME"][..], '$'),
+        (&["compare", "-o", "c", "touch made *", "true"][..], '*'),
+        (&["run", "-o", "c", "touch made > f"][..], '>'),
+        (&["run", "-o", "c", "--", "touch ~/made"][..], '~'),
+        (
+            &[
+                "run",
+                "-o",
+                "c",
+                "-P",
+                "v",
+                "1",
+                "2",
+                "--",
+                "touch made{v} &",
+            ][..],
+            '&',
+        ),
+    ] {
+        let out = ct(dir.path(), args).run();
+        out.expect_code(125);
+        let lines = out.stderr_lines();
+        assert_eq!(lines.len(), 1, "{}", out.describe());
+        let line = lines[0];
+        assert!(
+            line.starts_with(&format!("coldtrace: error: {syntax} in ")),
+            "{line}"
+        );
+        assert!(
+            line.contains("shell syntax") && line.contains("-S"),
+            "{line}"
+        );
+        assert!(!line.contains("-i"), "{line}");
+        assert!(line.chars().count() <= 80, "{line}");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "something ran: {left:?}{}", out.describe());
+    }
+    // Quoted, the same characters are the words a shell would give too; -S runs the pipe
+    // through sh; -N asks for the words, syntax and all.
+    let out = ct(
+        dir.path(),
+        [
+            "compare",
+            "-n",
+            "2",
+            "-q",
+            "echo 'a|b; $HOME *'",
+            "echo \\$x\\*",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let out = ct(
+        dir.path(),
+        ["compare", "-S", "-n", "2", "-q", "ls | wc -l", "ls"],
+    )
+    .run();
+    out.expect_code(0);
+    let out = ct(
+        dir.path(),
+        [
+            "compare", "-N", "-n", "2", "-q", "-o", "n", "echo *", "true",
+        ],
+    )
+    .run();
+    out.expect_code(0);
+    let records = read_records(&dir.join("n/commands/00"));
+    assert_eq!(records[0]["argv"], serde_json::json!(["echo", "*"]));
+}
+
+#[test]
 fn typos_get_the_nearest_name() {
     let dir = TempDir::new("typos");
     let out = ct(dir.path(), ["comapre", "a", "b"]).run();

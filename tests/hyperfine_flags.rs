@@ -327,6 +327,54 @@ fn min_runs_max_runs_and_max_time_choose_the_count_as_hyperfine_does() {
     );
 }
 
+/// The count chosen by time for a run that cost `wall_ns`: hyperfine's ⌊budget ÷ cost⌋, at
+/// least `min`.
+fn fitted(budget_ns: u64, wall_ns: &Value, min: u64) -> u64 {
+    (budget_ns / wall_ns.as_u64().expect("wall_ns")).max(min)
+}
+
+#[test]
+fn a_first_run_made_cold_alone_does_not_choose_the_count_a_warm_run_does() {
+    let dir = TempDir::new("budget");
+    common::write_file(&dir.join("evicted"), &[7; 4096], 0o644);
+    // Slow (0.4 s) on the run whose number is $1, 0.05 s on every other: the slow one stands
+    // for a cold run, whatever the page cache holds.
+    let script = "n=$(cat count 2>/dev/null || echo 0); echo $((n+1)) > count; \
+                  if [ $n = $1 ]; then sleep 0.4; else sleep 0.05; fi";
+    let batch = |out_dir: &str, extra: &[&str], slow: &str| {
+        let _ = std::fs::remove_file(dir.join("count"));
+        let mut args = vec!["run", "-q", "-o", out_dir, "-m", "2", "--max-time", "1"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "sh", "-c", script, "sh", slow]);
+        ct(dir.path(), args).run().expect_code(0);
+        read_records(&dir.join(out_dir))
+    };
+    let cold_first = ["--evict", "evicted", "--cold-first-only"];
+    // Cold first run, no warm-up: fitted to the first warm run (#1), not to the first.
+    let runs = batch("a", &cold_first, "0");
+    let counted = runs.iter().filter(|r| r["counted"] == true).count() as u64;
+    assert_eq!(
+        counted,
+        fitted(1_000_000_000, &runs[1]["wall_ns"], 2),
+        "{runs:?}"
+    );
+    assert_eq!(fitted(1_000_000_000, &runs[0]["wall_ns"], 2), 2);
+    // With a warm-up (#0, fast) before the cold first run (#1, slow): fitted to the warm-up.
+    let mut extra = cold_first.to_vec();
+    extra.extend_from_slice(&["-w", "1"]);
+    let runs = batch("b", &extra, "1");
+    assert_eq!(runs[0]["role"], "warmup");
+    let counted = runs.iter().filter(|r| r["counted"] == true).count() as u64;
+    assert_eq!(
+        counted,
+        fitted(1_000_000_000, &runs[0]["wall_ns"], 2),
+        "{runs:?}"
+    );
+    // Without a cold action the first counted run fits the count, as in hyperfine.
+    let runs = batch("c", &[], "0");
+    assert_eq!(runs.len(), 2, "{runs:?}");
+}
+
 #[test]
 fn names_and_the_shell_are_shown_and_recorded() {
     let dir = TempDir::new("names");

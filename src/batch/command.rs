@@ -12,14 +12,14 @@ use crate::batch::signals::Signals;
 use crate::batch::sink::{StderrSink, StdoutFile};
 use crate::measure::cache::{self, CacheError, FileSet, FileSetIdentity, Ledger, Stayed};
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
-use crate::plan::{OutputMode, Plan, StdinMode};
+use crate::plan::{ColdWhen, OutputMode, Plan, StdinMode};
 use crate::record::anomaly::OnlineCheck;
 use crate::record::artifacts::BatchDir;
 use crate::record::batch::{BatchContext, Counts};
 use crate::record::columns::Columns;
 use crate::record::failed::FailedRuns;
 use crate::record::metrics::metrics_for;
-use crate::record::run::RunRecord;
+use crate::record::run::{Role, RunRecord};
 use crate::untrusted::{self, Want};
 use coldtrace_syscalls::spawn::ChildStage;
 use coldtrace_syscalls::{Errno, Program, Signal};
@@ -37,11 +37,14 @@ pub struct CommandBatch<'p> {
     pub(super) setup_done: bool,
     /// Why `--cleanup` failed (the batch is complete, and exits 1).
     pub(super) cleanup_failure: Option<String>,
-    /// Counted runs to make: `plan.runs`, or as chosen by time after the first counted run.
+    /// Counted runs to make: `plan.runs`, or as chosen by time once a run's cost is known.
     pub(super) target_runs: u32,
     pub(super) runs_chosen: bool,
-    /// The first counted run's wall time plus its `--prepare` and `--conclude`.
-    pub(super) first_cost_ns: Option<u64>,
+    /// The cost the count chosen by time is fitted to (see [`CommandBatch::note_cost`]): a
+    /// run's wall time plus its `--prepare` and `--conclude`.
+    pub(super) cost_ns: Option<u64>,
+    /// The last warm-up's cost, for a batch whose first counted run is made cold.
+    pub(super) warmup_cost_ns: Option<u64>,
     pub(super) argv: Vec<String>,
     pub(super) cwd: Option<String>,
     pub(super) stdin_file_path: Option<PathBuf>,
@@ -169,9 +172,10 @@ impl<'p> Checked<'p> {
             around_ns: 0,
             setup_done: false,
             cleanup_failure: None,
-            target_runs: plan.runs,
+            target_runs: first_target(plan),
             runs_chosen: plan.bounds.is_none(),
-            first_cost_ns: None,
+            cost_ns: None,
+            warmup_cost_ns: None,
             argv,
             cwd,
             stdin_file_path,
@@ -219,6 +223,17 @@ impl<'p> Checked<'p> {
     }
 }
 
+/// The counted runs planned before the count is chosen: `plan.runs` (`-n`, or the minimum);
+/// at least 2 when the count waits for the first warm run after a cold first run (see
+/// [`CommandBatch::note_cost`]) and `-M` allows it, so that the batch does not end before.
+fn first_target(plan: &Plan) -> u32 {
+    let waits_for_warm = plan.cold.when == Some(ColdWhen::FirstOnly) && plan.warmup == 0;
+    match plan.bounds {
+        Some(bounds) if waits_for_warm => plan.runs.max(2).min(bounds.max.unwrap_or(u32::MAX)),
+        _ => plan.runs,
+    }
+}
+
 impl<'p> CommandBatch<'p> {
     /// Checks everything that can be checked before a run (see [`Checked::check`]), then
     /// claims the batch directory `out_dir` (see [`BatchDir::create`]).
@@ -249,9 +264,26 @@ impl<'p> CommandBatch<'p> {
         u64::from(self.target_runs) * u64::from(self.plan.cycles()) + u64::from(self.plan.warmup)
     }
 
-    /// The first counted run's cost (its wall time and the commands around it), once run.
-    pub fn first_cost_ns(&self) -> Option<u64> {
-        self.first_cost_ns
+    /// The cost of a run of the series (its wall time and the commands around it), once known:
+    /// what the count chosen by time is fitted to.
+    pub fn cost_ns(&self) -> Option<u64> {
+        self.cost_ns
+    }
+
+    /// Notes the cost of the run just made, whose role was `role`. hyperfine's rule fits the
+    /// count to the first counted run; but a first run made cold alone (`--cold-first-only`)
+    /// costs what the cold state costs, not what the series will (a 30 ms command whose cold
+    /// first run takes 140 ms got 21 runs, 0.8 s, for a 3 s budget). Then the cost is the last
+    /// warm-up's, or, without warm-ups, the first warm run's.
+    pub(super) fn note_cost(&mut self, role: Role, cost_ns: Option<u64>) {
+        let cold_first = self.plan.cold.when == Some(ColdWhen::FirstOnly);
+        match role {
+            Role::Warmup if cold_first => self.warmup_cost_ns = cost_ns.or(self.warmup_cost_ns),
+            Role::First if cold_first => self.cost_ns = self.warmup_cost_ns,
+            Role::First => self.cost_ns = cost_ns,
+            Role::Warm if self.cost_ns.is_none() => self.cost_ns = cost_ns,
+            _ => {}
+        }
     }
 
     /// Chooses the number of counted runs by time, once, for a first run that cost `cost_ns`

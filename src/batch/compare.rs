@@ -123,7 +123,7 @@ fn choose_rounds(batches: &mut [CommandBatch<'_>]) {
     if batches.iter().all(CommandBatch::runs_chosen) {
         return;
     }
-    let costs: Option<Vec<u64>> = batches.iter().map(CommandBatch::first_cost_ns).collect();
+    let costs: Option<Vec<u64>> = batches.iter().map(CommandBatch::cost_ns).collect();
     if let Some(slowest) = costs.and_then(|c| c.into_iter().max()) {
         for batch in batches.iter_mut() {
             batch.choose_runs(slowest);

@@ -66,7 +66,7 @@ pub fn run(
             break;
         }
         let step = batch.run_next(&mut shared, None, observer)?;
-        if let Some(cost_ns) = batch.first_cost_ns() {
+        if let Some(cost_ns) = batch.cost_ns() {
             batch.choose_runs(cost_ns);
         }
         observer.total_runs(batch.total_runs());

@@ -241,9 +241,7 @@ impl CommandBatch<'_> {
             None => self.around_step(shared, Around::Conclude, index),
             Some(_) => None,
         };
-        if role == Role::First {
-            self.first_cost_ns = wall_ns.map(|w| w.saturating_add(self.around_ns));
-        }
+        self.note_cost(role, wall_ns.map(|w| w.saturating_add(self.around_ns)));
         Ok(concluded.unwrap_or(step))
     }
 

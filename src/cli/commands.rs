@@ -5,7 +5,7 @@
 
 use crate::cli::args::Read;
 use crate::cli::scan::{self, Binding, MAX_COMMANDS};
-use crate::cli::usage::{usage, UsageError};
+use crate::cli::usage::{usage, usage_fitting, UsageError};
 use std::ffi::OsString;
 
 /// One command to measure, with what belongs to it alone.
@@ -41,6 +41,8 @@ pub(crate) fn commands(read: &Read, given: Given<'_>) -> Result<Vec<CommandSpec>
     let bindings = scan::bindings(read)?;
     let scanned = bindings.iter().any(|b| !b.is_empty());
     let shell = shell_words(read)?;
+    // `-N`/`--shell none` given: the user asked for words, syntax and all.
+    let words_asked = read.text("--shell").is_some();
     let count = match given {
         Given::Words(_) => 1,
         Given::Strings(texts) => texts.len(),
@@ -55,7 +57,16 @@ pub(crate) fn commands(read: &Read, given: Given<'_>) -> Result<Vec<CommandSpec>
         for i in 0..count {
             let (argv, text) = match &given {
                 Given::Words(words) => from_words(words, binding, shell.as_deref()),
-                Given::Strings(texts) => from_string(&texts[i], i, binding, shell.as_deref())?,
+                Given::Strings(texts) => {
+                    let how = match &shell {
+                        Some(shell) => Split::Through(shell),
+                        None if words_asked => Split::Words,
+                        None => Split::WordsWithoutSyntax,
+                    };
+                    // One string (`run 'sleep 0.1'`) is "the command".
+                    let index = (count > 1).then_some(i);
+                    from_string(&texts[i], index, binding, how)?
+                }
             };
             specs.push(CommandSpec {
                 argv,
@@ -121,28 +132,65 @@ fn from_words(
     }
 }
 
+/// How a command string becomes a command.
+enum Split<'a> {
+    /// Handed whole to this shell.
+    Through(&'a [String]),
+    /// Split into words, syntax and all (`-N`, `--shell none` given).
+    Words,
+    /// Split into words; shell syntax in it is refused (the default).
+    WordsWithoutSyntax,
+}
+
 /// `compare`'s string, parameters replaced, split into words (or handed to the shell).
 fn from_string(
     given: &std::ffi::OsStr,
-    index: usize,
+    index: Option<usize>,
     binding: &Binding,
-    shell: Option<&[String]>,
+    how: Split<'_>,
 ) -> Result<(Vec<OsString>, String), UsageError> {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     let exact = scan::substitute_os(given, binding);
     let text = exact.to_string_lossy().into_owned();
-    if let Some(shell) = shell {
-        return Ok((through(shell, &exact), text));
+    match how {
+        Split::Through(shell) => return Ok((through(shell, &exact), text)),
+        Split::WordsWithoutSyntax => {
+            let which = match index {
+                None => "the command".to_string(),
+                Some(i) => format!("command {}", i + 1),
+            };
+            refuse_shell_syntax(&exact, &text, &which)?;
+        }
+        Split::Words => {}
     }
     let words = crate::text::split_bytes(exact.as_bytes())
-        .map_err(|e| usage(format!("command {}: {e}", index + 1)))?;
+        .map_err(|e| usage(format!("command {}: {e}", index.unwrap_or(0) + 1)))?;
     if words.is_empty() {
         return Err(usage(format!(
             "command {} is empty; give each command as one non-empty argument",
-            index + 1
+            index.unwrap_or(0) + 1
         )));
     }
     Ok((words.into_iter().map(OsString::from_vec).collect(), text))
+}
+
+/// A command string that a shell would have read differently from coldtrace's splitting — a
+/// pipe, a redirection, a variable, a glob, `~` — stops before anything runs, with the fix:
+/// run as words, `ls | wc -l` would give `|` to `ls`, fail, and look like a failing command.
+fn refuse_shell_syntax(exact: &std::ffi::OsStr, text: &str, which: &str) -> Result<(), UsageError> {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(syntax) = crate::text::shell_syntax(exact.as_bytes()) else {
+        return Ok(());
+    };
+    let fix = "add -S (or --shell bash)";
+    let full = |c: &str| {
+        format!(
+            "{syntax} in '{c}' is shell syntax, and coldtrace runs no shell unless asked: {fix}"
+        )
+    };
+    let short = |c: &str| format!("{syntax} in '{c}' is shell syntax: {fix}");
+    let nameless = |_: &str| format!("{syntax} in {which} is shell syntax: {fix}");
+    Err(usage_fitting(text, &[&full, &short, &nameless]))
 }
 
 fn through(shell: &[String], script: &std::ffi::OsStr) -> Vec<OsString> {

@@ -304,8 +304,10 @@ static OPTIONS: &[OptSpec] = &[
         description: "The time budget that chooses the number of counted runs, hyperfine's \
             rule: after the first counted run, as many runs as fit in SECONDS (default 3) at \
             the cost of that run (its wall time, plus its --prepare and --conclude), but at \
-            least --min-runs (10) and at most --max-runs. In a comparison every command gets \
-            the same number of rounds, fitted to the slowest command's first run.",
+            least --min-runs (10) and at most --max-runs. With --cold-first-only the cold \
+            first run's cost is not the series': the count is fitted to the last warm-up, or \
+            without one to the first warm run. In a comparison every command gets the same \
+            number of rounds, fitted to the slowest command's run.",
     },
     opt! {
         long: "ignore-failure", short: ['i'], values: [], optional_value: "CODES",
@@ -361,8 +363,11 @@ static OPTIONS: &[OptSpec] = &[
         help: "run each command string through SHELL -c (-S: sh; -N: none, the default)",
         description: "Run each command through SHELL -c COMMAND (SHELL may carry arguments: \
             \"bash --norc\"); -S is --shell default (sh), -N is --shell none, the default: \
-            coldtrace executes the command directly. coldtrace does not subtract the shell's \
-            own cost: each run's times and counts include the shell's start-up and exit.",
+            coldtrace executes the command directly, and a command string with shell syntax \
+            (a pipe, a redirection, $VAR, a glob, outside quotes) stops before anything runs \
+            unless -N is given (then it runs as words). coldtrace does not subtract the \
+            shell's own cost: each run's times and counts include the shell's start-up and \
+            exit.",
     },
     opt! {
         long: "shuffle", short: [], values: ["SEED"], repeat: LastWins,
@@ -881,7 +886,8 @@ static SUBCOMMANDS: &[SubSpec] = &[
                 does (at least 10, about 3 s: see --max-time); -n 1 is one run like `time` \
                 (the command's exit code, the terminal's stdin and output). One command \
                 string with blanks (`run 'sleep 0.1'`, with or without --) is split into words \
-                as `compare` splits it, without a shell, and coldtrace says so. Every run is \
+                as `compare` splits it, without a shell, and coldtrace says so (shell syntax \
+                in it stops before anything runs: -S runs it through sh). Every run is \
                 measured through the kernel's own accounting (wait4's rusage for that run \
                 alone), timed on CLOCK_MONOTONIC from just before the spawn to the moment its \
                 exit is seen.",
@@ -898,7 +904,9 @@ static SUBCOMMANDS: &[SubSpec] = &[
         usage: "compare [OPTIONS] [--] 'COMMAND A' 'COMMAND B'...",
         summary: "measure several commands interleaved (A B A B ...)",
         about: "Each COMMAND is one argument, split into words as a shell would (quotes and \
-                backslashes; no shell is run, so no variables or globs). Runs are interleaved \
+                backslashes; no shell is run: a command with shell syntax - a pipe, \
+                redirection, variable or glob outside quotes - stops before anything runs, \
+                with the fix, -S or --shell bash). Runs are interleaved \
                 round-robin - A B A B ... - so that drift of the machine lands on every command \
                 alike. Each command keeps its own first run, records, artifacts and summary \
                 under DIR/commands/NN/; DIR/batch.json adds, for every metric, each command's \
