@@ -23,6 +23,7 @@ mod error;
 mod finish;
 mod group;
 mod outcome;
+mod page_ins;
 mod program;
 mod progress;
 mod shared;

@@ -59,6 +59,9 @@ pub struct Shared<'s> {
     /// Where there is no tree tracer: the count of the tree's tasks from perf's task records,
     /// opened with it on the process that clones the children, or why there is none.
     pub(crate) tasks: Option<Result<RefCell<TaskCounter>, String>>,
+    /// The page-in ledger's events on the current cgroup leaf, or why there are none
+    /// (`None`: not tried yet, or `--minimal`).
+    pub(crate) page_ins: Option<crate::batch::page_ins::PageInEvents>,
 }
 
 impl<'s> Shared<'s> {
@@ -83,6 +86,7 @@ impl<'s> Shared<'s> {
             boot_marker: std::cell::OnceCell::new(),
             tree: None,
             tasks: None,
+            page_ins: None,
         })
     }
 

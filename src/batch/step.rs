@@ -9,6 +9,7 @@ use crate::batch::command::CommandBatch;
 use crate::batch::error::{BatchError, NotRun};
 use crate::batch::group::GroupState;
 use crate::batch::outcome::{describe, FailureStop, SingleRun, Step};
+use crate::batch::page_ins::PageInEvents;
 use crate::batch::progress::{Observer, RunEnd, RunStart};
 use crate::batch::shared::{tree_source, Shared};
 use crate::batch::wiring::{spawn_options, RunIo, Sinks};
@@ -41,6 +42,7 @@ struct Measured {
     uptime_s: Option<f64>,
     cache: Option<CacheRecord>,
     paged_in: Option<Vec<PagedFile>>,
+    page_ins: Option<crate::record::page_ins::PageInsRecord>,
     system_delta: Option<SystemDelta>,
     /// Why the run's tree was not traced (no tree source here).
     tree_why: Option<String>,
@@ -104,6 +106,7 @@ impl<'a> RecordBase<'a> {
             }),
             cache: measured.cache,
             paged_in: measured.paged_in.map(run::PagedInList),
+            page_ins: measured.page_ins,
             cold_action,
             anomalies: Vec::new(),
             system_delta: measured.system_delta,
@@ -299,6 +302,7 @@ impl CommandBatch<'_> {
         self.prepare_cgroup(shared);
         if !plan.minimal {
             shared.open_tree(plan.trace_tree);
+            shared.follow_page_ins();
         }
         // Before the streams are borrowed for the spawn; only their wiring comes between.
         let residency_before = self.watch_before(&|| shared.signals.pending_interrupt())?;
@@ -314,8 +318,10 @@ impl CommandBatch<'_> {
         options.cgroup = leaf.map(Leaf::fd);
         // A discarded stderr is trimmed to its tail while the command writes it; a captured
         // output is moved to its artifact in steps.
+        // The page-in ledger's rings are read as often, so that none fills up.
         let sink = self.stderr_sink.as_ref();
         let spill = io.capture.as_ref().zip(self.dir.as_ref());
+        let page_ins = PageInEvents::tracer(&shared.page_ins);
         let bound = move |exited: &dyn Fn() -> bool| {
             if let Some(sink) = sink {
                 sink.trim();
@@ -323,8 +329,11 @@ impl CommandBatch<'_> {
             if let Some((capture, dir)) = spill {
                 capture.spill(dir, exited);
             }
+            if let Some(mut tracer) = page_ins.and_then(|t| t.try_borrow_mut().ok()) {
+                tracer.drain();
+            }
         };
-        let bounded = sink.is_some() || spill.is_some();
+        let bounded = sink.is_some() || spill.is_some() || page_ins.is_some();
         let limits = RunLimits {
             timeout_ns: plan.timeout_ns,
             kill_after_ns: plan.kill_after_ns,
@@ -348,14 +357,18 @@ impl CommandBatch<'_> {
             observer,
             timeout: plan.timeout_ns.is_some(),
         };
+        if let (Some(tracer), Some(leaf)) = (page_ins, leaf) {
+            tracer.borrow_mut().begin(leaf.fd());
+        }
         let via = runner::Via {
             stack: &mut shared.stack,
             floor: &mut shared.floor,
             spawner: &mut shared.spawner,
         };
         let mut result = runner::measure(&self.program, &options, via, &limits, &mut watching);
+        let ledger = page_ins.and_then(|t| t.borrow_mut().end());
         self.take_survivors(shared, &mut result);
-        Ok(self.after_run(shared, result, before, residency_before))
+        Ok(self.after_run(shared, result, before, residency_before, ledger))
     }
 
     /// What is sampled right after the reaping (outside the timed window): the system's
@@ -366,6 +379,7 @@ impl CommandBatch<'_> {
         mut result: RunResult,
         before: Before,
         residency_before: Option<Residency>,
+        ledger: Option<crate::measure::page_ins::Ledger>,
     ) -> Measured {
         let plan = self.plan;
         let system_after = (!plan.minimal).then(|| shared.sampler.after_run());
@@ -383,6 +397,7 @@ impl CommandBatch<'_> {
         if self.watches_files() {
             shared.sampler.forget();
         }
+        let page_ins = self.page_ins_record(ledger, shared.page_ins_why());
         Measured {
             result,
             started_at: before.started_at,
@@ -390,6 +405,7 @@ impl CommandBatch<'_> {
             uptime_s: before.uptime_s,
             cache,
             paged_in,
+            page_ins,
             tree_why: shared.tree_why().map(str::to_string),
             system_delta: match (&before.system, &system_after) {
                 (Some((before, from_ns)), Some((after, to_ns))) => {

@@ -10,6 +10,7 @@ pub mod clock;
 pub mod context;
 pub mod descendants;
 pub mod floor;
+pub mod page_ins;
 pub mod perf;
 pub mod perf_events;
 pub mod procfs;

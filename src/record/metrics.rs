@@ -346,7 +346,8 @@ pub fn number_at<'a>(
 /// Every other number of a run record as `runs.jsonl` writes it — where it is (keys from the
 /// top, dotted) and its unit — in record order. With the [`METRICS`] and each perf reading's
 /// [`COUNTER_NUMBERS`], these are all the numeric leaves of a record outside its lists (`argv`,
-/// `paged_in`, `anomalies`, `cold_action.stayed_cached.top`, `survivors.processes`): what `--export-csv` writes
+/// `paged_in`, `page_ins.top`, `anomalies`, `cold_action.stayed_cached.top`,
+/// `survivors.processes`): what `--export-csv` writes
 /// beside the metrics. A path the [`METRICS`] already have is skipped there.
 pub const RECORD_NUMBERS: &[(&str, &str)] = &[
     ("uptime_s", "s"),
@@ -387,6 +388,14 @@ pub const RECORD_NUMBERS: &[(&str, &str)] = &[
     ("cache.after.unknown_files", "count"),
     ("cache.paged_in_bytes", "bytes"),
     ("cache.paged_in_files", "count"),
+    ("page_ins.bytes", "bytes"),
+    ("page_ins.files", "count"),
+    ("page_ins.evicted.files", "count"),
+    ("page_ins.evicted.bytes", "bytes"),
+    ("page_ins.watched.files", "count"),
+    ("page_ins.watched.bytes", "bytes"),
+    ("page_ins.elsewhere.files", "count"),
+    ("page_ins.elsewhere.bytes", "bytes"),
     ("cold_action.evicted_files", "count"),
     ("cold_action.evicted_bytes", "bytes"),
     ("cold_action.evict_failed_files", "count"),

@@ -21,6 +21,7 @@ pub mod find;
 pub mod head;
 pub mod kept;
 pub mod metrics;
+pub mod page_ins;
 pub mod penalty;
 pub mod pick;
 pub mod reader;
@@ -32,7 +33,9 @@ pub mod tree;
 pub mod tree_penalty;
 pub mod working_set;
 
-/// Schema name and version of a run record (`runs.jsonl`). Version 5: `tree.tasks_source`
+/// Schema name and version of a run record (`runs.jsonl`). Version 6: `page_ins` (the page-in
+/// ledger: what the run's processes brought into the page cache, split by watched tree).
+/// Version 5: `tree.tasks_source`
 /// (where `tree.tasks` came from), and `tree.tasks` also where the tree is not traced, from
 /// perf's task records. Version 4: `cgroup` (the run's
 /// cgroup leaf: the tree's CPU time and stalls) and `tree` (the whole process tree's states over
@@ -43,12 +46,13 @@ pub mod working_set;
 /// whose memory is the floor: the spawner or coldtrace). Version 2: `survivors` (what the run
 /// left running when its command exited, and what became of it), `outcome.tree_killed`
 /// (coldtrace killed the whole tree, and why) and the outcome kind `traced`.
-pub const RUN_SCHEMA: &str = "coldtrace.run/5";
+pub const RUN_SCHEMA: &str = "coldtrace.run/6";
 /// Version 1 of the run record, which `report` still reads.
 pub const RUN_SCHEMA_V1: &str = "coldtrace.run/1";
 /// Every run record version `report` reads, the newest first.
-pub const RUN_SCHEMAS_READ: [&str; 5] = [
+pub const RUN_SCHEMAS_READ: [&str; 6] = [
     RUN_SCHEMA,
+    "coldtrace.run/5",
     "coldtrace.run/4",
     "coldtrace.run/3",
     "coldtrace.run/2",

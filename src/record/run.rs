@@ -393,6 +393,9 @@ pub struct RunRecord<'a> {
     /// The watched files this run brought into the page cache, the largest first (at most
     /// 20); `null` without `--watch`/`--evict`.
     pub paged_in: Option<PagedInList>,
+    /// What the run's processes brought into the page cache, every file counted, split by
+    /// watched tree (see [`crate::record::page_ins`]); `null` with `--minimal`.
+    pub page_ins: Option<crate::record::page_ins::PageInsRecord>,
     /// Eviction / cache dropping before this run.
     pub cold_action: Option<ColdAction>,
     /// What stood out about this warm run when it ended, judged against the runs before it
@@ -424,7 +427,7 @@ pub struct RunRecord<'a> {
 serialize_struct!(RunRecord<'_> {
     schema, index, role, label, started_at, boot_id, uptime_s, argv, program, cwd, outcome,
     counted, failure_reason, wall_ns, rusage, max_rss_at_floor, runner, child_io, sched, tree, cache,
-    paged_in, cold_action, anomalies, system_delta, interrupted_by, stopped_by, orphans_reaped,
+    paged_in, page_ins, cold_action, anomalies, system_delta, interrupted_by, stopped_by, orphans_reaped,
     survivors, cgroup, artifacts,
 } optional { slot, cycle, counters });
 

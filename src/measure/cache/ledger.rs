@@ -15,6 +15,8 @@ use super::error::Stop;
 use super::files::{FileSet, WatchedFile};
 use super::residency::{page_size, Prober, Totals};
 use super::residency::{FileProbe, Residency, UnknownReason};
+use super::stayed::dev_major_minor;
+use crate::measure::page_ins::FileKey;
 use coldtrace_syscalls::Signal;
 use std::ffi::OsStr;
 use std::fs::File;
@@ -172,6 +174,39 @@ impl Ledger {
         (totals.finish(fallback), paged)
     }
 }
+
+impl Ledger {
+    /// The paths of the files among `wanted` that [`Ledger::before`] remembered (one pass
+    /// over its entries; the page cache names a file by the major and minor numbers of its
+    /// device and its inode).
+    pub fn find(&mut self, wanted: &[FileKey]) -> FoundFiles {
+        let mut found = FoundFiles::default();
+        if wanted.is_empty() {
+            return found;
+        }
+        let wanted: std::collections::HashSet<FileKey, FixedHasher> =
+            wanted.iter().copied().collect();
+        let mut reader = EntryReader::new(&mut self.file);
+        while let Some((file, _)) = reader.next_entry() {
+            let (major, minor) = dev_major_minor(file.dev);
+            let key = FileKey {
+                major: major as u32,
+                minor: minor as u32,
+                ino: file.ino,
+            };
+            if wanted.contains(&key) {
+                found.insert(key, file.path);
+            }
+        }
+        found
+    }
+}
+
+/// Files found by [`Ledger::find`], with the path each was watched under.
+pub type FoundFiles = std::collections::HashMap<FileKey, PathBuf, FixedHasher>;
+
+/// A hasher with fixed keys (std's `RandomState` needs random bytes from the kernel).
+type FixedHasher = std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
 
 /// Entries the walk could not read are unknown: what they hold was not probed.
 fn add_unreached(totals: &mut Totals, unreached: u64) {

@@ -32,7 +32,7 @@ mod working_set;
 pub use error::{CacheError, Stop};
 pub use evict::{check_drop_caches, drop_caches, drop_caches_permitted, is_tmpfs, EvictReport};
 pub use files::{FileSet, FileSetIdentity, WatchedFile};
-pub use ledger::{Ledger, PagedFile, PagedIn};
+pub use ledger::{FoundFiles, Ledger, PagedFile, PagedIn};
 pub use residency::{
     aggregate, cachestat_available, choose_method, FileProbe, Method, Prober, Residency, Totals,
     UnknownReason, OVERLAYFS_MAGIC,

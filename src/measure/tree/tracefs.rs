@@ -1,5 +1,5 @@
-//! Finding tracefs and reading the `sched` tracepoints' format files, and which CPUs are
-//! online. tracefs is where the kernel publishes each tracepoint's ID and raw layout; it is
+//! Finding tracefs, reading tracepoints' format files (the `sched` ones, the page cache's),
+//! and which CPUs are online. tracefs is where the kernel publishes each tracepoint's ID and raw layout; it is
 //! normally mounted at `/sys/kernel/tracing` (and appears as `tracing/` in debugfs), but a
 //! minimal system may leave it unmounted: then root mounts it there (`nosuid,nodev,noexec`, as
 //! systemd does), and says so once.
@@ -96,13 +96,21 @@ pub fn find_or_mount() -> Result<(PathBuf, bool), String> {
 pub fn read_formats(tracing: &Path) -> Result<Vec<Format>, String> {
     TRACEPOINTS
         .iter()
-        .map(|name| {
-            let path = tracing.join("events/sched").join(name).join("format");
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            Format::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
-        })
+        .map(|name| read_format(tracing, "sched", name))
         .collect()
+}
+
+/// The format file of the tracepoint `system`/`name` under `tracing`. `Err` names the file
+/// that could not be read or parsed.
+pub fn read_format(tracing: &Path, system: &str, name: &str) -> Result<Format, String> {
+    let path = tracing
+        .join("events")
+        .join(system)
+        .join(name)
+        .join("format");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Format::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// `/sys/devices/system/cpu/online`, kept open for the batch: the CPUs a source opened its

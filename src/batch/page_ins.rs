@@ -1,0 +1,172 @@
+//! The page-in ledger around a run ([`crate::measure::page_ins`]): its events opened on the
+//! run's cgroup leaf (again only when the leaf changes), and the run's ledger made into its
+//! record — every file put in its watched tree through the walk of the watched files, the
+//! first run's whole list written to `runs/NNN/page_ins.tsv`.
+#![forbid(unsafe_code)]
+
+use crate::batch::command::CommandBatch;
+use crate::batch::group::GroupState;
+use crate::batch::shared::Shared;
+use crate::measure::page_ins::tracer::PageInTracer;
+use crate::measure::page_ins::{FileKey, Ledger};
+use crate::record::page_ins::{PageInFile, PageInsRecord, Under};
+use crate::record::run::Role;
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+
+/// The ledger's events, and the leaf they were opened on (or tried on).
+pub(crate) struct PageInEvents {
+    leaf: Option<PathBuf>,
+    tracer: Result<RefCell<PageInTracer>, String>,
+}
+
+impl PageInEvents {
+    /// The events in `events` ([`Shared::page_ins`], borrowed apart from the rest of
+    /// [`Shared`]), when they could be had.
+    pub(crate) fn tracer(events: &Option<PageInEvents>) -> Option<&RefCell<PageInTracer>> {
+        events.as_ref()?.tracer.as_ref().ok()
+    }
+}
+
+impl Shared<'_> {
+    /// Opens the ledger's events on the leaf the next run is born in, unless they follow it
+    /// already (or were refused on it): a leaf serves run after run, so this is once per batch
+    /// but where a run left processes running.
+    pub(crate) fn follow_page_ins(&mut self) {
+        let leaf = self.group.leaf();
+        let path = leaf.map(|l| l.path().to_path_buf());
+        if self.page_ins.as_ref().is_some_and(|e| e.leaf == path) {
+            return;
+        }
+        let tracer = match (leaf, &self.group) {
+            (Some(leaf), _) => PageInTracer::open(leaf.path(), leaf.fd()).map(|t| {
+                if let Some(dir) = &t.mounted {
+                    eprintln!(
+                        "coldtrace: note: mounted tracefs at {} to read the page cache's \
+                         tracepoint format",
+                        dir.display()
+                    );
+                }
+                RefCell::new(t)
+            }),
+            (None, GroupState::Unavailable(why)) => Err(format!(
+                "the page-in ledger counts the run's cgroup, and there is none: {why}"
+            )),
+            (None, _) => {
+                Err("the page-in ledger counts the run's cgroup, and there is none".into())
+            }
+        };
+        self.page_ins = Some(PageInEvents { leaf: path, tracer });
+    }
+
+    /// Why there is no ledger (`None`: there is one, or none was tried).
+    pub(crate) fn page_ins_why(&self) -> Option<&str> {
+        self.page_ins
+            .as_ref()?
+            .tracer
+            .as_ref()
+            .err()
+            .map(String::as_str)
+    }
+}
+
+impl CommandBatch<'_> {
+    /// The record of a run's `ledger` (`None` when none was tried: `--minimal`); `why` says
+    /// why there is none. For the first run, every file goes to `runs/NNN/page_ins.tsv`.
+    pub(super) fn page_ins_record(
+        &mut self,
+        ledger: Option<Ledger>,
+        why: Option<&str>,
+    ) -> Option<PageInsRecord> {
+        let ledger = match (ledger, why) {
+            (Some(ledger), _) => ledger,
+            (None, Some(why)) => return Some(PageInsRecord::unknown(why)),
+            (None, None) => return None,
+        };
+        let wanted: Vec<FileKey> = match &ledger {
+            Ok(ins) => ins.files.keys().copied().collect(),
+            Err(_) => Vec::new(),
+        };
+        let split_unknown = self.page_in_split_unknown();
+        let found = match (&mut self.ledger, split_unknown.is_some()) {
+            (Some(files), false) => files.find(&wanted),
+            _ => Default::default(),
+        };
+        let evict = &self.plan.cold.evict;
+        let mut locate = |key: FileKey| {
+            let path = found.get(&key)?;
+            Some((path.clone(), under(path, evict)))
+        };
+        let first = self.role_of(self.next_index) == Role::First;
+        let mut all = Vec::new();
+        let record = PageInsRecord::of(
+            &ledger,
+            rustix::param::page_size() as u64,
+            split_unknown.as_deref(),
+            &mut locate,
+            &mut |f| {
+                if first {
+                    all.push(f.clone());
+                }
+            },
+        );
+        if first && ledger.is_ok() {
+            self.write_page_ins(all);
+        }
+        Some(record)
+    }
+
+    /// Why the ledger's files cannot be put in the watched trees: a watched root on btrfs or
+    /// overlayfs, where the page cache names files by another device than `stat` gives.
+    fn page_in_split_unknown(&self) -> Option<String> {
+        const BTRFS_MAGIC: rustix::fs::FsWord = 0x9123_683e;
+        if self.watches_files() && self.ledger.is_none() {
+            return Some("the list of watched files could not be kept (no memfd)".into());
+        }
+        self.plan.cold.watch.iter().find_map(|root| {
+            let kind = match rustix::fs::statfs(root).ok()?.f_type {
+                crate::measure::cache::OVERLAYFS_MAGIC => "overlayfs",
+                BTRFS_MAGIC => "btrfs",
+                _ => return None,
+            };
+            Some(format!(
+                "{} is on {kind}, where the page cache names a file by another device than \
+                 stat gives: its page-ins cannot be told from others",
+                root.display()
+            ))
+        })
+    }
+
+    /// Writes every file the first run paged in, largest first, to `runs/NNN/page_ins.tsv`
+    /// (`bytes`, `device`, `inode`, `under`, `path`; `-` where there is none); a failure to
+    /// write it is said, not fatal.
+    fn write_page_ins(&mut self, mut all: Vec<PageInFile>) {
+        let Some(dir) = &self.dir else { return };
+        all.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.key.cmp(&b.key)));
+        let mut text = String::from("bytes\tdevice\tinode\tunder\tpath\n");
+        for f in &all {
+            let path = f.path.as_ref().map_or("-".into(), |p| {
+                crate::text::escape_controls(&p.to_string_lossy())
+            });
+            let under = f.under.map_or("-", Under::name);
+            let FileKey { major, minor, ino } = f.key;
+            text.push_str(&format!(
+                "{}\t{major}:{minor}\t{ino}\t{under}\t{path}\n",
+                f.bytes
+            ));
+        }
+        if let Err(e) = dir.write_run_file(self.next_index, "page_ins.tsv", text.as_bytes()) {
+            self.notices.push(e.message);
+        }
+    }
+}
+
+/// The watched tree of a file found under the watched roots: an `--evict` root's, else a
+/// `--watch` root's (the walk's paths begin with the root they were found under).
+fn under(path: &Path, evict: &[PathBuf]) -> Under {
+    if evict.iter().any(|root| path.starts_with(root)) {
+        Under::Evict
+    } else {
+        Under::Watch
+    }
+}

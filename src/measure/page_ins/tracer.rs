@@ -1,0 +1,226 @@
+//! The rings of the page-in ledger: the tracepoint opened in cgroup mode on one cgroup leaf, one
+//! ring per online CPU, kept enabled while the leaf serves runs; emptied right before a spawn,
+//! read while the command runs ([`PageInTracer::drain`]) and after its reap
+//! ([`PageInTracer::end`]). Between those, nothing but memory is touched: no system call per
+//! run but one read of the online CPUs at its end.
+#![forbid(unsafe_code)]
+
+use super::layout::{Layout, TRACEPOINT};
+use super::{Ledger, PageIns};
+use crate::measure::tree::tracefs::{self, OnlineCpus};
+use coldtrace_syscalls::perf::{
+    PerfEventAttr, PerfTarget, ATTR_USE_CLOCKID, CLOCK_MONOTONIC, PERF_RECORD_SAMPLE,
+    PERF_SAMPLE_RAW, PERF_SAMPLE_TIME, PERF_TYPE_TRACEPOINT,
+};
+use coldtrace_syscalls::ring::{lost_count, time_and_raw, PerfRing};
+use coldtrace_syscalls::Errno;
+use rustix::fd::BorrowedFd;
+use std::path::{Path, PathBuf};
+
+/// Pages of ring per CPU (512 KiB: about 8,000 records of a folio each, read at least every
+/// 20 ms while the command runs), halved down to [`MIN_PAGES`] when the locked-memory limit
+/// refuses it.
+const PAGES: usize = 128;
+/// The smallest ring tried.
+const MIN_PAGES: usize = 8;
+/// A ring this close to full when read may have dropped records (a record is 64 bytes).
+const FULL_MARGIN_BYTES: u64 = 1024;
+
+/// One CPU's event and ring.
+struct CpuRing {
+    cpu: u32,
+    ring: PerfRing,
+    /// Nothing was read from it since it was emptied at a run's start: a lost record found
+    /// first reports records dropped before (the kernel reports a loss with the next record it
+    /// writes).
+    emptied: bool,
+}
+
+/// The ledger's events on one cgroup leaf (see the module's note).
+pub struct PageInTracer {
+    layout: Layout,
+    attr: PerfEventAttr,
+    pages: usize,
+    rings: Vec<CpuRing>,
+    online: OnlineCpus,
+    cpus: Vec<u32>,
+    leaf: PathBuf,
+    /// The run being read, and why its ledger is incomplete (the first reason found).
+    run: Option<(PageIns, Option<String>)>,
+    /// The online CPUs changed: the rings follow them at the next run.
+    retarget: bool,
+    /// tracefs was mounted by coldtrace, here.
+    pub mounted: Option<PathBuf>,
+}
+
+/// Why the events could not be had, in words.
+fn refused(errno: Errno) -> String {
+    match errno {
+        Errno::ACCES | Errno::PERM => format!(
+            "the page-in tracepoint needs root or CAP_PERFMON, and ring buffers within \
+             perf_event_mlock_kb ({errno})"
+        ),
+        _ => format!("the page-in tracepoint could not be opened: {errno}"),
+    }
+}
+
+impl PageInTracer {
+    /// Opens the tracepoint on every online CPU for the cgroup leaf at `leaf`, open as `dir`.
+    /// `Err` says why there is no ledger.
+    pub fn open(leaf: &Path, dir: BorrowedFd<'_>) -> Result<PageInTracer, String> {
+        let (tracing, mounted) = tracefs::find_or_mount()?;
+        let format = tracefs::read_format(&tracing, TRACEPOINT.0, TRACEPOINT.1)?;
+        let layout = Layout::of(&format)?;
+        let mut attr = PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, layout.id);
+        attr.sample_period = 1;
+        attr.sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
+        attr.flags = ATTR_USE_CLOCKID;
+        attr.clockid = CLOCK_MONOTONIC;
+        let mut tracer = PageInTracer {
+            layout,
+            attr,
+            pages: PAGES,
+            rings: Vec::new(),
+            online: OnlineCpus::open(),
+            cpus: Vec::new(),
+            leaf: leaf.to_path_buf(),
+            run: None,
+            retarget: false,
+            mounted: mounted.then_some(tracing),
+        };
+        let cpus = tracer.online.read().ok_or("cannot read the online CPUs")?;
+        tracer.follow(&cpus, dir)?;
+        Ok(tracer)
+    }
+
+    /// Whether its events count the leaf at `leaf`.
+    pub fn follows_leaf(&self, leaf: &Path) -> bool {
+        self.leaf == leaf
+    }
+
+    /// Rings for exactly `cpus`: new ones opened, those of offline CPUs closed.
+    fn follow(&mut self, cpus: &[u32], dir: BorrowedFd<'_>) -> Result<(), String> {
+        self.rings.retain(|r| cpus.contains(&r.cpu));
+        for &cpu in cpus {
+            if self.rings.iter().any(|r| r.cpu == cpu) {
+                continue;
+            }
+            let ring = loop {
+                let target = PerfTarget::Cgroup(dir);
+                match PerfRing::open(&[self.attr], target, cpu as i32, self.pages) {
+                    Ok(ring) => break ring,
+                    Err(Errno::PERM | Errno::NOMEM) if self.pages > MIN_PAGES => self.pages /= 2,
+                    Err(e) => return Err(refused(e)),
+                }
+            };
+            self.rings.push(CpuRing {
+                cpu,
+                ring,
+                emptied: false,
+            });
+        }
+        self.cpus = cpus.to_vec();
+        Ok(())
+    }
+
+    /// Right before a run's spawn: follows the online CPUs if they changed (the leaf, open as
+    /// `dir`, is the one [`PageInTracer::follows_leaf`] names) and empties every ring.
+    pub fn begin(&mut self, dir: BorrowedFd<'_>) {
+        let mut problem = None;
+        if std::mem::take(&mut self.retarget) {
+            match self.online.read() {
+                Some(cpus) => {
+                    if let Err(why) = self.follow(&cpus, dir) {
+                        problem = Some(format!("CPUs came online and could not be traced: {why}"));
+                    }
+                }
+                None => problem = Some("cannot read the online CPUs".to_string()),
+            }
+        }
+        for r in &mut self.rings {
+            let _ = r.ring.read(|_| {});
+            r.emptied = true;
+        }
+        self.run = Some((PageIns::default(), problem));
+    }
+
+    /// Reads what the rings hold into the run's ledger (while the command runs, so that no
+    /// ring fills up).
+    pub fn drain(&mut self) {
+        let PageInTracer {
+            rings, layout, run, ..
+        } = self;
+        let Some((ins, problem)) = run.as_mut() else {
+            return;
+        };
+        for r in rings.iter_mut() {
+            read_ring(r, layout, ins, problem);
+        }
+    }
+
+    /// After the reap: the run's ledger (`None` when no run was begun). The events stay on;
+    /// the next run empties the rings.
+    pub fn end(&mut self) -> Option<Ledger> {
+        self.drain();
+        let (ins, mut problem) = self.run.take()?;
+        if self.online.read().is_none_or(|c| c != self.cpus) {
+            self.retarget = true;
+            problem.get_or_insert_with(|| "the online CPUs changed during the run".to_string());
+        }
+        Some(match problem {
+            None => Ok(ins),
+            Some(why) => Err(why),
+        })
+    }
+
+    /// The spawn failed, or waiting did: forgets the run.
+    pub fn abandon(&mut self) {
+        self.run = None;
+    }
+}
+
+/// Reads one ring's records into `ins`; a loss, a ring near full or a failed read is said in
+/// `problem`.
+fn read_ring(r: &mut CpuRing, layout: &Layout, ins: &mut PageIns, problem: &mut Option<String>) {
+    let cpu = r.cpu;
+    let size = r.ring.data_bytes();
+    match r.ring.unread() {
+        Ok(unread) if unread.len() as u64 + FULL_MARGIN_BYTES > size => {
+            problem.get_or_insert_with(|| {
+                format!(
+                    "the page-in ring of CPU {cpu} filled up ({} KiB): records may have been lost",
+                    size / 1024
+                )
+            });
+        }
+        Ok(_) => {}
+        Err(e) => {
+            problem.get_or_insert_with(|| format!("reading the page-in ring of CPU {cpu}: {e}"));
+            return;
+        }
+    }
+    let emptied = &mut r.emptied;
+    let framed = r.ring.read(|record| {
+        let before_the_run = std::mem::replace(emptied, false);
+        if record.kind == PERF_RECORD_SAMPLE {
+            if let Some((file, pages)) =
+                time_and_raw(record.body).and_then(|(_, raw)| layout.decode(raw))
+            {
+                ins.add(file, pages);
+            }
+        } else if lost_count(&record).is_some_and(|n| n > 0) && !before_the_run {
+            problem.get_or_insert_with(|| "the kernel dropped page-in records".to_string());
+        }
+    });
+    match framed {
+        Ok(f) if f.malformed => {
+            problem.get_or_insert_with(|| {
+                format!("a malformed record in the page-in ring of CPU {cpu}")
+            });
+        }
+        Ok(_) => {}
+        Err(e) => {
+            problem.get_or_insert_with(|| format!("reading the page-in ring of CPU {cpu}: {e}"));
+        }
+    }
+}
