@@ -446,3 +446,86 @@ fn the_token_reader_sees_unsafe_code_however_it_is_spelled() {
     assert!(forbids("//! doc\n#![forbid(unsafe_code)]\n"));
     assert!(!forbids("#![deny(unsafe_code)]"));
 }
+
+/// The kernel source files named in `text` (`kernel/exit.c`, `tools/include/linux/…h`).
+fn kernel_files(text: &str) -> Vec<String> {
+    const ROOTS: [&str; 6] = [
+        "kernel/",
+        "mm/",
+        "fs/",
+        "tools/include/",
+        "include/",
+        "arch/",
+    ];
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    for (i, _) in text.char_indices() {
+        let boundary =
+            i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || b"_/.-".contains(&bytes[i - 1]));
+        if !boundary || !ROOTS.iter().any(|r| text[i..].starts_with(r)) {
+            continue;
+        }
+        let len = text[i..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "_/.-".contains(c)))
+            .unwrap_or(text.len() - i);
+        let path = text[i..i + len].trim_end_matches('.');
+        if path.ends_with(".c") || path.ends_with(".h") {
+            found.push(path.to_string());
+        }
+    }
+    found
+}
+
+/// A proof that rests on what the kernel does, beyond its man pages, cites the function and
+/// the version read: every kernel source file named in `src/raw/` has a row in the inventory's
+/// table of kernel internals, each row says which Linux it was read in, and each function of
+/// the table is cited in `src/raw/` as it is written there.
+#[test]
+fn proofs_that_rest_on_kernel_internals_cite_the_function_and_the_version_read() {
+    let raw = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/raw");
+    let inventory = std::fs::read_to_string(raw.join("inventory.md")).expect("inventory.md");
+    let table = inventory
+        .split("## Kernel internals the proofs rest on")
+        .nth(1)
+        .expect("inventory.md has a table of kernel internals");
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .take_while(|l| !l.starts_with("## "))
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| l.split('|').map(str::trim).collect())
+        .collect();
+    assert!(!rows.is_empty(), "no row in the table of kernel internals");
+    let mut files = Vec::new();
+    rust_files(&raw, &mut files);
+    let sources: Vec<(PathBuf, String)> = files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).expect("a source file");
+            (f, text)
+        })
+        .collect();
+    for (file, text) in &sources {
+        for path in kernel_files(text) {
+            assert!(
+                rows.iter().any(|r| r[2] == path),
+                "{}: cites {path}, which the table of kernel internals does not list",
+                file.display()
+            );
+        }
+    }
+    for row in &rows {
+        let read_in = row[4];
+        assert!(
+            read_in.starts_with("Linux ") && read_in[6..].starts_with(|c: char| c.is_ascii_digit()),
+            "{}: no version read: {read_in:?}",
+            row[1]
+        );
+        for function in row[1].split(", ") {
+            assert!(
+                sources.iter().any(|(_, text)| text.contains(function)),
+                "{function} ({}) is cited nowhere in src/raw/",
+                row[2]
+            );
+        }
+    }
+}

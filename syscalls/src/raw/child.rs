@@ -13,7 +13,7 @@
 #![allow(unsafe_code)]
 
 use crate::abi::{self, nr, KernelSigaction, MaskHow, Rlimit64, SIG_DFL, SIG_IGN};
-use crate::child_plan::{ChildPlan, Closing};
+use crate::child_plan::{ChildPlan, CloneCall, Closing};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use core::marker::PhantomData;
 
@@ -98,9 +98,11 @@ pub(crate) fn sigaction_default(signal: usize) -> i32 {
     errno_of(unsafe { syscall6(nr::RT_SIGACTION, args) })
 }
 
-/// Who puts the parent's signal handlers out of the child's way.
+/// Who puts the parent's signal handlers out of the child's way: derived from the clone call
+/// in [`ChildInputs::new`], never chosen apart from it (`ClearedByKernel` is true of `clone3`
+/// alone).
 #[derive(Clone, Copy)]
-pub(super) enum Handlers {
+enum Handlers {
     /// `clone3` with `CLONE_CLEAR_SIGHAND`: the kernel reset every handled signal before the
     /// child ran.
     ClearedByKernel,
@@ -110,64 +112,80 @@ pub(super) enum Handlers {
     Vouched(u64),
 }
 
-/// What the child reads, and the places it writes (`reached`, `failed_*`), in the parent's
-/// frame. Built in `raw::spawn`, read here.
-pub(super) struct ChildInputs<'a> {
+/// The pointers `execve` takes, and the shell's where the image asked for one: each a
+/// NUL-terminated string or a null-terminated array of them (`shell` and `shell_argv` null
+/// where there is none).
+pub(super) struct ExecPointers {
     pub path: *const c_char,
     pub argv: *const *const c_char,
     pub envp: *const *const c_char,
-    /// The shell run where `execve` fails with `ENOEXEC`, and its argv (`ExecImage`'s
-    /// `or_through_shell`); null: none (always, in the spawner).
     pub shell: *const c_char,
     pub shell_argv: *const *const c_char,
-    pub cwd: *const c_char,
+}
+
+/// What the child reads, and the places it writes (`reached`, `failed_*`), in the parent's
+/// frame. Made only by [`ChildInputs::new`], whose contract its fields keep (they are private
+/// to this file).
+pub(super) struct ChildInputs<'a> {
+    exec: ExecPointers,
+    cwd: *const c_char,
     /// The directory listed by [`Closing::Scan`] (`/proc/self/fd`), or null.
-    pub scan_dir: *const c_char,
-    pub plan: &'a ChildPlan<'a>,
-    pub mask: u64,
-    pub handlers: Handlers,
+    scan_dir: *const c_char,
+    plan: &'a ChildPlan<'a>,
+    call: CloneCall,
+    mask: u64,
+    handlers: Handlers,
     /// The PID of the process that made the clone (read just before it), which the child
     /// compares with its parent's after `PR_SET_PDEATHSIG`; 0 without that option.
-    pub parent_pid: usize,
+    parent_pid: usize,
     /// The write end of the close-on-exec error pipe, or -1 when the parent reads the failure
     /// from `failed_*` (its memory is really shared).
-    pub error_pipe: c_int,
+    error_pipe: c_int,
     /// Set to 1 by the child first thing: the parent sees it only if memory is really shared.
-    pub reached: u32,
-    pub failed_stage: u32,
-    pub failed_errno: i32,
-    /// The strings `path`, `argv`, `envp` and `cwd` point to are borrowed for `'a`.
-    pub _strings: PhantomData<&'a CStr>,
+    reached: u32,
+    failed_stage: u32,
+    failed_errno: i32,
+    /// The strings the pointers point to are borrowed for `'a`.
+    _strings: PhantomData<&'a CStr>,
 }
 
 impl<'a> ChildInputs<'a> {
-    /// The inputs of one spawn (built in the parent): `[path, argv, envp]` of an image the
-    /// caller borrows for `'a` (an `ExecImage`, or the spawner's `Image`; `argv` and `envp` as
-    /// `*const *const c_char` cast to `*const c_char`), the plan, who resets handlers, the
-    /// error pipe's write end (-1: none), the caller's mask (the child's, unless the plan
-    /// names one), and the PID the child's parent must have (see `parent_pid`; 0 without a
-    /// parent-death signal).
-    pub(super) fn new(
-        image: [*const c_char; 3],
+    /// The inputs of one spawn through `call` (built in the parent): the image's pointers, the
+    /// plan, the error pipe's write end (-1: none), the caller's mask (the child's, unless the
+    /// plan names one), and the PID the child's parent must have (see `parent_pid`; 0
+    /// without a parent-death signal). Who resets the signal handlers follows from `call`:
+    /// the kernel with `clone3`, the child with `clone` (all 64 queried, or just the vouched
+    /// set of `plan.vouched`).
+    ///
+    /// # Safety
+    /// - Every pointer of `exec` is that of a NUL-terminated string, or a null-terminated
+    ///   array of such pointers, alive and unchanged for `'a` (the child passes them to
+    ///   `execve` while the parent is suspended in the frame that holds them);
+    /// - `plan.vouched`, when it is `Some(set)`, names every signal that has a handler in this
+    ///   process, until the child has called `execve`: with `clone`, a handler outside it would
+    ///   run in the child, on this process's memory.
+    pub(super) unsafe fn new(
+        exec: ExecPointers,
         plan: &'a ChildPlan<'a>,
-        handlers: Handlers,
+        call: CloneCall,
         error_pipe: c_int,
         caller_mask: u64,
         parent_pid: usize,
     ) -> ChildInputs<'a> {
-        let [path, argv, envp] = image;
+        let handlers = match (call, plan.vouched) {
+            (CloneCall::Clone3 { .. }, _) => Handlers::ClearedByKernel,
+            (CloneCall::Clone, Some(set)) => Handlers::Vouched(set),
+            (CloneCall::Clone, None) => Handlers::Query,
+        };
         ChildInputs {
-            path,
-            argv: argv.cast(),
-            envp: envp.cast(),
-            shell: core::ptr::null(),
-            shell_argv: core::ptr::null(),
+            exec,
             cwd: plan.cwd.map_or(core::ptr::null(), CStr::as_ptr),
             scan_dir: match plan.closing {
                 Closing::Scan(dir) => dir.as_ptr(),
                 Closing::Ranges(_) => core::ptr::null(),
             },
             plan,
+            call,
             mask: plan.mask.unwrap_or(caller_mask),
             handlers,
             parent_pid,
@@ -177,6 +195,17 @@ impl<'a> ChildInputs<'a> {
             failed_errno: 0,
             _strings: PhantomData,
         }
+    }
+
+    /// The system call that starts the child, as [`ChildInputs::new`] was told.
+    pub(super) fn call(&self) -> CloneCall {
+        self.call
+    }
+
+    /// What the child wrote before `execve`: whether it ran on this memory (its marker
+    /// reached the parent), and the stage and errno of a failure (0 and 0 without one).
+    pub(super) fn report(&self) -> (bool, u32, i32) {
+        (self.reached == 1, self.failed_stage, self.failed_errno)
     }
 }
 
@@ -328,21 +357,28 @@ fn prepare_and_exec(c: &ChildInputs<'_>) -> (u32, i32) {
     stage!(5, dup3(fd2, 2));
     stage!(6, close_descriptors(c, c.plan.keep));
     stage!(7, sigprocmask(MaskHow::SetMask, Some(&c.mask), &mut 0));
-    let args = [c.path as usize, c.argv as usize, c.envp as usize, 0, 0, 0];
+    let args = [
+        c.exec.path as usize,
+        c.exec.argv as usize,
+        c.exec.envp as usize,
+        0,
+        0,
+        0,
+    ];
     // SAFETY: `path` is NUL-terminated; `argv` and `envp` are NULL-terminated arrays of
-    // NUL-terminated strings, all owned or borrowed by the image the suspended parent's frame
-    // borrows: an `ExecImage` (built only by `new`, never mutated) in the library, the
-    // spawner's `Image` (built only by `Image::parse`, never mutated) in the spawner. The
-    // kernel only reads them.
+    // NUL-terminated strings, alive and unchanged while the parent is suspended: the contract
+    // of `ChildInputs::new`, whose callers pass an `ExecImage`'s pointers (built only by
+    // `new`, never mutated) in the library, the spawner's `Image`'s (built only by
+    // `Image::parse`, never mutated) in the spawner. The kernel only reads them.
     let errno = errno_of(unsafe { syscall6(nr::EXECVE, args) });
-    if errno == abi::ENOEXEC && c.shell as usize != 0 {
-        let (shell, shell_argv) = (c.shell as usize, c.shell_argv as usize);
-        let args = [shell, shell_argv, c.envp as usize, 0, 0, 0];
-        // SAFETY: `shell` is a NUL-terminated `&'static CStr`; `shell_argv` is the
-        // NULL-terminated array `or_through_shell` built in the parent from it, the image's
-        // path and its arguments, owned by the same `ExecImage` (never mutated once built)
-        // that the suspended parent's frame borrows; `envp` as above. The kernel only reads
-        // them. A second `execve` is a raw system call like the first: no allocation here.
+    if errno == abi::ENOEXEC && c.exec.shell as usize != 0 {
+        let (shell, shell_argv) = (c.exec.shell as usize, c.exec.shell_argv as usize);
+        let args = [shell, shell_argv, c.exec.envp as usize, 0, 0, 0];
+        // SAFETY: `shell` is NUL-terminated and `shell_argv` a NULL-terminated array of
+        // NUL-terminated strings, alive and unchanged while the parent is suspended (the
+        // contract of `ChildInputs::new`: a `&'static CStr` and the array `or_through_shell`
+        // built, owned by the same `ExecImage`); `envp` as above. The kernel only reads them.
+        // A second `execve` is a raw system call like the first: no allocation here.
         let _ = unsafe { syscall6(nr::EXECVE, args) };
     }
     (8, errno)

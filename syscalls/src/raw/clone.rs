@@ -3,11 +3,57 @@
 //! arguments of `clone3` or `clone` and makes the one unsafe call of the trampoline.
 #![allow(unsafe_code)]
 
-use super::child::{clone_into_child, ChildInputs};
-use crate::abi::{clone_flags as cf, nr, CloneArgs};
+use super::child::{clone_into_child, sigprocmask, ChildInputs};
+use crate::abi::{clone_flags as cf, nr, CloneArgs, MaskHow};
 use crate::child_plan::CloneCall;
 use core::ffi::c_int;
 use core::marker::PhantomData;
+
+/// Every signal is blocked in the calling thread: the rule a clone rests on. A handler that
+/// ran between the clone and the child's reset of its handlers would run in the child, on this
+/// process's memory and on the child's stack (with `clone`), and the parent's vfork wait would
+/// run it in the parent with the child's writes half done. [`clone_child`] takes this value,
+/// and only [`SignalsBlocked::block`], which blocks them, makes one: its fields are private.
+///
+/// ```compile_fail,E0451
+/// // Safe code cannot claim the signals are blocked without blocking them.
+/// use coldtrace_syscalls::raw::spawn::SignalsBlocked;
+/// let claimed = SignalsBlocked { old_mask: 0, _one_thread: core::marker::PhantomData };
+/// ```
+///
+/// A mask belongs to one thread, so the value is neither `Send` nor `Sync`: it cannot vouch
+/// for another thread's mask. Nothing in this crate changes the mask of a thread while it
+/// holds one, except [`SignalsBlocked::restore`], which consumes it.
+pub struct SignalsBlocked {
+    old_mask: u64,
+    _one_thread: PhantomData<*const ()>,
+}
+
+impl SignalsBlocked {
+    /// Blocks every signal in the calling thread (`rt_sigprocmask(SIG_SETMASK, ~0)`); the
+    /// errno if the kernel refused.
+    pub(crate) fn block() -> Result<SignalsBlocked, i32> {
+        let mut old_mask = 0u64;
+        match sigprocmask(MaskHow::SetMask, Some(&!0), &mut old_mask) {
+            0 => Ok(SignalsBlocked {
+                old_mask,
+                _one_thread: PhantomData,
+            }),
+            e => Err(e),
+        }
+    }
+
+    /// The mask the thread had before [`SignalsBlocked::block`].
+    pub(crate) fn old_mask(&self) -> u64 {
+        self.old_mask
+    }
+
+    /// Puts the old mask back with `how` (`SIG_SETMASK`, or an invalid one in tests) → 0 or
+    /// an errno.
+    pub(crate) fn restore(self, how: MaskHow) -> i32 {
+        sigprocmask(how, Some(&self.old_mask), &mut 0)
+    }
+}
 
 /// The flags a caller may add to `CLONE_VFORK`: sharing memory (`CLONE_VM`, which the caller
 /// leaves out only to test the path where it is emulated by a copy) and giving the child the
@@ -51,20 +97,23 @@ impl<'a> StackRegion<'a> {
     }
 }
 
-/// Starts a child with vfork semantics on `stack`: `clone3` (with `CLONE_CLEAR_SIGHAND`, and
-/// `CLONE_INTO_CGROUP` when `call` names a cgroup) or `clone`, with `CLONE_VFORK` always,
-/// `flags` (only [`CALLER_FLAGS`] are taken), and `CLONE_PIDFD` when a slot is given. Returns
-/// the raw return register: the child's PID or `-errno`. See [clone(2)], [clone3(2)].
+/// Starts a child with vfork semantics on `stack`, through the call `inputs` was made for:
+/// `clone3` (with `CLONE_CLEAR_SIGHAND`, and `CLONE_INTO_CGROUP` when it names a cgroup) or
+/// `clone`, with `CLONE_VFORK` always, `flags` (only [`CALLER_FLAGS`] are taken), and
+/// `CLONE_PIDFD` when a slot is given. `_blocked` is the proof that every signal is blocked in
+/// this thread. Returns the raw return register: the child's PID or `-errno`. See [clone(2)],
+/// [clone3(2)].
 ///
 /// [clone(2)]: https://man7.org/linux/man-pages/man2/clone.2.html
 /// [clone3(2)]: https://man7.org/linux/man-pages/man2/clone3.2.html
 pub(crate) fn clone_child(
     inputs: &mut ChildInputs<'_>,
     stack: StackRegion<'_>,
-    call: CloneCall,
     flags: u64,
     pidfd_slot: Option<&mut c_int>,
+    _blocked: &SignalsBlocked,
 ) -> usize {
+    let call = inputs.call();
     let base = cf::CLONE_VFORK | (flags & CALLER_FLAGS);
     let pidfd_flag = if pidfd_slot.is_some() {
         cf::CLONE_PIDFD
@@ -129,7 +178,9 @@ pub(crate) fn clone_child(
     //   The kernel may write the pidfd slot on a clone that then fails (a refused cgroup), so
     //   callers read it only after a successful return.
     // - No flag beyond CALLER_FLAGS: a process with its own descriptors and signal handlers.
-    // - No handler runs in the child: every signal is blocked (`spawn.rs`, "Safe to call from a
-    //   multi-threaded program"; the spawner installs none and blocks them all).
+    // - No handler runs in the child: every signal is blocked in this thread (`_blocked`, made
+    //   only by blocking them), and the handlers are reset as the call requires: by the kernel
+    //   with clone3, by the child with clone (`ChildInputs::new` derives which from the call).
+    //   See `spawn.rs`, "Safe to call from a multi-threaded program".
     unsafe { clone_into_child(nr, regs, inputs) }
 }

@@ -3,8 +3,9 @@
 //!
 //! The one surprise for an auditor: the kernel does not only read the attribute struct. When it
 //! rejects the size it **writes** its own `sizeof(struct perf_event_attr)` back into
-//! `attr->size` (`perf_copy_attr`, err_size: `put_user(sizeof(*attr), &uattr->size)`), so the
-//! struct is lent mutably, and the safe front passes a private copy, never the caller's.
+//! `attr->size` (`perf_copy_attr()` in kernel/events/core.c, at `err_size`:
+//! `put_user(sizeof(*attr), &uattr->size)`), so the struct is lent mutably, and the safe front
+//! passes a private copy, never the caller's.
 #![allow(unsafe_code)]
 
 use super::check;

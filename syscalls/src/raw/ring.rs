@@ -3,8 +3,8 @@
 //! disable and redirect events. The safe front, with the documentation and the framing of
 //! records, is [`crate::ring`].
 //!
-//! The protocol, as the kernel states it (`kernel/events/ring_buffer.c`,
-//! `perf_output_put_handle`) with the reader's side done here:
+//! The protocol, as the kernel states it (`perf_output_put_handle()` in
+//! kernel/events/ring_buffer.c) with the reader's side done here:
 //!
 //! ```text
 //!   kernel                          reader (RingMap)
@@ -20,7 +20,17 @@
 //! visible to us. (A) pairs with (D): the kernel writes over a byte only after it has loaded a
 //! `data_tail` past it, and every read of ours that precedes the Release store of that tail
 //! happens before it. A ring mapped writable is never overwritten: when it is full the kernel
-//! drops samples and later writes a `PERF_RECORD_LOST` saying how many.
+//! drops records, counts them, and writes a `PERF_RECORD_LOST` once another record fits.
+//!
+//! The kernel's diagram asks for `smp_rmb()` at (C) and `smp_mb()` at (D). An Acquire load and
+//! a Release store suffice: (C) needs the loads of the data ordered after the load of the
+//! head, which Acquire gives; (D) needs the loads of the data ordered before the store of the
+//! tail, which Release gives (a full barrier would also order later loads, which nothing here
+//! needs). It is what the kernel's own reader does: `ring_buffer_read_head()` in
+//! tools/include/linux/ring_buffer.h is `smp_load_acquire(&base->data_head)` on x86_64 and
+//! aarch64, `ring_buffer_write_tail()` is `smp_store_release(&base->data_tail, tail)`, and its
+//! comment says so ("we could also use smp_store_release() in B and D as well as
+//! smp_load_acquire() in C"). Read in Linux 6.1.192 and 6.12.118.
 #![allow(unsafe_code)]
 
 use crate::abi::perf::mmap_page::{DATA_HEAD, DATA_OFFSET, DATA_SIZE, DATA_TAIL};
@@ -214,8 +224,9 @@ fn header(base: NonNull<c_void>, offset: usize) -> u64 {
     // SAFETY:
     // - Valid and aligned: `offset` is `DATA_OFFSET` or `DATA_SIZE`, 8-byte aligned and inside
     //   the first page of the mapping just made at `base`, which the caller still holds.
-    // - Initialised before read: the kernel fills both (`perf_event_init_userpage`) before
-    //   `mmap` returns, on a page it zeroed; any 8 bytes are a valid `u64`.
+    // - Initialised before read: the kernel fills both (`perf_event_init_userpage()` in
+    //   kernel/events/core.c) before `mmap` returns, on a page it zeroed; any 8 bytes are a
+    //   valid `u64`.
     // - No aliasing: the kernel does not write these fields after the mapping is made, and no
     //   reference into the mapping exists yet.
     unsafe { field.read_volatile() }

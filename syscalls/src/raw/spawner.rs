@@ -14,11 +14,12 @@ use crate::abi::{self, clone_flags as cf, nr, IoVec, MsgHdr};
 use crate::child_plan::{ChildPlan, CloneCall};
 use crate::image::Image;
 use crate::protocol::{HEADER, MAX_FDS};
-use child::{errno_of, syscall6, ChildInputs, Handlers};
+use child::{errno_of, syscall6, ChildInputs, ExecPointers};
+pub(crate) use clone::SignalsBlocked;
 use core::ffi::{c_char, c_int};
 use core::sync::atomic::{AtomicBool, Ordering};
 
-pub(crate) use child::{exit_group, sigprocmask};
+pub(crate) use child::exit_group;
 
 /// Bytes of the program table (only the pages a `DEFINE` writes become resident).
 pub(crate) const ARENA: usize = 8 << 20;
@@ -306,29 +307,38 @@ pub(crate) fn spawn(
     call: CloneCall,
     with_pidfd: bool,
     parent: c_int,
+    blocked: &SignalsBlocked,
 ) -> Started {
-    // The spawner installs no signal handler and `execve` reset every one it could have
-    // inherited, so no signal has a handler here: with `clone`, the child resets just
-    // `to_default` (the vouched set is empty); with `clone3` the kernel clears handlers anyway.
-    let handlers = match call {
-        CloneCall::Clone3 { .. } => Handlers::ClearedByKernel,
-        CloneCall::Clone => Handlers::Vouched(0),
+    let exec = ExecPointers {
+        path: image.path(),
+        argv: image.argv(),
+        envp: image.envp(),
+        shell: core::ptr::null(),
+        shell_argv: core::ptr::null(),
     };
-    let image_ptrs = [image.path(), image.argv().cast(), image.envp().cast()];
     let parent = plan.parent_death_signal.map_or(0, |_| parent as usize);
-    let mut inputs = ChildInputs::new(image_ptrs, plan, handlers, -1, !0, parent);
+    // SAFETY: the contract of `ChildInputs::new`:
+    // - the pointers are an `Image`'s, borrowed for this whole call: its fields are private
+    //   and `Image::parse` its only constructor, so they point into the borrowed arena and
+    //   pointer buffer at NUL-terminated strings and null-terminated arrays, never mutated
+    //   while the image lives; there is no shell (both null);
+    // - `plan.vouched` is `Some(0)`: the spawner installs no signal handler, and `execve`
+    //   reset every one it could have inherited, so no signal has one (with `clone` the child
+    //   resets just `to_default`; with `clone3` the kernel clears handlers anyway).
+    let mut inputs = unsafe { ChildInputs::new(exec, plan, call, -1, !0, parent) };
     let region = clone::StackRegion::new(&mut stack.0);
     let flags = cf::CLONE_VM | cf::CLONE_PARENT;
     let mut pidfd: c_int = -1;
     let slot = if with_pidfd { Some(&mut pidfd) } else { None };
-    let ret = clone::clone_child(&mut inputs, region, call, flags, slot);
+    let ret = clone::clone_child(&mut inputs, region, flags, slot, blocked);
+    let (memory_shared, stage, errno) = inputs.report();
     Started {
         ret,
         // A clone that fails after the kernel made the pidfd (a cgroup it refuses) leaves that
         // number in the slot, released: it is nobody's descriptor.
         pidfd: if errno_of(ret) == 0 { pidfd } else { -1 },
-        stage: inputs.failed_stage,
-        errno: inputs.failed_errno,
-        memory_shared: inputs.reached == 1,
+        stage,
+        errno,
+        memory_shared,
     }
 }

@@ -73,6 +73,8 @@ struct State {
     parent: c_int,
     /// `close_range` works here: one call releases a request's descriptors.
     close_range: bool,
+    /// Every signal is blocked in this (the only) thread.
+    blocked: raw::SignalsBlocked,
 }
 
 /// Every descriptor above the socket's: the child keeps 0, 1, 2 only.
@@ -80,7 +82,10 @@ static ABOVE_STDIO: [[usize; 2]; 1] = [[3, u32::MAX as usize]];
 
 /// Serves requests until the socket ends; called by the entry point with the buffers.
 fn serve(socket: c_int, parent: c_int, buffers: &'static mut Buffers) -> ! {
-    let _ = raw::sigprocmask(abi::MaskHow::SetMask, Some(&!0), &mut 0);
+    // Every signal stays blocked for the spawner's life: the rule each clone rests on.
+    let Ok(blocked) = raw::SignalsBlocked::block() else {
+        raw::exit_group(4)
+    };
     settle(socket);
     // The top of the children's stack, written once: no child takes a fault on it.
     let stack = &mut buffers.stack.0;
@@ -104,6 +109,7 @@ fn serve(socket: c_int, parent: c_int, buffers: &'static mut Buffers) -> ! {
         pidfds: true,
         parent,
         close_range: matches!(closing, Closing::Ranges(_)),
+        blocked,
     };
     loop {
         let mut header = [0u8; HEADER];
@@ -286,7 +292,8 @@ fn clone_with_fallback(
 ) -> Reply {
     loop {
         let start_ns = raw::monotonic_ns();
-        let started = raw::spawn(image, plan, stack, call, state.pidfds, state.parent);
+        let (pidfds, parent) = (state.pidfds, state.parent);
+        let started = raw::spawn(image, plan, stack, call, pidfds, parent, &state.blocked);
         let errno = raw::child::errno_of(started.ret);
         if errno != 0 && CLONE3_REFUSED.contains(&errno) {
             if call == (CloneCall::Clone3 { cgroup: None }) {
