@@ -24,6 +24,7 @@ macro_rules! eprintln {
 }
 
 pub mod batch;
+pub mod boot;
 pub mod cli;
 pub mod measure;
 pub mod plan;

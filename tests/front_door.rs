@@ -227,7 +227,7 @@ fn typos_get_the_nearest_name() {
         out.stderr.contains("did you mean compare?")
             && out
                 .stderr
-                .contains("the subcommands are run, compare, report, context"),
+                .contains("the subcommands are run, compare, report, boot, context"),
         "{}",
         out.describe()
     );

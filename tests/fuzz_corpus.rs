@@ -73,13 +73,14 @@ fn argv_corpus() {
             Ok(Command::Report(_)) => "report",
             Ok(Command::Context { .. }) => "context",
             Ok(Command::Time(_)) => "time",
+            Ok(Command::Boot(_)) => "boot",
             Ok(Command::Help(_)) => "help",
             Ok(Command::Version) => "version",
         })
         .map(String::from)
         .collect();
     for kind in [
-        "error", "run", "compare", "report", "context", "time", "help", "version",
+        "error", "run", "compare", "report", "context", "time", "help", "version", "boot",
     ] {
         assert!(
             answers.iter().any(|a| a == kind),

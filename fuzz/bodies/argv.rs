@@ -62,7 +62,13 @@ pub fn check(args: &[OsString], result: &Result<Command, UsageError>) {
             assert!(!time.plan.argv.is_empty(), "empty command for {args:?}");
             assert!(args.ends_with(&time.plan.argv), "{args:?}");
         }
-        Ok(Command::Context { .. } | Command::Help(_) | Command::Version) => {}
+        Ok(Command::Boot(coldtrace::cli::BootAction::Arm(arm))) => {
+            // A plan with a command, a count in range, and run's options run itself accepts.
+            assert!(!arm.argv.is_empty() && !arm.argv[0].is_empty(), "{args:?}");
+            assert!((1..=1000).contains(&arm.boots), "{args:?}");
+            assert!(!arm.out_dir.as_os_str().is_empty(), "{args:?}");
+        }
+        Ok(Command::Boot(_) | Command::Context { .. } | Command::Help(_) | Command::Version) => {}
     }
 }
 

@@ -212,12 +212,18 @@ pub fn zsh() -> String {
     );
     for s in table::subcommands() {
         let mut specs: Vec<String> = table::options_of(s.sub).flat_map(zsh_specs).collect();
-        specs.push(single_quoted(match s.operands {
-            Operands::Command => "*::command and its arguments:_normal",
-            Operands::CommandStrings => "*:command (one argument each):_command_names",
-            Operands::Directories => "*:batch directory:_directories",
-            Operands::Words(_) => "1:shell:(bash zsh fish)",
-            Operands::Nothing => "",
+        let what = if s.sub == table::Sub::Boot {
+            "action"
+        } else {
+            "shell"
+        };
+        let words = |w: &[&str]| format!("1:{what}:({})", w.join(" "));
+        specs.push(single_quoted(&match s.operands {
+            Operands::Command => "*::command and its arguments:_normal".into(),
+            Operands::CommandStrings => "*:command (one argument each):_command_names".into(),
+            Operands::Directories => "*:batch directory:_directories".into(),
+            Operands::Words(w) => words(w),
+            Operands::Nothing => String::new(),
         }));
         specs.retain(|spec| spec != "''");
         let _ = writeln!(

@@ -104,6 +104,18 @@ fn common(sub: Sub) -> Option<&'static [&'static str]> {
             "--export-markdown",
             "--help",
         ]),
+        Sub::Boot => Some(&[
+            "--boots",
+            "--out",
+            "--reboot",
+            "--after",
+            "--control",
+            "--dry-run",
+            "--state-dir",
+            "--runs",
+            "--watch",
+            "--help",
+        ]),
         Sub::Time => Some(&[
             "--format",
             "--portability",

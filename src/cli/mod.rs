@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod args;
+mod boot;
 mod check;
 mod commands;
 mod compare;
@@ -24,6 +25,7 @@ pub mod time;
 mod usage;
 mod version;
 
+pub use boot::BootAction;
 pub use options::{MAX_RUNS, MAX_TIMEOUT_S};
 pub use output::Output;
 pub use parsed::{Command, ReportArgs};
@@ -61,6 +63,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, UsageError> {
         "help" => help_for(&rest),
         "-V" | "--version" => Ok(Command::Version),
         "run" => run::parse_run(rest),
+        "boot" => boot::parse_boot(rest),
         "compare" => compare::parse_compare(rest),
         "report" | "man" | "completions" if !cfg!(feature = "full") => {
             Err(runner_only(&format!("`coldtrace {first}`")))
@@ -122,6 +125,7 @@ pub fn execute(command: Command) -> Result<Output, BatchError> {
         }
         Command::Report(args) => report::execute_report(&args),
         Command::Time(args) => time::execute_time(&args),
+        Command::Boot(action) => Ok(boot::execute_boot(&action)),
         Command::Context { json } => Ok(context::execute_context(json)),
     }
 }

@@ -16,6 +16,8 @@ pub enum Command {
     Report(ReportArgs),
     /// `coldtrace time …`: a drop-in for GNU time.
     Time(Box<TimeArgs>),
+    /// `coldtrace boot arm|run|status|disarm`
+    Boot(crate::cli::boot::BootAction),
     /// `coldtrace context`
     Context {
         /// `--json`

@@ -26,6 +26,8 @@ pub enum Sub {
     Man,
     /// `coldtrace completions SHELL`: completion scripts, generated from this table.
     Completions,
+    /// `coldtrace boot arm|run|status|disarm`: a batch at each of the next boots.
+    Boot,
 }
 
 /// How a subcommand's arguments are laid out, which decides what a word that is not an option
@@ -66,6 +68,8 @@ pub enum Category {
     Counters,
     /// Several commands: names, parameter scans, shell, order.
     Commands,
+    /// `boot arm`: which boots, what happens at each.
+    Boots,
     /// What `report` or `context` prints.
     Format,
     /// `--help`, `--version`.
@@ -74,7 +78,8 @@ pub enum Category {
 
 impl Category {
     /// Every category, in the order of the help text.
-    pub const ALL: [Category; 8] = [
+    pub const ALL: [Category; 9] = [
+        Category::Boots,
         Category::Runs,
         Category::Commands,
         Category::Output,
@@ -94,6 +99,7 @@ impl Category {
             Category::ColdState => "Cold state (before every counted run, or the first only)",
             Category::Counters => "Kernel counters (perf_event_open, from exec to exit)",
             Category::Commands => "Commands (a comparison, a parameter scan)",
+            Category::Boots => "Boots (boot arm; --state-dir and --unit-dir: every action)",
             Category::Format => "Format",
             Category::General => "General",
         }
@@ -208,7 +214,11 @@ pub enum Operands {
     Words(&'static [&'static str]),
 }
 
-const RUN_COMPARE: &[Sub] = &[Sub::Run, Sub::Compare];
+/// Every option of `run` is one of `boot arm` too: the batch it runs at each boot is a run
+/// (its `-o` is the one exception, declared apart).
+const RUN_COMPARE: &[Sub] = &[Sub::Run, Sub::Compare, Sub::Boot];
+const RUN_COMPARE_ONLY: &[Sub] = &[Sub::Run, Sub::Compare];
+const BOOT: &[Sub] = &[Sub::Boot];
 const ALL_SUBS: &[Sub] = &[
     Sub::Run,
     Sub::Compare,
@@ -217,6 +227,7 @@ const ALL_SUBS: &[Sub] = &[
     Sub::Time,
     Sub::Man,
     Sub::Completions,
+    Sub::Boot,
 ];
 const TIME: &[Sub] = &[Sub::Time];
 
@@ -266,6 +277,82 @@ macro_rules! opt {
 
 /// Every option, in the order of the help text within each category.
 static OPTIONS: &[OptSpec] = &[
+    opt! {
+        long: "boots", short: [], values: ["K"], repeat: LastWins,
+        subs: BOOT, category: Boots,
+        help: "run the batch at each of the next K boots (default 3), then disarm",
+        description: "The number of boots whose batch runs (default 3, at most 1000): the \
+            count left is decremented before each boot's batch starts, and after the K-th \
+            coldtrace disarms itself (the unit and the state removed).",
+    },
+    opt! {
+        long: "out", short: ['o'], values: ["DIR"], repeat: LastWins,
+        subs: BOOT, category: Boots,
+        help: "where each boot's batch goes: DIR/boot-NN-<boot id>/ (required)",
+        description: "The directory that holds one batch directory per boot, \
+            DIR/boot-NN-<boot id>/ (NN from 01), and boots.jsonl, one line per event (armed, a \
+            boot's batch started or ended, disarmed and why). Made at arming when missing; it \
+            must be on storage that outlives a reboot. `coldtrace report DIR` shows the boots \
+            side by side.",
+    },
+    opt! {
+        long: "reboot", short: [], values: [], optional_value: "COMMAND", repeat: LastWins,
+        subs: BOOT, category: Boots,
+        help: "reboot after a boot's batch succeeded, while boots remain (=COMMAND: how)",
+        description: "After a boot's batch (and its --control batch) succeeded and boots \
+            remain, reboot: `systemctl reboot` under systemd, else `reboot`; with =COMMAND, \
+            `/bin/sh -c COMMAND` instead (a fleet's own way: `--reboot='shutdown -r +1'`). \
+            Never the default, and never after a failed batch, an interrupted one or the \
+            last boot.",
+    },
+    opt! {
+        long: "after", short: [], values: ["UNIT"], repeat: Many,
+        subs: BOOT, category: Boots,
+        help: "start the batch after UNIT too (repeatable): a mount, a GPU's modules",
+        description: "Order the boot unit after UNIT as well (After= and Wants=), for what the \
+            command needs: a network mount (remote-fs.target is there by default, with \
+            local-fs.target), network-online.target, a GPU's module loader. Repeatable.",
+    },
+    opt! {
+        long: "control", short: [], values: ["SECONDS"], repeat: LastWins,
+        subs: BOOT, category: Boots,
+        help: "a second batch SECONDS after the first, on the same boot: a settled system",
+        description: "After each boot's batch, wait SECONDS, then run the same batch again \
+            into DIR/boot-NN-<boot id>-control/: a fresh process on a system that has \
+            settled, the other shape of a first run, to hold against the one right after \
+            boot.",
+    },
+    opt! {
+        long: "start-timeout", short: [], values: ["SECONDS"], repeat: LastWins,
+        subs: BOOT, category: Boots,
+        help: "the unit's TimeoutStartSec: the longest a boot's batches may take (3600)",
+        description: "How long systemd lets a boot's batches (with --control's wait) run \
+            before it stops them (the unit's TimeoutStartSec, default 3600). A batch stopped \
+            so never finished: the next boot disarms instead of running again.",
+    },
+    opt! {
+        long: "dry-run", short: [], values: [], repeat: LastWins,
+        subs: BOOT, category: Boots,
+        help: "print the unit and the plan that arming would install; change nothing",
+        description: "Check everything arming checks and print the systemd unit and the \
+            saved plan that it would install, without writing anything.",
+    },
+    opt! {
+        long: "state-dir", short: [], values: ["DIR"], repeat: LastWins,
+        subs: BOOT, category: Boots,
+        help: "where the armed state lives (default /var/lib/coldtrace/boot)",
+        description: "The directory of the armed state (state.json, owned by the user who \
+            armed, mode 0600, in a directory of mode 0700 that is no symlink): default \
+            /var/lib/coldtrace/boot. Give the same to every action; the unit passes it to \
+            `boot run`.",
+    },
+    opt! {
+        long: "unit-dir", short: [], values: ["DIR"], repeat: LastWins,
+        subs: BOOT, category: Boots,
+        help: "where the unit is installed (default /etc/systemd/system)",
+        description: "The directory the unit coldtrace-boot.service goes to, with its \
+            link in multi-user.target.wants/: default /etc/systemd/system.",
+    },
     opt! {
         long: "runs", short: ['n', 'r'], values: ["N"], repeat: LastWins,
         subs: RUN_COMPARE, category: Runs,
@@ -378,7 +465,7 @@ static OPTIONS: &[OptSpec] = &[
     },
     opt! {
         long: "out", short: ['o'], values: ["DIR"], repeat: LastWins,
-        subs: RUN_COMPARE, category: Output,
+        subs: RUN_COMPARE_ONLY, category: Output,
         help: "batch directory: records and batch.json (outputs: --keep-output)",
         description: "The batch directory: a new one, or an empty directory of your own (a \
             non-empty one is refused with the next free name, e.g. DIR-2). runs.jsonl (one \
@@ -934,6 +1021,27 @@ static SUBCOMMANDS: &[SubSpec] = &[
         operands: Operands::Directories,
     },
     SubSpec {
+        sub: Sub::Boot,
+        name: "boot",
+        usage: "boot arm|run|status|disarm [OPTIONS] [-- COMMAND [ARG...]]",
+        summary: "a batch at each of the next boots: arm, run, status, disarm",
+        about: "`boot arm -o DIR [--boots K] [RUN OPTIONS] -- COMMAND` saves what `run` would \
+                execute (argv, working directory, environment, user, options) in a state \
+                file and installs a oneshot systemd unit that runs `coldtrace boot run` at \
+                each of the next K boots; each boot's batch goes to DIR/boot-NN-<boot id>/. \
+                At boot there is no login session: no XDG_RUNTIME_DIR, no D-Bus of a user. \
+                `boot status` shows the plan and what ran, `boot disarm` removes the unit and \
+                the state from any state, partial or damaged, and says what it removed. A \
+                boot whose batch never finished, a failed or missing command, or the word \
+                coldtrace.disarm on the kernel's command line disarms, with a line in \
+                DIR/boots.jsonl saying why, and never reboots. Without systemd, arming says \
+                so and prints the one command an init script must run.",
+        epilogue: "Exit codes: 0 done (boot run: not armed, or the batch succeeded); 1 boot \
+                   run's batch failed or a guard disarmed; 125 coldtrace's own error.",
+        layout: Layout::Separator,
+        operands: Operands::Words(BOOT_ACTIONS),
+    },
+    SubSpec {
         sub: Sub::Context,
         name: "context",
         usage: "context [--json]",
@@ -996,6 +1104,9 @@ static SUBCOMMANDS: &[SubSpec] = &[
         operands: Operands::Words(SHELLS),
     },
 ];
+
+/// The actions of `coldtrace boot`.
+pub const BOOT_ACTIONS: &[&str] = &["arm", "run", "status", "disarm"];
 
 /// The shells `coldtrace completions` writes for.
 pub const SHELLS: &[&str] = &["bash", "zsh", "fish"];

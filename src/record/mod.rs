@@ -9,6 +9,7 @@
 pub mod anomaly;
 pub mod artifacts;
 pub mod batch;
+pub mod boot;
 pub mod cause;
 pub mod columns;
 pub mod compare;
