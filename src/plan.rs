@@ -186,9 +186,10 @@ impl RunBounds {
 /// Files the results go to after the runs (`--export-json FILE` and the others).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Exports {
-    /// The batch document and every run's record, in one document (`coldtrace.export/1`).
-    pub json: Option<PathBuf>,
-    /// hyperfine 2.0's export document, over the counted runs.
+    /// `--export-coldtrace-json`: the batch document and every run's record, in one document
+    /// (`coldtrace.export/1`).
+    pub coldtrace_json: Option<PathBuf>,
+    /// `--export-json`: hyperfine 2.0's export document, over the counted runs.
     pub hyperfine_json: Option<PathBuf>,
     /// hyperfine 2.0's summary CSV: one row per command.
     pub csv: Option<PathBuf>,
@@ -230,8 +231,8 @@ impl Exports {
     /// Every export asked for, with the flag that named it.
     pub fn targets(&self) -> Vec<Target<'_>> {
         [
-            ("--export-json", &self.json),
-            ("--export-hyperfine-json", &self.hyperfine_json),
+            ("--export-json", &self.hyperfine_json),
+            ("--export-coldtrace-json", &self.coldtrace_json),
             ("--export-csv", &self.csv),
             ("--export-csv-runs", &self.csv_runs),
             ("--export-markdown", &self.markdown),

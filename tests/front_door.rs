@@ -408,6 +408,16 @@ fn the_migration_table_names_every_foreign_flag_and_every_time_option() {
             "{flag} is missing from the migration table"
         );
     }
+    // Every export, hyperfine's and coldtrace's own, under every name it is taken by.
+    for o in table::options_of(Sub::Run).filter(|o| o.long.starts_with("--export")) {
+        for name in std::iter::once(&o.long).chain(o.aliases) {
+            assert!(
+                section.contains(&format!("`{name} FILE`"))
+                    || section.contains(&format!("`{name}`")),
+                "{name} is missing from the migration table"
+            );
+        }
+    }
 }
 
 #[test]

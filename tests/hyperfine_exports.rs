@@ -1,8 +1,8 @@
 //! The hyperfine exports against what hyperfine 2.0.0 itself writes (`tests/golden/
 //! hyperfine-2.0.0/`, with the commands that made them): the same commands measured by
-//! coldtrace give `--export-hyperfine-json`, `--export-markdown` and `--export-csv` files of the
-//! same shape, field for field, whose figures agree with each other; and hyperfine 2.0.0's own
-//! scripts (`scripts/*.py` of its crate source) read coldtrace's JSON.
+//! coldtrace give `--export-json`, `--export-markdown` and `--export-csv` files of the same
+//! shape, field for field, whose figures agree with each other; and hyperfine 2.0.0's own
+//! scripts (`scripts/*.py` of its crate source) read coldtrace's `--export-json`.
 #![forbid(unsafe_code)]
 
 mod common;
@@ -87,7 +87,7 @@ fn exported(dir: &TempDir, tag: &str, args: &[&str]) -> (Value, String, String) 
     let mut all: Vec<&str> = args.to_vec();
     let at = all.iter().position(|a| *a == "--").unwrap_or(all.len() - 2);
     let exports = [
-        "--export-hyperfine-json",
+        "--export-json",
         &json,
         "--export-markdown",
         &md,
@@ -379,4 +379,40 @@ fn hyperfine_s_own_scripts_read_the_export() {
             );
         }
     }
+}
+
+#[test]
+fn export_json_is_hyperfine_s_and_says_once_where_coldtrace_s_own_went() {
+    let dir = TempDir::new("export-json-flags");
+    let export = |flag: &str, file: &str| {
+        let out = ct(dir.path(), ["run", "-n", "2", flag, file, "--", "true"]).run();
+        out.expect_code(0);
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap())
+            .unwrap_or_else(|e| panic!("{file}: {e}{}", out.describe()));
+        (doc, out)
+    };
+    let notice = "coldtrace: --export-json is hyperfine's now, coldtrace's --export-coldtrace-json";
+    assert!(notice.chars().count() <= 80);
+    let (doc, out) = export("--export-json", "a.json");
+    assert_eq!(
+        doc["results"][0]["measurements"].as_array().map(Vec::len),
+        Some(2)
+    );
+    let said = out.stderr_lines().iter().filter(|l| **l == notice).count();
+    assert_eq!(said, 1, "{}", out.describe());
+    // hyperfine's document under its older name too, without the notice.
+    let (alias, out) = export("--export-hyperfine-json", "b.json");
+    assert_eq!(shape_of(&alias), shape_of(&doc));
+    assert!(
+        !out.stderr.contains("--export-coldtrace-json"),
+        "{}",
+        out.describe()
+    );
+    let (own, out) = export("--export-coldtrace-json", "c.json");
+    assert_eq!(own["schema"], "coldtrace.export/1", "{}", out.describe());
+    assert!(
+        !out.stderr.contains("hyperfine's now"),
+        "{}",
+        out.describe()
+    );
 }

@@ -20,14 +20,14 @@ fn corpus(dir: &TempDir) {
 }
 
 /// What `grep -r the corpus` wrote (`/proc/PID/io` wchar) in each of 3 runs, with `flags`,
-/// with `-o DIR` (read from runs.jsonl) or without it (read from --export-json).
+/// with `-o DIR` (read from runs.jsonl) or without it (read from --export-coldtrace-json).
 fn written(dir: &TempDir, flags: &[&str], with_out: bool, tag: &str) -> Vec<Value> {
     let export = format!("{tag}.json");
     let mut args = vec!["run", "-q", "-n", "3"];
     if with_out {
         args.extend(["-o", tag]);
     } else {
-        args.extend(["--export-json", &export]);
+        args.extend(["--export-coldtrace-json", &export]);
     }
     args.extend_from_slice(flags);
     args.extend(["--", "grep", "-r", "the", "corpus"]);

@@ -114,9 +114,9 @@ fn every_document_keeps_its_golden_shape() {
             "--counters",
             "--label",
             "shape",
-            "--export-json",
+            "--export-coldtrace-json",
             "export.json",
-            "--export-hyperfine-json",
+            "--export-json",
             "hyperfine.json",
             "--",
             "sh",
@@ -172,7 +172,7 @@ fn every_document_keeps_its_golden_shape() {
             "-o",
             "cmp",
             "--keep-output",
-            "--export-json",
+            "--export-coldtrace-json",
             "cmp-export.json",
             "true",
             "sh -c true",
@@ -223,17 +223,14 @@ fn every_document_keeps_its_golden_shape() {
     shape += &shape_of("context --json", &[context.json()]);
     // The exports hold the documents above: their own keys only, two levels down.
     shape += &shape_of(
-        "--export-json (batch)",
+        "--export-coldtrace-json (batch)",
         &[shallow(&doc(&dir.join("export.json")), 2)],
     );
     shape += &shape_of(
-        "--export-json (compare)",
+        "--export-coldtrace-json (compare)",
         &[shallow(&doc(&dir.join("cmp-export.json")), 3)],
     );
-    shape += &shape_of(
-        "--export-hyperfine-json",
-        &[doc(&dir.join("hyperfine.json"))],
-    );
+    shape += &shape_of("--export-json", &[doc(&dir.join("hyperfine.json"))]);
 
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/wire-shape.txt");
     if std::env::var_os("COLDTRACE_BLESS").is_some() {

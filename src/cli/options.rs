@@ -57,7 +57,7 @@ pub(crate) struct RawRun {
     pub(crate) tree: Option<OsString>,
     /// `--metrics`: the table's rows.
     pub(crate) metrics: Option<String>,
-    /// `--export-json`, `--export-hyperfine-json`, `--export-csv`, `--export-markdown`.
+    /// `--export-json`, `--export-coldtrace-json`, `--export-csv`, `--export-markdown`.
     pub(crate) exports: crate::plan::Exports,
     /// What to say once about how the flags were read.
     pub(crate) notices: Vec<String>,
@@ -133,8 +133,8 @@ pub(crate) fn raw_flags(read: &Read, sub: Sub) -> RawRun {
         tree: std::env::var_os(crate::plan::TREE_VAR),
         metrics: read.text("--metrics"),
         exports: crate::plan::Exports {
-            json: first("--export-json").map(PathBuf::from),
-            hyperfine_json: first("--export-hyperfine-json").map(PathBuf::from),
+            coldtrace_json: first("--export-coldtrace-json").map(PathBuf::from),
+            hyperfine_json: first("--export-json").map(PathBuf::from),
             csv: first("--export-csv").map(PathBuf::from),
             csv_runs: first("--export-csv-runs").map(PathBuf::from),
             markdown: first("--export-markdown").map(PathBuf::from),
@@ -144,6 +144,11 @@ pub(crate) fn raw_flags(read: &Read, sub: Sub) -> RawRun {
         text: String::new(),
     }
 }
+
+/// What `--export-json` says while a user of coldtrace 0.1 may still expect its old document:
+/// one line of at most 80 columns after `coldtrace: `.
+pub(crate) const EXPORT_JSON_MOVED: &str =
+    "--export-json is hyperfine's now, coldtrace's --export-coldtrace-json";
 
 /// What to say once: how repeated flags were read, and that a shell's cost is not subtracted.
 fn notices(read: &Read) -> Vec<String> {
@@ -157,6 +162,13 @@ fn notices(read: &Read) -> Vec<String> {
         notices.push(crate::text::escape_controls(&format!(
             "each command runs through `{shell} -c`: its times and counts include the shell's own start-up and exit (coldtrace does not subtract them)"
         )));
+    }
+    // coldtrace 0.1's --export-json wrote coldtrace's own document; said for one release.
+    if read
+        .all("--export-json")
+        .any(|o| o.spelled == "--export-json")
+    {
+        notices.push(EXPORT_JSON_MOVED.to_string());
     }
     notices
 }

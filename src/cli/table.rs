@@ -483,26 +483,29 @@ static OPTIONS: &[OptSpec] = &[
             own stdout goes to the terminal through stderr, and so does the table.",
     },
     opt! {
-        long: "export-json", short: [], values: ["FILE"], repeat: LastWins,
-        subs: RUN_COMPARE, category: Output,
-        help: "the batch document and every run's record, to FILE",
-        description: "After the runs, write one JSON document to FILE (replaced atomically \
-            if it exists): schema coldtrace.export/1, the batch document (batch.json) under \
-            \"batch\" and every run's record (runs.jsonl) under \"runs\"; for a comparison \
-            the comparison document, then each command's batch and runs. coldtrace's own \
-            schema: hyperfine's has no place for faults, block I/O, the first run or the cold \
-            state (--export-hyperfine-json writes that one).",
-    },
-    opt! {
-        long: "export-hyperfine-json", short: [], values: ["FILE"], repeat: LastWins,
-        subs: RUN_COMPARE, category: Output,
-        help: "hyperfine 2.0's JSON export (counted runs), to FILE",
+        long: "export-json", aliases: ["export-hyperfine-json"], short: [], values: ["FILE"],
+        repeat: LastWins, subs: RUN_COMPARE, category: Output,
+        help: "hyperfine 2.0's JSON export (its scripts read it), to FILE",
         description: "After the runs, write hyperfine 2.0's export document to FILE, field for \
             field (schema_version 2, metadata, primary_metric, results), for hyperfine's own \
             scripts and the tools that read it: per command its measurements (each run's wall, \
             CPU, user and system time, peak memory, perf counters with --counters, exit code) \
             and their summary (count, mean, stddev, median, min, max), over the counted runs \
-            (the first run included, warm-ups and rejected runs left out).",
+            (the first run included, warm-ups and rejected runs left out). \
+            --export-hyperfine-json is the same. coldtrace's own document, with the first run, \
+            faults, block I/O and the cold state, is --export-coldtrace-json (what \
+            --export-json wrote in coldtrace 0.1: a notice says so).",
+    },
+    opt! {
+        long: "export-coldtrace-json", short: [], values: ["FILE"], repeat: LastWins,
+        subs: RUN_COMPARE, category: Output,
+        help: "coldtrace's JSON: the batch document and every run's record, to FILE",
+        description: "After the runs, write one JSON document to FILE (replaced atomically \
+            if it exists): schema coldtrace.export/1, the batch document (batch.json) under \
+            \"batch\" and every run's record (runs.jsonl) under \"runs\"; for a comparison \
+            the comparison document, then each command's batch and runs. coldtrace's own \
+            schema: hyperfine's has no place for faults, block I/O, the first run or the cold \
+            state (--export-json writes that one).",
     },
     opt! {
         long: "export-csv", short: [], values: ["FILE"], repeat: LastWins,
@@ -851,7 +854,7 @@ pub struct Foreign {
 }
 
 const EXPORTS: &str = "--export-markdown FILE writes hyperfine's Markdown table; \
-                       --export-hyperfine-json and --export-csv FILE its JSON and CSV";
+                       --export-json and --export-csv FILE its JSON and CSV";
 
 /// Flags of hyperfine 2.0 and GNU time 1.9 that coldtrace does not take.
 static FOREIGN: &[Foreign] = &[

@@ -1,5 +1,5 @@
 //! Every run's record line, kept until the end of the batch for the exports (`--export-json`,
-//! `--export-csv`): in an unmapped memfd, so that a long batch does not raise coldtrace's
+//! `--export-coldtrace-json`, `--export-csv`…): in an unmapped memfd, so that a long batch does not raise coldtrace's
 //! resident set (and the floor under every child's max RSS). It keeps lines; it writes no file.
 #![forbid(unsafe_code)]
 

@@ -92,7 +92,7 @@ pub const BATCH_SCHEMAS_READ: [&str; 6] = [
 pub const BATCH_SCHEMA_V1: &str = "coldtrace.batch/1";
 /// Schema name and version of a comparison document (`batch.json` of `compare`).
 pub const COMPARE_SCHEMA: &str = "coldtrace.compare/1";
-/// Schema name and version of an export (`--export-json FILE`): a batch or a comparison with
+/// Schema name and version of an export (`--export-coldtrace-json FILE`): a batch or a comparison with
 /// every run's record.
 pub const EXPORT_SCHEMA: &str = "coldtrace.export/1";
 /// Schema name and version of `report --json`: the rows of the batches read.

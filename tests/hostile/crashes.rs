@@ -87,7 +87,7 @@ fn a_file_size_limit_reached_by_an_export_or_a_picture_leaves_no_temporary_file(
             "-q",
             "-n",
             "30",
-            "--export-json",
+            "--export-coldtrace-json",
             "all.json",
             "--",
             "true",
@@ -95,7 +95,7 @@ fn a_file_size_limit_reached_by_an_export_or_a_picture_leaves_no_temporary_file(
     );
     assert_file_too_large(&out);
     assert!(
-        out.stderr.contains("--export-json all.json"),
+        out.stderr.contains("--export-coldtrace-json all.json"),
         "{}",
         out.describe()
     );
@@ -404,7 +404,7 @@ fn no_random_source_is_needed_before_the_first_record_or_anywhere() {
             "tree",
             "--export-csv",
             "x.csv",
-            "--export-json",
+            "--export-coldtrace-json",
             "x.json",
             "--",
             "true",

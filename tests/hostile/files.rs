@@ -86,7 +86,7 @@ fn an_export_to_its_own_stdout_is_printed_and_nothing_is_replaced() {
     let dir = TempDir::new("xstdout");
     let before = tree(dir.path());
     for path in ["/dev/fd/1", "/proc/self/fd/1"] {
-        let line = format!("run -q -n 2 --export-json {path} -- true");
+        let line = format!("run -q -n 2 --export-coldtrace-json {path} -- true");
         let out = ct(dir.path(), line.split(' ')).run_within(DEADLINE);
         out.expect_code(0);
         assert_eq!(out.json()["schema"], "coldtrace.export/1", "{path}");
@@ -209,7 +209,7 @@ fn a_symlink_is_followed_to_its_file_and_one_to_nothing_is_refused() {
     std::os::unix::fs::symlink("nowhere/x.json", dir.join("dangling.json")).unwrap();
     let marker = script(&dir, "xl", "touch MARKER");
     let m = marker.to_str().unwrap();
-    let line = format!("run -q -n 2 --export-json latest.json -- {m}");
+    let line = format!("run -q -n 2 --export-coldtrace-json latest.json -- {m}");
     ct(dir.path(), line.split(' '))
         .run_within(DEADLINE)
         .expect_code(0);
@@ -218,7 +218,7 @@ fn a_symlink_is_followed_to_its_file_and_one_to_nothing_is_refused() {
     let text = std::fs::read_to_string(dir.join("real/r.json")).unwrap();
     assert!(text.contains("coldtrace.export/1"));
     std::fs::remove_file(dir.join("MARKER")).unwrap();
-    let line = format!("run -n 2 --export-json dangling.json -- {m}");
+    let line = format!("run -n 2 --export-coldtrace-json dangling.json -- {m}");
     refused(&dir, &line, "symlink to nothing");
     assert!(!dir.join("nowhere").exists());
     assert_no_survivor(&marker);

@@ -1,4 +1,4 @@
-//! `--export-hyperfine-json FILE`: hyperfine 2.0's export document, field for field as
+//! `--export-json FILE` (or `--export-hyperfine-json`): hyperfine 2.0's export document, field for field as
 //! hyperfine 2.0.0 writes it (its own files are in `tests/golden/hyperfine-2.0.0/`, with the
 //! commands that made them): `schema_version` 2, `metadata`, `primary_metric`, and `results`,
 //! one per command — `command`, `name` (when it differs), `measurements` (per run: each metric a

@@ -1,8 +1,8 @@
-//! `--export-json FILE`: coldtrace's own export (schema `coldtrace.export/1`), the batch
+//! `--export-coldtrace-json FILE`: coldtrace's own export (schema `coldtrace.export/1`), the batch
 //! document and every run's record as written, in one JSON document. Streamed, record by record:
 //! it copies the documents as they were written, and changes, computes and opens nothing.
 //!
-//! Not hyperfine's schema (that is `--export-hyperfine-json`): it has no place for the first
+//! Not hyperfine's schema (that is `--export-json`): it has no place for the first
 //! run, warm-ups, faults, block I/O, the child's I/O or the cold state, which are what
 //! coldtrace records.
 #![forbid(unsafe_code)]

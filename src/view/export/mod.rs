@@ -1,6 +1,6 @@
 //! The exports written after the runs, one file per format (`--export-json`,
-//! `--export-hyperfine-json`, `--export-csv`, `--export-csv-runs`, `--export-markdown`; the
-//! hyperfine ones as hyperfine 2.0 writes them), each written by
+//! `--export-csv`, `--export-markdown` as hyperfine 2.0 writes them; `--export-coldtrace-json`
+//! and `--export-csv-runs`, coldtrace's own), each written by
 //! [`export_file::write`] (a file replaced atomically, a device or FIFO written through).
 //! They render what the batch recorded; running and recording are the batch's job.
 #![forbid(unsafe_code)]
@@ -33,8 +33,10 @@ pub fn write_batch(
         parameters: Vec::new(),
         outcome,
     }];
-    if let Some(path) = &exports.json {
-        write_file("--export-json", path, |w| json::batch(w, &parts[0]))?;
+    if let Some(path) = &exports.coldtrace_json {
+        write_file("--export-coldtrace-json", path, |w| {
+            json::batch(w, &parts[0])
+        })?;
     }
     write_hyperfine(exports, &parts)
 }
@@ -56,8 +58,8 @@ pub fn write_compare(exports: &Exports, outcome: &CompareOutcome) -> Result<(), 
             outcome: b,
         })
         .collect();
-    if let Some(path) = &exports.json {
-        write_file("--export-json", path, |w| {
+    if let Some(path) = &exports.coldtrace_json {
+        write_file("--export-coldtrace-json", path, |w| {
             json::comparison(w, &outcome.json, &parts)
         })?;
     }
@@ -67,9 +69,7 @@ pub fn write_compare(exports: &Exports, outcome: &CompareOutcome) -> Result<(), 
 /// The exports hyperfine 2.0 has (its JSON, Markdown and summary CSV) and the per-run CSV.
 fn write_hyperfine(exports: &Exports, parts: &[Part<'_>]) -> Result<(), ArtifactError> {
     if let Some(path) = &exports.hyperfine_json {
-        write_file("--export-hyperfine-json", path, |w| {
-            hyperfine::results(w, parts)
-        })?;
+        write_file("--export-json", path, |w| hyperfine::results(w, parts))?;
     }
     if let Some(path) = &exports.markdown {
         write_file("--export-markdown", path, |w| {
