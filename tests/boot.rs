@@ -163,8 +163,13 @@ fn report_groups_batches_by_boot_and_kernel_and_says_only_what_was_recorded() {
     assert_eq!(rows[2]["first_batch_since_boot"], true);
     // The failing batch stopped after its first run, as hyperfine stops.
     assert_eq!(rows[1]["rejected"], 1);
-    // Each group's penalty is the batch's own first_penalty.
-    let penalty = read_batch(&tmp.join("post"))["first_penalty"]["wall_ns"].as_f64();
+    // Each group's verdict is the batch's own, said in its one line; a penalty figure only
+    // where the verdict found one.
+    let own = read_batch(&tmp.join("post"))["verdict"].clone();
+    let verdict = coldtrace::record::verdict::Verdict::from_json(&own).unwrap();
+    let penalty = (verdict.kind == coldtrace::record::verdict::Kind::Penalty)
+        .then_some(verdict.penalty_ns)
+        .flatten();
     assert_eq!(rows[2]["first_penalty_ns"].as_f64(), penalty);
 
     let table = ct(tmp.path(), ["report", "post", "failed", "pre"]).run();
@@ -174,11 +179,13 @@ fn report_groups_batches_by_boot_and_kernel_and_says_only_what_was_recorded() {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    let shown = coldtrace::view::units::signed_ns(penalty.unwrap() as i64);
+    let shown = coldtrace::view::verdict::one_line(&verdict)
+        .unwrap()
+        .replace('\u{a0}', " ");
     assert!(
         text.contains(&format!(
             "boot bbbbbbbb · kernel 6.19.2-new (kernel changed) — first batch since boot: \
-             post-reboot (up 41s), first-run penalty {shown}"
+             post-reboot (up 41s), {shown}"
         )),
         "{}",
         table.stdout

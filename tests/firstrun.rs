@@ -307,10 +307,14 @@ fn a_first_run_inside_the_warm_range_claims_no_penalty() {
     assert_eq!(p["warm_runs"], 19, "{p}");
     let said = prose(&out.shown());
     assert!(
-        said.contains("within the warm runs' range")
-            && said.contains("no first-run penalty to explain; use --cold-cycles to measure one"),
+        said.contains("not distinguishable from the warm runs at n = 20 (19 warm runs")
+            && said.contains("-n 40, or --cold-cycles 5 would decide"),
         "{}",
         out.shown()
+    );
+    assert_eq!(
+        read_batch(&tmp.join("b"))["verdict"]["kind"],
+        "not_distinguishable"
     );
     assert!(
         !said.contains("blocked"),
@@ -381,7 +385,10 @@ fn a_two_thread_first_run_is_split_by_the_tree_or_by_its_main_thread_labelled() 
         };
         assert!(said.contains(label), "{stderr}");
     } else {
-        assert!(said.contains("no first-run penalty to explain"), "{stderr}");
+        assert!(
+            said.contains("not distinguishable from the warm runs"),
+            "{stderr}"
+        );
     }
 }
 
@@ -412,9 +419,10 @@ fn without_a_warm_series_the_penalty_is_null_with_the_reason() {
         batch["first_penalty_unavailable"]
             .as_str()
             .unwrap()
-            .contains("before every counted run"),
+            .contains("every counted run started cold"),
         "{batch:#}"
     );
+    assert_eq!(batch["verdict"]["kind"], "every_run_cold", "{batch:#}");
     assert!(
         out.shown().contains("no first-run penalty"),
         "{}",
@@ -639,9 +647,9 @@ fn edit_batch(dir: &Path, edit: impl FnOnce(&mut Value)) {
 }
 
 #[test]
-fn report_takes_the_penalty_from_a_version_2_document_and_never_makes_one_up() {
+fn report_decides_an_older_batchs_verdict_by_the_same_function_and_never_makes_one_up() {
     let tmp = TempDir::new("report-penalty");
-    for dir in ["unavailable", "v1"] {
+    for dir in ["v6", "v1"] {
         ct(
             tmp.path(),
             ["run", "-q", "-n", "3", "-o", dir, "--", "true"],
@@ -649,20 +657,21 @@ fn report_takes_the_penalty_from_a_version_2_document_and_never_makes_one_up() {
         .run()
         .expect_code(0);
     }
-    // A `/2` document that says the penalty is unavailable: report has none either, although
-    // the records have a first run and warm runs it could subtract.
-    edit_batch(&tmp.join("unavailable"), |doc| {
-        doc["first_penalty"] = Value::Null;
-        doc["first_penalty_unavailable"] = "no warm run to compare with".into();
+    let own = |dir: &str| read_batch(&tmp.join(dir))["verdict"].clone();
+    let (own_v6, own_v1) = (own("v6"), own("v1"));
+    // Documents written before the verdict was stored: report decides it from the records.
+    edit_batch(&tmp.join("v6"), |doc| {
+        doc["schema"] = "coldtrace.batch/6".into();
+        doc.as_object_mut().unwrap().remove("verdict");
     });
-    // A `/1` document had no first_penalty: report computes first − warm median.
     edit_batch(&tmp.join("v1"), |doc| {
         doc["schema"] = "coldtrace.batch/1".into();
         let doc = doc.as_object_mut().unwrap();
-        doc.remove("first_penalty");
-        doc.remove("first_penalty_unavailable");
+        for key in ["verdict", "first_penalty", "first_penalty_unavailable"] {
+            doc.remove(key);
+        }
     });
-    let out = ct(tmp.path(), ["report", "--json", "unavailable", "v1"]).run();
+    let out = ct(tmp.path(), ["report", "--json", "v6", "v1"]).run();
     out.expect_code(0);
     let rows = out.json()["batches"].clone();
     let row = |dir: &str| {
@@ -673,25 +682,28 @@ fn report_takes_the_penalty_from_a_version_2_document_and_never_makes_one_up() {
             .unwrap_or_else(|| panic!("no row {dir}: {rows:#}"))
             .clone()
     };
-    let unavailable = row("unavailable");
-    assert!(unavailable["warm_median_wall_ns"].is_f64(), "{unavailable}");
-    assert!(
-        unavailable["first_penalty_ns"].is_null(),
-        "made up: {unavailable}"
-    );
-    let v1 = row("v1");
-    let (first, warm) = (
-        v1["first_wall_ns"].as_f64().unwrap(),
-        v1["warm_median_wall_ns"].as_f64().unwrap(),
-    );
-    assert_eq!(v1["first_penalty_ns"].as_f64(), Some(first - warm), "{v1}");
-    let table = ct(tmp.path(), ["report", "unavailable"]).run();
-    table.expect_code(0);
-    assert!(
-        !table.stdout.contains("first-run penalty"),
-        "{}",
-        table.describe()
-    );
+    for (dir, own) in [("v6", own_v6), ("v1", own_v1)] {
+        let decided = row(dir)["verdict"].clone();
+        for key in [
+            "kind",
+            "states",
+            "first_wall_ns",
+            "counted",
+            "reference_runs",
+        ] {
+            assert_eq!(
+                decided[key], own[key],
+                "{dir} {key}: {decided:#} against {own:#}"
+            );
+        }
+        // A penalty only where the verdict found one.
+        let penalty = row(dir)["first_penalty_ns"].clone();
+        assert_eq!(
+            penalty.is_null(),
+            own["kind"] != "penalty",
+            "{dir}: {penalty}"
+        );
+    }
 }
 
 #[test]
@@ -734,9 +746,9 @@ fn with_a_cold_action_before_every_run_the_runs_after_the_first_are_cold_not_war
     );
     assert!(
         prose(&out.shown()).contains(
-            "the 2 runs after the first started cold too (role cold), so the table's cold \
-             columns describe them and there is no warm series"
-        ),
+            "every counted run started cold (coldtrace's cold action came before each): there \
+             is no warm series to compare the first run with"
+        ) && prose(&out.shown()).contains(", the 2 cold runs after it "),
         "{}",
         out.describe()
     );

@@ -152,58 +152,49 @@ fn every_run_is_one_mark_of_its_kind_in_well_formed_svg() {
     );
 }
 
-/// Writes `first_penalty` (and `first_penalty_unavailable`) into a copy of `dir`'s batch.json.
-fn with_penalty(dir: &Path, penalty: Value, unavailable: Value) {
+/// Writes `first_penalty` (and `first_penalty_unavailable`) into `dir`'s batch.json, with the
+/// verdict's kind `kind` (`None`: no verdict, as in a batch written before it was stored).
+fn with_penalty(dir: &Path, penalty: Value, unavailable: Value, kind: Option<&str>) {
     let mut batch = read_batch(dir);
     batch["first_penalty"] = penalty;
     batch["first_penalty_unavailable"] = unavailable;
+    match kind {
+        Some(kind) => batch["verdict"]["kind"] = Value::from(kind),
+        None => {
+            batch.as_object_mut().unwrap().remove("verdict");
+        }
+    }
     std::fs::write(dir.join("batch.json"), batch.to_string()).unwrap();
 }
 
+/// Every text of the picture as one line, folded sentences joined.
+fn said(doc: &str) -> String {
+    let words = texts(&parse(doc), "text");
+    words
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[test]
-fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
+fn the_first_run_penalty_is_drawn_in_its_parts_when_the_verdict_found_one() {
     let tmp = TempDir::new("picture-penalty");
     let dir = mixed_batch(&tmp);
-    let recorded = read_batch(&dir)["first_penalty"].clone();
-    let ms = |field: &str| human_ns(recorded[field].as_f64().unwrap());
-    let words = texts(&parse(&report_svg(&tmp, &[&dir])), "text");
-    // Bars only for a first run that stands out of the warm runs (the rule of the table).
-    let drawn = if recorded["significant"] == true {
-        format!(
-            "first-run penalty: first run #{} {} − warm run #{} (the median) {} = ",
-            recorded["first_index"],
-            ms("first_wall_ns"),
-            recorded["reference_index"],
-            ms("reference_wall_ns")
-        )
-    } else {
-        format!(
-            "first-run penalty: none stands out — first run #{} {}",
-            recorded["first_index"],
-            ms("first_wall_ns"),
-        )
-    };
+    // Two warm-ups ran: no counted run was first, and the picture says so whole.
+    let batch = read_batch(&dir);
+    assert_eq!(batch["verdict"]["kind"], "no_first_run", "{batch:#}");
+    assert!(batch["first_penalty"].is_null(), "{batch:#}");
+    let svg = report_svg(&tmp, &[&dir]);
     assert!(
-        words.iter().any(|t| t.starts_with(&drawn)),
-        "the batch's own first_penalty {recorded}: {words:#?}"
+        said(&svg).contains(
+            "no first run: 2 warm-ups ran before the counted runs: no counted run was first, \
+             so every counted run is compared as a warm run"
+        ),
+        "{}",
+        said(&svg)
     );
-
-    with_penalty(&dir, Value::Null, Value::Null);
-    let words = texts(&parse(&report_svg(&tmp, &[&dir])), "text");
-    assert!(
-        !words.iter().any(|t| t.starts_with("first-run penalty")),
-        "nothing drawn for a penalty batch.json does not have: {words:#?}"
-    );
-    let mut batch = read_batch(&dir);
-    let object = batch.as_object_mut().unwrap();
-    object.remove("first_penalty");
-    object.remove("first_penalty_unavailable");
-    std::fs::write(dir.join("batch.json"), batch.to_string()).unwrap();
-    let words = texts(&parse(&report_svg(&tmp, &[&dir])), "text");
-    assert!(
-        !words.iter().any(|t| t.starts_with("first-run penalty")),
-        "{words:#?}"
-    );
+    assert_eq!(class_count(&parse(&svg), "total"), 0, "no bars");
 
     let penalty = serde_json::json!({
         "first_index": 2, "reference_index": 5, "first_wall_ns": 60_000_000,
@@ -211,7 +202,7 @@ fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
         "cpu_ns": 12_000_000, "runqueue_ns": -4_200_000, "blocked_ns": 43_450_000,
         "rusage_cpu_ns": 12_100_000, "sys_us": 3000, "evidence": {}, "significant": true
     });
-    with_penalty(&dir, penalty.clone(), Value::Null);
+    with_penalty(&dir, penalty.clone(), Value::Null, Some("penalty"));
     let svg = report_svg(&tmp, &[&dir]);
     let doc = parse(&svg);
     let words = texts(&doc, "text");
@@ -226,28 +217,30 @@ fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
     for part in ["cpu", "runqueue", "blocked", "total"] {
         assert_eq!(class_count(&doc, part), 1, "one {part} bar");
     }
-    // The same penalty recorded as not standing out: a line, no bars.
-    let mut noise = penalty.clone();
-    noise["significant"] = Value::from(false);
-    with_penalty(&dir, noise, Value::Null);
+    // The same penalty where the verdict found none: its sentence, no bars.
+    with_penalty(
+        &dir,
+        penalty.clone(),
+        Value::Null,
+        Some("not_distinguishable"),
+    );
     let doc_text = report_svg(&tmp, &[&dir]);
-    let doc = parse(&doc_text);
-    assert_eq!(class_count(&doc, "total"), 0, "no bars for noise");
-    assert!(texts(&doc, "text")
-        .iter()
-        .any(|t| t
-            .starts_with("first-run penalty: none stands out — first run #2 60 ms (warm runs ")));
-
-    // A document written before the rule has no `significant`: the picture applies the rule
-    // to the warm runs it read (a minute stands out of runs of milliseconds; 0 ms does not).
-    for (first_ns, bars) in [(60e9, 1), (0.0, 0)] {
-        let mut old = penalty.clone();
-        old.as_object_mut().unwrap().remove("significant");
-        old["first_wall_ns"] = Value::from(first_ns);
-        with_penalty(&dir, old, Value::Null);
-        let doc_text = report_svg(&tmp, &[&dir]);
-        assert_eq!(class_count(&parse(&doc_text), "total"), bars, "{first_ns}");
-    }
+    assert_eq!(
+        class_count(&parse(&doc_text), "total"),
+        0,
+        "no bars for noise"
+    );
+    assert!(
+        said(&doc_text).contains("not distinguishable from the warm runs at n = 7"),
+        "{}",
+        said(&doc_text)
+    );
+    // A document written before the verdict: decided from the records, by the same function
+    // (two warm-ups: no first run, so no bars whatever first_penalty says).
+    with_penalty(&dir, penalty.clone(), Value::Null, None);
+    let doc_text = report_svg(&tmp, &[&dir]);
+    assert_eq!(class_count(&parse(&doc_text), "total"), 0);
+    assert!(said(&doc_text).contains("no first run: 2 warm-ups"));
     // Split by the tree's four states: four parts and the whole, the tree's size in the title.
     let mut tree = penalty.clone();
     tree["significant"] = Value::from(true);
@@ -257,7 +250,7 @@ fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
         "queued_ns": 1_250_000, "uninterruptible_ns": 21_000_000, "sleeping_ns": -1_000_000,
         "tasks": 9
     });
-    with_penalty(&dir, tree, Value::Null);
+    with_penalty(&dir, tree, Value::Null, Some("penalty"));
     let doc_text = report_svg(&tmp, &[&dir]);
     let doc = parse(&doc_text);
     let words = texts(&doc, "text");
@@ -284,7 +277,7 @@ fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
     main["significant"] = Value::from(true);
     main["basis"] = Value::from("main thread");
     main["tree"] = serde_json::json!({"source": "main thread", "unavailable": "needs root"});
-    with_penalty(&dir, main, Value::Null);
+    with_penalty(&dir, main, Value::Null, Some("penalty"));
     let doc_text = report_svg(&tmp, &[&dir]);
     let doc = parse(&doc_text);
     let words = texts(&doc, "text");
@@ -303,7 +296,7 @@ fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
         "reference_wall_ns": 8_750_000, "basis": "parallel", "wall_ns": 51_250_000,
         "cpu_ns": null, "runqueue_ns": null, "blocked_ns": null, "significant": true
     });
-    with_penalty(&dir, unsplit, Value::Null);
+    with_penalty(&dir, unsplit, Value::Null, Some("penalty"));
     let doc_text = report_svg(&tmp, &[&dir]);
     let doc = parse(&doc_text);
     assert_eq!(
@@ -314,7 +307,12 @@ fn the_first_run_penalty_is_drawn_in_its_parts_when_batch_json_has_it() {
         .iter()
         .any(|t| t.contains("parallel work")));
 
-    with_penalty(&dir, Value::Null, Value::from("the first run was rejected"));
+    with_penalty(
+        &dir,
+        Value::Null,
+        Value::from("the first run was rejected"),
+        Some("first_rejected"),
+    );
     let doc_text = report_svg(&tmp, &[&dir]);
     let doc = parse(&doc_text);
     assert_eq!(class_count(&doc, "total"), 0);

@@ -159,7 +159,7 @@ fn no_everyday_command_goes_without_a_split() {
                 ": it was ",
                 "; main thread only (",
                 " blocked",
-                "no first-run penalty to explain"
+                "not distinguishable from the warm runs"
             ]
             .iter()
             .any(|w| sentence.contains(w)),

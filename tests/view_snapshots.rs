@@ -21,6 +21,7 @@ use coldtrace::record::penalty::{Basis, Evidence, FirstPenalty};
 use coldtrace::record::reader::BatchRow;
 use coldtrace::record::stats::{ratio, Summary};
 use coldtrace::record::summary::{AtFloor, MetricSummary};
+use coldtrace::record::verdict::{decide, Figures, First, Setting, Verdict};
 use coldtrace::view::units::display_width;
 use coldtrace::view::{compare, report, table};
 use std::path::Path;
@@ -99,6 +100,7 @@ fn outcome(summaries: Vec<MetricSummary>, counts: Counts) -> BatchOutcome {
         watching: false,
         cache_unknown: None,
         first_penalty: Err("no warm series"),
+        verdict: verdict(None, &[]),
         first_cold_cause: None,
         working_set: None,
         anomalies: Vec::new(),
@@ -136,6 +138,32 @@ const PYTHON: &[(&str, f64, &[f64])] = &[
     ("cpu_us", 83370.0, &[91450.0, 86570.0, 114040.0, 90010.0]),
     ("task-clock", 104.46e6, &[81.46e6, 80.0e6, 90.1e6, 79.9e6]),
 ];
+
+/// A run's figures for the verdict: wall and uninterruptible time, ms, and bytes read.
+fn figures(index: u64, wall_ms: f64, blocked_ms: f64, read: f64) -> Figures {
+    Figures {
+        index,
+        wall_ns: Some(wall_ms * 1e6),
+        queued_ns: Some(0.3e6),
+        blocked_ns: Some(blocked_ms * 1e6),
+        sys_ns: Some(4e6),
+        read_bytes: Some(read),
+        cold_action: false,
+    }
+}
+
+/// The verdict on a first run (`None`: no run) and the runs after it.
+fn verdict(first: Option<Figures>, rest: &[Figures]) -> Verdict {
+    let first = first.map(|figures| First {
+        figures,
+        counted: true,
+    });
+    let setting = Setting {
+        tick_ns: 4_000_000,
+        ..Setting::default()
+    };
+    decide(first, rest, &[], setting)
+}
 
 fn cold_batch() -> BatchOutcome {
     let at = AtFloor {
@@ -197,6 +225,11 @@ fn cold_batch() -> BatchOutcome {
         },
         tree: coldtrace::record::tree_penalty::TreePenalty::default(),
     });
+    let warm: Vec<Figures> = [(1, 95.0), (2, 105.0), (3, 100.0), (4, 98.0)]
+        .iter()
+        .map(|&(i, wall)| figures(i, wall, 0.2, 0.0))
+        .collect();
+    o.verdict = verdict(Some(figures(0, 253.0, 111.2, 80_412_672.0)), &warm);
     o
 }
 
@@ -372,6 +405,14 @@ fn report_rows() -> Vec<BatchRow> {
     rows[0].earliest_listed_on_boot = true;
     rows[0].first_batch_since_boot = Some(true);
     rows[0].first_penalty_ns = Some(36.22e6);
+    rows[0].verdict = Verdict::brief(
+        "penalty",
+        5,
+        Some(36.22e6),
+        &["storage".to_string()],
+        (Some(14290944.0), Some(165.39e6)),
+    );
+    rows[1].verdict = Verdict::brief("not_distinguishable", 5, None, &[], (None, None));
     rows[2].complete = false;
     rows[2].notes = vec!["runs.jsonl: the last line is cut (a crash mid-write); skipped".into()];
     rows

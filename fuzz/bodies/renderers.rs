@@ -22,6 +22,7 @@ use coldtrace::record::metrics::{metrics_for, MAX_RSS};
 use coldtrace::record::reader::{parse_batch_document, parse_runs, BatchRow};
 use coldtrace::record::stats::{ratio, Summary};
 use coldtrace::record::summary::{AtFloor, MetricSummary};
+use coldtrace::record::verdict::Verdict;
 use coldtrace::view::units::display_width;
 use coldtrace::view::{report, table};
 
@@ -154,6 +155,9 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
             stderr_tail: f.stderr_tail.clone(),
             output_shown: exit_code & 0x20 != 0,
         });
+    // The verdict on what was read already (no more bytes: the seeds keep their meaning).
+    let walls_ns = c.values();
+    let verdict = verdict_of(first.as_ref(), &walls_ns, u64::from(warmup));
     BatchOutcome {
         exit_code,
         json: String::new(),
@@ -162,7 +166,8 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
         columns: Columns::new(metrics.clone()),
         metrics,
         summaries,
-        walls_ns: c.values(),
+        walls_ns,
+        verdict,
         first,
         first_paged_in: None,
         survivors: survivors(c),
@@ -194,6 +199,36 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
         start_failure: c.some_text(),
         failure_stop,
     }
+}
+
+/// The verdict on a first run and warm runs of the wall times `walls` (each also its
+/// uninterruptible time and its read bytes, whatever they are), as a batch decides it.
+fn verdict_of(first: Option<&FirstRun>, walls: &[f64], warmups: u64) -> Verdict {
+    use coldtrace::record::verdict::{decide, Figures, First, Setting};
+    let figures = |index: u64, v: f64| Figures {
+        index,
+        wall_ns: Some(v),
+        queued_ns: Some(v / 7.0),
+        blocked_ns: Some(v / 3.0),
+        sys_ns: Some(v / 5.0),
+        read_bytes: Some(v * 16.0),
+        cold_action: false,
+    };
+    let rest: Vec<Figures> = walls
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| figures(i as u64 + 1, v))
+        .collect();
+    let first = first.map(|f| First {
+        figures: Figures::of(&f.row),
+        counted: f.counted,
+    });
+    let setting = Setting {
+        warmups,
+        tick_ns: 4_000_000,
+        ..Setting::default()
+    };
+    decide(first, &rest, &[], setting)
 }
 
 /// Survivors of a few runs, with arbitrary names (a `comm` is whatever a process set).

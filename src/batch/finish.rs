@@ -15,15 +15,17 @@ use crate::record::cause::{cold_cause, ColdCause, ColdFacts};
 use crate::record::columns::{AllRows, WarmSeries};
 use crate::record::cycles::{self, CyclesSummary};
 use crate::record::metrics::metric_index;
-use crate::record::penalty::{batch_penalty, FirstPenalty};
+use crate::record::penalty::FirstPenalty;
 use crate::record::run;
 use crate::record::summary::SummaryMap;
+use crate::record::verdict::{self, Setting, Verdict};
 use crate::record::working_set::{self, WorkingSetSummary};
 
 /// What the batch's records say about its first run and its warm series.
 struct Findings {
     first_rejected: Option<FirstRejected>,
     penalty: Result<FirstPenalty, &'static str>,
+    verdict: Verdict,
     anomalies: Vec<RunAnomaly>,
     warm_noise: Option<Noise>,
     cycles: Option<CyclesSummary>,
@@ -42,21 +44,30 @@ impl Findings {
             }
         });
         let cold_every_run = plan.cold.when == Some(ColdWhen::EveryRun);
+        let mut anomalies = series_anomalies(columns);
+        anomalies.extend(batch.not_cold.iter().cloned());
+        anomalies.sort_by_key(|a| a.index);
+        let setting = Setting {
+            warmups: u64::from(plan.warmup),
+            cycles: plan.cold.when.and_then(ColdWhen::cycles).is_some(),
+            prepare: plan.prepare.is_some(),
+            cold_every_run,
+            tick_ns: tick.ns,
+        };
+        let no_tree = batch.tree_why.as_deref();
+        let (verdict, penalty) = verdict::of_rows(
+            columns.first(),
+            &AllRows(columns),
+            &anomalies,
+            setting,
+            tick,
+            no_tree,
+        );
         Findings {
             first_rejected,
-            penalty: match plan.cold.when.and_then(ColdWhen::cycles) {
-                Some(_) => Err(cycles::FIRST_IS_A_CYCLE),
-                None => {
-                    let no_tree = batch.tree_why.as_deref();
-                    batch_penalty(columns.first(), columns, cold_every_run, tick, no_tree)
-                }
-            },
-            anomalies: {
-                let mut all = series_anomalies(columns);
-                all.extend(batch.not_cold.iter().cloned());
-                all.sort_by_key(|a| a.index);
-                all
-            },
+            penalty,
+            verdict,
+            anomalies,
             warm_noise: noise(&columns.column(0)),
             cycles: plan
                 .cold
@@ -98,6 +109,7 @@ impl CommandBatch<'_> {
             first_rejected: found.first_rejected,
             first_penalty: found.penalty.as_ref().ok(),
             first_penalty_unavailable: found.penalty.as_ref().err().copied(),
+            verdict: &found.verdict,
             first_cold_cause: found.cause.as_ref(),
             working_set: found.working_set.as_ref(),
             anomalies: &found.anomalies,
@@ -131,6 +143,7 @@ impl CommandBatch<'_> {
             columns: self.columns,
             cold_when: plan.cold.when,
             first_penalty: found.penalty,
+            verdict: found.verdict,
             first_cold_cause: found.cause,
             working_set: found.working_set,
             anomalies: found.anomalies,

@@ -49,6 +49,8 @@ pub struct BatchOutcome {
     pub survivors: SurvivorsSeen,
     /// The first run's penalty over the reference warm run, or why there is none.
     pub first_penalty: Result<FirstPenalty, &'static str>,
+    /// The verdict on the first run (see [`crate::record::verdict`]): what every view says.
+    pub verdict: crate::record::verdict::Verdict,
     /// What made the first run cold (`None` without a counted first run).
     pub first_cold_cause: Option<ColdCause>,
     /// The first run's working set cached before the later runs.

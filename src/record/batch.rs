@@ -220,6 +220,8 @@ pub struct BatchDocument<'a> {
     pub first_rejected: Option<FirstRejected>,
     pub first_penalty: Option<&'a FirstPenalty>,
     pub first_penalty_unavailable: Option<&'a str>,
+    /// The verdict on the first run: what every view renders.
+    pub verdict: &'a crate::record::verdict::Verdict,
     pub first_cold_cause: Option<&'a ColdCause>,
     pub working_set: Option<&'a WorkingSetSummary>,
     pub anomalies: &'a [RunAnomaly],
@@ -234,7 +236,7 @@ pub struct BatchDocument<'a> {
 }
 serialize_struct!(BatchDocument<'_> {
     schema, label, started_at, finished_at, complete, interrupted_by, stopped_reason, context,
-    config, counts, failed_runs, failed_runs_omitted, first_rejected, first_penalty, first_penalty_unavailable, first_cold_cause, working_set, anomalies, warm_noise, cycles, spawner, stddev, summary,
+    config, counts, failed_runs, failed_runs_omitted, first_rejected, first_penalty, first_penalty_unavailable, verdict, first_cold_cause, working_set, anomalies, warm_noise, cycles, spawner, stddev, summary,
 });
 
 impl<'a> ConfigRecord<'a> {

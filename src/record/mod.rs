@@ -32,6 +32,7 @@ pub mod stats;
 pub mod summary;
 pub mod tree;
 pub mod tree_penalty;
+pub mod verdict;
 pub mod working_set;
 
 /// Schema name and version of a run record (`runs.jsonl`). Version 6: `page_ins` (the page-in
@@ -65,7 +66,10 @@ pub fn is_run_schema(schema: Option<&str>) -> bool {
     schema.is_some_and(|s| RUN_SCHEMAS_READ.contains(&s))
 }
 
-/// Schema name and version of a batch document (`batch.json`). Version 6: `context.cgroup`
+/// Schema name and version of a batch document (`batch.json`). Version 7: `verdict` (each
+/// run's role by its evidence, the reference warm set, whether the first run has a penalty and
+/// in which states, with the tests' figures; see [`crate::record::verdict`]); `first_penalty`
+/// is taken over the reference warm set, and its `significant` is the verdict's. Version 6: `context.cgroup`
 /// (the batch's cgroup, or why it has none, and what earlier batches left); `first_penalty.tree`
 /// splits the penalty by the whole process tree's states, and `basis` is `tree`, `schedstat`,
 /// `main thread` (was `parallel`, with no parts; the first documents of this version may still
@@ -78,10 +82,11 @@ pub fn is_run_schema(schema: Option<&str>) -> bool {
 /// `rule` and the figures the rule used). Version 2: `summary.first` is the run with role
 /// `first` or null when it was rejected (`first_rejected`); version 1 put the next counted run
 /// there instead.
-pub const BATCH_SCHEMA: &str = "coldtrace.batch/6";
+pub const BATCH_SCHEMA: &str = "coldtrace.batch/7";
 /// Every batch document version `report` reads, the newest first.
-pub const BATCH_SCHEMAS_READ: [&str; 6] = [
+pub const BATCH_SCHEMAS_READ: [&str; 7] = [
     BATCH_SCHEMA,
+    "coldtrace.batch/6",
     "coldtrace.batch/5",
     "coldtrace.batch/4",
     "coldtrace.batch/3",

@@ -8,6 +8,7 @@
 //! names the file and the line.
 #![forbid(unsafe_code)]
 
+use crate::record::anomaly::RunAnomaly;
 use crate::record::compare::ReadComparison;
 use crate::record::head::RecordHead;
 use crate::record::pick::{Fields, Leaf};
@@ -15,7 +16,7 @@ use crate::record::series::{
     Compared, Comparison, CyclesPenalty, PagedIn, Penalty, Picture, RunPoint, Series,
 };
 use crate::record::stats::{ratio, Summary};
-use crate::record::tree_penalty::TreeParts;
+use crate::record::verdict::{self, Figures, Verdict};
 use crate::serialize_struct;
 use crate::untrusted::{self, OpenError, Want};
 use coldtrace_syscalls::Errno;
@@ -104,22 +105,22 @@ pub struct BatchRow {
     pub first_batch_since_boot: Option<bool>,
     /// The earliest of the listed batches on its boot (all `report` can know by itself).
     pub earliest_listed_on_boot: bool,
-    /// The first run's penalty: batch.json's `first_penalty.wall_ns` (over the reference warm
-    /// run); for a batch without batch.json or with a `coldtrace.batch/1` one (which has no
-    /// `first_penalty`), the first run's wall time minus the warm median. A `/2` document's
-    /// `first_penalty: null` stays null (its `first_penalty_unavailable` says why), except in a
-    /// `--cold-cycles` batch, whose penalty is its cycles' (`cycles.penalty.per_cycle`).
+    /// The first run's penalty as the verdict gives it (`verdict.penalty_ns`, only where it
+    /// found one), or a `--cold-cycles` batch's measured penalty (`cycles.penalty.per_cycle`).
     pub first_penalty_ns: Option<f64>,
-    /// batch.json's `first_penalty.significant`: whether the first run stands out of the warm
-    /// runs (`null` for documents before the rule, or without a penalty).
-    pub first_penalty_significant: Option<bool>,
-    /// batch.json's `first_penalty.tree` parts (each `null` when unknown: no tree source, no
-    /// penalty).
-    pub first_penalty_tree: TreeParts,
+    /// The verdict on the batch's first run: batch.json's (the fields a row says), or for a
+    /// batch written before it, decided from `runs.jsonl` by the same function.
+    pub verdict: Option<Verdict>,
     /// The group of batches on one boot and one kernel it is shown in (0, 1, … in time order).
     pub group: u64,
     /// The kernel differs from the previous listed batch's.
     pub kernel_changed: bool,
+    /// batch.json's `config.warmup` (0 without batch.json).
+    pub warmups: u64,
+    /// batch.json's `config.prepare` was set.
+    pub prepare: bool,
+    /// A `--cold-cycles` batch.
+    pub cycles: bool,
     /// Things noticed while reading (a cut last line, no batch.json, no warm run).
     pub notes: Vec<String>,
     /// batch.json's `config.cold_when` is `every_counted_run`: no run of the batch is warm,
@@ -154,8 +155,7 @@ serialize_struct!(BatchRow {
     first_batch_since_boot,
     earliest_listed_on_boot,
     first_penalty_ns,
-    first_penalty_significant,
-    first_penalty_tree,
+    verdict,
     group,
     kernel_changed,
     notes,
@@ -388,7 +388,7 @@ pub fn parse_batch_document(
 struct BatchFields;
 
 impl BatchFields {
-    const PATHS: [&'static [&'static str]; 22] = [
+    const PATHS: [&'static [&'static str]; 23] = [
         &["schema"],
         &["anomalies"],
         &["label"],
@@ -399,18 +399,19 @@ impl BatchFields {
         &["context", "system", "boot_id"],
         &["context", "system", "uptime_s"],
         &["context", "boot_marker", "first_batch_since_boot"],
-        &["first_penalty", "wall_ns"],
+        &["config", "warmup"],
         &["config", "cold_when"],
         &["context", "file_set", "fingerprint"],
         &["context", "file_set", "files"],
         &["context", "file_set", "roots"],
         &["cycles", "penalty", "per_cycle", "mean_wall_ns"],
-        &["first_penalty", "significant"],
-        &["first_penalty", "tree", "on_cpu_ns"],
-        &["first_penalty", "tree", "queued_ns"],
-        &["first_penalty", "tree", "uninterruptible_ns"],
-        &["first_penalty", "tree", "sleeping_ns"],
-        &["first_penalty", "tree", "tasks"],
+        &["config", "prepare"],
+        &["verdict", "kind"],
+        &["verdict", "counted"],
+        &["verdict", "penalty_ns"],
+        &["verdict", "states"],
+        &["verdict", "first_read_bytes"],
+        &["verdict", "first_wall_ns"],
     ];
     const SCHEMA: usize = 0;
     const ANOMALIES: usize = 1;
@@ -422,31 +423,37 @@ impl BatchFields {
     const BOOT_ID: usize = 7;
     const UPTIME_S: usize = 8;
     const FIRST_BATCH_SINCE_BOOT: usize = 9;
-    const PENALTY_WALL_NS: usize = 10;
+    const WARMUP: usize = 10;
     const COLD_WHEN: usize = 11;
     const FINGERPRINT: usize = 12;
     const FILES: usize = 13;
     const ROOTS: usize = 14;
     const CYCLES_PENALTY_NS: usize = 15;
-    const SIGNIFICANT: usize = 16;
-    /// `first_penalty.tree`'s ΔR, ΔQ, ΔD, ΔS, then its tasks.
-    const TREE: usize = 17;
+    const PREPARE: usize = 16;
+    /// `verdict`'s kind, counted, penalty_ns, states, first_read_bytes, first_wall_ns.
+    const VERDICT: usize = 17;
 
     fn pick(bytes: &[u8]) -> Result<Fields<'_>, serde_json::Error> {
         crate::record::pick::pick(bytes, &Self::PATHS)
     }
 }
 
-/// `first_penalty.tree`'s parts.
-fn tree_parts(doc: &Fields<'_>) -> TreeParts {
-    let part = |k: usize| doc.f64(BatchFields::TREE + k);
-    TreeParts {
-        on_cpu_ns: part(0),
-        queued_ns: part(1),
-        uninterruptible_ns: part(2),
-        sleeping_ns: part(3),
-        tasks: doc.u64(BatchFields::TREE + 4),
-    }
+/// The fields of `verdict` a row says (its one line), `None` for a document without one.
+fn verdict_fields(doc: &Fields<'_>) -> Option<Verdict> {
+    let at = |k: usize| BatchFields::VERDICT + k;
+    let states = doc.array(at(3)).map_or(Vec::new(), |a| {
+        a.iter()
+            .filter_map(Leaf::as_str)
+            .map(str::to_owned)
+            .collect()
+    });
+    Verdict::brief(
+        doc.str(at(0))?,
+        doc.u64(at(1)).unwrap_or(0),
+        doc.f64(at(2)),
+        &states,
+        (doc.f64(at(4)), doc.f64(at(5))),
+    )
 }
 
 /// What batch.json knows of the boot (also for `--minimal` batches, whose records have no boot
@@ -456,12 +463,17 @@ fn boot_and_penalty(doc: &Fields<'_>, row: &mut BatchRow) {
     row.boot_id = doc.string(BatchFields::BOOT_ID);
     row.uptime_s = doc.f64(BatchFields::UPTIME_S);
     row.first_batch_since_boot = doc.bool(BatchFields::FIRST_BATCH_SINCE_BOOT);
-    // A `--cold-cycles` batch's measured penalty is its cycles' (it has no first_penalty).
-    row.first_penalty_ns = doc
-        .f64(BatchFields::PENALTY_WALL_NS)
-        .or_else(|| doc.f64(BatchFields::CYCLES_PENALTY_NS));
-    row.first_penalty_significant = doc.bool(BatchFields::SIGNIFICANT);
-    row.first_penalty_tree = tree_parts(doc);
+    row.verdict = verdict_fields(doc);
+    row.warmups = doc.u64(BatchFields::WARMUP).unwrap_or(0);
+    row.prepare = doc.str(BatchFields::PREPARE).is_some();
+    row.cycles = doc.f64(BatchFields::CYCLES_PENALTY_NS).is_some()
+        || doc.str(BatchFields::COLD_WHEN) == Some("first_run_of_each_cycle");
+    // A `--cold-cycles` batch's measured penalty is its cycles'; any other's, the verdict's.
+    row.first_penalty_ns = doc.f64(BatchFields::CYCLES_PENALTY_NS).or(row
+        .verdict
+        .as_ref()
+        .filter(|v| v.kind == verdict::Kind::Penalty)
+        .and_then(|v| v.penalty_ns));
     row.every_run_cold = doc.str(BatchFields::COLD_WHEN) == Some("every_counted_run");
     row.file_set = doc.str(BatchFields::FINGERPRINT).map(one_line);
     row.file_set_files = doc.u64(BatchFields::FILES);
@@ -640,6 +652,72 @@ struct Runs {
     cold_after_first: u64,
     /// Anomalies the records flagged as they ended (`None`: records without the field).
     anomalies: Option<u64>,
+    /// For a batch whose batch.json has no verdict: every counted run's figures, to decide it.
+    old: Option<OldRuns>,
+}
+
+/// The scheduler tick of the kernel `report` runs on, read once: an older batch's verdict is
+/// decided with it (the batch did not record its own).
+fn this_kernels_tick_ns() -> u64 {
+    static TICK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TICK.get_or_init(|| crate::measure::tick::Tick::read().ns)
+}
+
+/// What a verdict is decided from, gathered from the records of a batch written before the
+/// verdict was stored.
+#[derive(Default)]
+pub struct OldRuns {
+    first: Option<verdict::First>,
+    rest: Vec<Figures>,
+    disturbed: Vec<RunAnomaly>,
+}
+
+impl OldRuns {
+    /// The verdict, by the same function as a batch's own, with what batch.json said of the
+    /// batch in `row` (warm-ups, cycles, `--prepare`, a cold action before every run).
+    fn decide(self, row: &BatchRow) -> Verdict {
+        let setting = verdict::Setting {
+            warmups: row.warmups,
+            cycles: row.cycles,
+            prepare: row.prepare,
+            cold_every_run: row.every_run_cold,
+            tick_ns: this_kernels_tick_ns(),
+        };
+        verdict::decide(self.first, &self.rest, &self.disturbed, setting)
+    }
+
+    /// One record: the first run, or a counted run after it (with its own anomalies).
+    fn take(&mut self, record: &Value) {
+        let role = record.get("role").and_then(Value::as_str);
+        let counted = record.get("counted").and_then(Value::as_bool) == Some(true);
+        let figures = Figures::of_json(record);
+        match role {
+            Some("first") => self.first = Some(verdict::First { figures, counted }),
+            Some("warm" | "cold") if counted => {
+                let flagged = record.get("anomalies").and_then(Value::as_array);
+                for a in flagged.into_iter().flatten() {
+                    let kind = match a.get("kind").and_then(Value::as_str) {
+                        Some("cached_before_fell") => "cached_before_fell",
+                        Some("not_cold") => "not_cold",
+                        _ => "storage_reads",
+                    };
+                    self.disturbed.push(RunAnomaly {
+                        index: figures.index,
+                        anomaly: crate::record::run::Anomaly {
+                            kind,
+                            metric: "read_bytes",
+                            value: 0.0,
+                            reference: 0.0,
+                            rule: "",
+                            mapped_by: None,
+                        },
+                    });
+                }
+                self.rest.push(figures);
+            }
+            _ => {}
+        }
+    }
 }
 
 impl Runs {
@@ -649,6 +727,14 @@ impl Runs {
         // Most lines give a row five fields: parse only those (see `head.rs`). The first line
         // (start, boot, label) and the run with role `first` (its figures) are read whole, and
         // so is anything the quick parse does not expect, which then gets the precise error.
+        if self.line_no == 1 && row.verdict.is_none() {
+            self.old = Some(OldRuns::default());
+        }
+        if let Some(old) = self.old.as_mut() {
+            if let Some(record) = record_line(line, self.line_no, name, &mut Vec::new())? {
+                old.take(&record);
+            }
+        }
         if self.line_no > 1 {
             if let Some(head) = RecordHead::parse(line) {
                 if crate::record::is_run_schema(head.schema) && head.role != Some("first") {
@@ -725,13 +811,13 @@ impl Runs {
         if row.first_rejected.is_none() {
             row.first_to_warm = ratio(row.first_wall_ns, row.warm_median_wall_ns);
             // A `/2` document computed the penalty, or said why there is none: never made up.
-            let computed_here = row.batch_schema.is_none()
-                || row.batch_schema.as_deref() == Some(crate::record::BATCH_SCHEMA_V1);
-            if row.first_penalty_ns.is_none() && computed_here {
-                if let (Some(first), Some(warm)) = (row.first_wall_ns, row.warm_median_wall_ns) {
-                    row.first_penalty_ns = Some(first - warm);
-                }
+        }
+        if let Some(old) = self.old {
+            let decided = old.decide(row);
+            if row.first_penalty_ns.is_none() && decided.kind == verdict::Kind::Penalty {
+                row.first_penalty_ns = decided.penalty_ns;
             }
+            row.verdict = Some(decided);
         }
         note_promoted_first(row);
         // batch.json's count judges the whole warm series; the records', what was known as each
@@ -1123,21 +1209,26 @@ pub fn read_series(dir: &Path, cap: usize) -> Result<Series, ReportError> {
     let mut series = Series::new(dir.display().to_string(), cap);
     let batch_path = dir.join("batch.json");
     let missing = "no batch.json (the batch did not finish)";
+    let mut row = BatchRow::default();
     if let Some(bytes) = read_document(&batch_path, missing, &mut series.notes)? {
-        let mut row = BatchRow::default();
         parse_batch_document(&bytes, &batch_path.display().to_string(), &mut row)?;
         let doc: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        series.verdict = doc.get("verdict").and_then(Verdict::from_json);
         series.penalty = doc.get("first_penalty").and_then(penalty);
         series.penalty_unavailable =
             str_at(&doc, &["first_penalty_unavailable"]).map(|s| one_line(&s));
         series.cycles = doc.get("cycles").and_then(cycles_penalty);
         series.flagged = flagged_runs(&doc);
         series.noise = str_at(&doc, &["warm_noise", "rule"]).map(|r| one_line(&r));
-        series.title = row.label.unwrap_or_default();
-        series.notes.extend(row.notes);
+        series.title = row.label.clone().unwrap_or_default();
+        series.notes.append(&mut row.notes);
     }
     let (reader, name) = open_runs(dir)?;
-    stream_runs(reader, &name, &mut series)?;
+    let mut old = series.verdict.is_none().then(OldRuns::default);
+    stream_runs(reader, &name, &mut series, old.as_mut())?;
+    if let Some(old) = old {
+        series.verdict = Some(old.decide(&row));
+    }
     series.title = match (series.title.is_empty(), series.command.is_empty()) {
         (false, false) if series.title != series.command => {
             format!("{} — {}", series.title, series.command)
@@ -1157,6 +1248,7 @@ pub fn stream_runs(
     reader: impl io::BufRead,
     name: &str,
     series: &mut Series,
+    mut old: Option<&mut OldRuns>,
 ) -> Result<(), ReportError> {
     let mut line_no = 0u64;
     read_lines(reader, name, |line| {
@@ -1171,6 +1263,9 @@ pub fn stream_runs(
             series.paged_in = paged_in(&record);
         }
         series.push(&run_point(&record, &series.flagged));
+        if let Some(old) = old.as_mut() {
+            old.take(&record);
+        }
         Ok(Flow::Next)
     })?;
     if line_no == 0 {
@@ -1309,7 +1404,6 @@ fn penalty(v: &Value) -> Option<Penalty> {
         runqueue_ns: f64_at(v, &["runqueue_ns"]),
         blocked_ns: f64_at(v, &["blocked_ns"]),
         basis: str_at(v, &["basis"]).map_or_else(|| "unknown".into(), |b| one_line(&b)),
-        significant: v.get("significant").and_then(Value::as_bool),
         tree: (|| {
             let part = |k: &str| f64_at(v, &["tree", k]);
             Some([
@@ -1366,7 +1460,7 @@ mod tests {
                 BatchFields::FIRST_BATCH_SINCE_BOOT,
                 "context.boot_marker.first_batch_since_boot",
             ),
-            (BatchFields::PENALTY_WALL_NS, "first_penalty.wall_ns"),
+            (BatchFields::WARMUP, "config.warmup"),
             (BatchFields::COLD_WHEN, "config.cold_when"),
             (BatchFields::FINGERPRINT, "context.file_set.fingerprint"),
             (BatchFields::FILES, "context.file_set.files"),
@@ -1375,10 +1469,10 @@ mod tests {
                 BatchFields::CYCLES_PENALTY_NS,
                 "cycles.penalty.per_cycle.mean_wall_ns",
             ),
-            (BatchFields::SIGNIFICANT, "first_penalty.significant"),
-            (BatchFields::TREE, "first_penalty.tree.on_cpu_ns"),
-            (BatchFields::TREE + 3, "first_penalty.tree.sleeping_ns"),
-            (BatchFields::TREE + 4, "first_penalty.tree.tasks"),
+            (BatchFields::PREPARE, "config.prepare"),
+            (BatchFields::VERDICT, "verdict.kind"),
+            (BatchFields::VERDICT + 3, "verdict.states"),
+            (BatchFields::VERDICT + 5, "verdict.first_wall_ns"),
         ] {
             assert_eq!(doc.str(i), Some(want), "batch field {i}");
         }

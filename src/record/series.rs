@@ -166,9 +166,6 @@ pub struct Penalty {
     pub tree_tasks: Option<u64>,
     /// Why the tree's states do not split it (`first_penalty.tree.unavailable`).
     pub tree_unavailable: Option<String>,
-    /// Whether the first run stands out of the warm runs (`first_penalty.significant`; `None`
-    /// in a document written before the rule, which the picture then applies itself).
-    pub significant: Option<bool>,
 }
 
 /// A `--cold-cycles` batch's cold penalty (`batch.json`'s `cycles.penalty`): position 0 against
@@ -237,6 +234,9 @@ pub struct Series {
     pub penalty: Option<Penalty>,
     /// Why `batch.json` says there is none.
     pub penalty_unavailable: Option<String>,
+    /// The verdict on the first run: batch.json's, or decided from the records for a batch
+    /// written before it was stored.
+    pub verdict: Option<crate::record::verdict::Verdict>,
     /// A `--cold-cycles` batch's cold penalty.
     pub cycles: Option<CyclesPenalty>,
     /// What the first run paged in, when files were watched.

@@ -7,7 +7,7 @@ use crate::measure::cache::{PagedFile, Stayed};
 use crate::plan::ColdWhen;
 use crate::record::anomaly::{RunAnomaly, RULE_OUTLIER};
 use crate::record::metrics::Unit;
-use crate::record::penalty::{Basis, FirstPenalty, MIN_WARM_RUNS};
+use crate::record::penalty::{Basis, FirstPenalty};
 use crate::record::tree_penalty::TreePenalty;
 use crate::text::unbreakable;
 use crate::view::lines::Note;
@@ -46,16 +46,10 @@ pub fn rest_word(outcome: &BatchOutcome) -> &'static str {
 pub fn notes(outcome: &BatchOutcome) -> Vec<Note> {
     let mut notes = Vec::new();
     let rest = rest_word(outcome);
-    match &outcome.first_penalty {
-        Ok(p) => notes.push(Note::plain(penalty_sentence(p))),
-        Err(why) if every_run_cold(outcome) => {
-            notes.push(Note::warning(
-                "no first-run penalty",
-                every_run_cold_sentence(outcome, why),
-            ));
-        }
-        Err(_) => {}
-    }
+    notes.extend(crate::view::verdict::full(
+        &outcome.verdict,
+        outcome.first_penalty.as_ref().ok(),
+    ));
     if let Some(cycles) = &outcome.cycles {
         crate::view::cycles::notes(&mut notes, cycles);
     } else if let Some(cause) = outcome.first_cold_cause.as_ref() {
@@ -79,29 +73,6 @@ pub fn notes(outcome: &BatchOutcome) -> Vec<Note> {
         notes.push(Note::warning(&format!("{rest} series noisy"), rule));
     }
     notes
-}
-
-/// Why a batch with a cold action before every counted run has no penalty, and what its table's
-/// columns after `first` hold: `a cold action came before every counted run: the 4 runs after
-/// the first started cold too (role cold), so the table's cold columns describe them and there
-/// is no warm series to compare the first run with`.
-fn every_run_cold_sentence(outcome: &BatchOutcome, why: &str) -> String {
-    let after_first = outcome
-        .summaries
-        .iter()
-        .find(|s| s.name == "wall_ns")
-        .and_then(|wall| wall.warm)
-        .map_or(0, |w| w.n);
-    match after_first {
-        0 => why.to_string(),
-        n => format!(
-            "a cold action came before every counted run: the {n} run{} after the first \
-             started cold too (role cold), so the table's cold columns describe {} and there \
-             is no warm series to compare the first run with",
-            if n == 1 { "" } else { "s" },
-            if n == 1 { "it" } else { "them" }
-        ),
-    }
 }
 
 /// Anomalies shown one a line, at most this many (the rest are counted; all are in batch.json).
@@ -252,10 +223,7 @@ fn short_name(file: &PagedFile, shown: &[&PagedFile]) -> String {
 /// `first run +153.2 ms over the warm median (run #3): +98.1 ms blocked (76.69 MiB read from
 /// storage, 87 major faults, 70 ms I/O stall system-wide), +40 ms CPU (+17 ms sys), +2 ms
 /// waiting for a CPU`.
-pub fn penalty_sentence(p: &FirstPenalty) -> String {
-    if !p.stands_out.significant {
-        return no_penalty_sentence(p);
-    }
+pub fn split_sentence(p: &FirstPenalty) -> String {
     let reference = if p.reference == "median" {
         format!("the warm median (run #{})", p.reference_index)
     } else {
@@ -418,50 +386,6 @@ fn elsewhere_words(p: &FirstPenalty) -> String {
     format!("the rest of the tree used {used} CPU{split}")
 }
 
-/// The sentence for a first run that does not stand out of the warm runs ([`RULE`]): where it
-/// lies, and that there is no penalty to explain — `first run 365.6 ms, within the warm runs'
-/// range (278.5–393.4 ms): no first-run penalty to explain; use --cold-cycles to measure one`.
-pub fn no_penalty_sentence(p: &FirstPenalty) -> String {
-    let o = &p.stands_out;
-    let first = p.first_wall_ns as f64;
-    let head = format!("first run {}", human_ns(first));
-    let (Some(lo), Some(hi), Some(threshold)) =
-        (o.warm_min_wall_ns, o.warm_max_wall_ns, o.threshold_wall_ns)
-    else {
-        let n = o.warm_runs;
-        return format!(
-            "{head}; {n} warm run{}: too few to tell a first-run penalty from noise (the rule \
-             needs {MIN_WARM_RUNS}); use -n {} or more, or --cold-cycles",
-            if n == 1 { "" } else { "s" },
-            MIN_WARM_RUNS + 1
-        );
-    };
-    let range = range_text(lo, hi);
-    let place = if first < lo {
-        format!("faster than every warm run ({range})")
-    } else if first <= hi {
-        format!("within the warm runs' range ({range})")
-    } else {
-        format!(
-            "above the warm runs ({range}) but not beyond their spread (a penalty needs more \
-             than {})",
-            human_ns(threshold)
-        )
-    };
-    format!("{head}, {place}: no first-run penalty to explain; use --cold-cycles to measure one")
-}
-
-/// `278.5–393.4 ms`: two wall times in one unit, never broken.
-fn range_text(lo: f64, hi: f64) -> String {
-    let scale = units::Scale::for_values(Unit::Ns, [lo, hi]);
-    unbreakable(&format!(
-        "{}–{} {}",
-        scale.cell(lo),
-        scale.cell(hi),
-        scale.unit
-    ))
-}
-
 /// The system-time part of the CPU difference, as rusage's tick-sampled split allows: left
 /// out within two ticks (`sys ≈ +28 ms`, with the tick, beyond).
 fn sys_words(p: &FirstPenalty) -> String {
@@ -533,7 +457,7 @@ fn evidence_words(p: &FirstPenalty) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::penalty::{Evidence, StandsOut, RULE};
+    use crate::record::penalty::{Evidence, StandsOut};
 
     /// The sentence as printed (no-break spaces are printed as spaces).
     fn plain(text: String) -> String {
@@ -580,40 +504,8 @@ mod tests {
     }
 
     #[test]
-    fn a_first_run_that_does_not_stand_out_is_not_explained() {
-        let mut p = penalty(Basis::Schedstat);
-        p.first_wall_ns = 365_600_000;
-        p.stands_out =
-            crate::record::penalty::stands_out(365.6e6, &[278.5e6, 300e6, 310e6, 320e6, 393.4e6]);
-        assert_eq!(
-            plain(penalty_sentence(&p)),
-            "first run 365.6 ms, within the warm runs' range (278.5–393.4 ms): no first-run \
-             penalty to explain; use --cold-cycles to measure one"
-        );
-        p.first_wall_ns = 400_000_000;
-        p.stands_out =
-            crate::record::penalty::stands_out(400e6, &[278.5e6, 300e6, 310e6, 320e6, 393.4e6]);
-        let text = plain(penalty_sentence(&p));
-        assert!(
-            text.starts_with(
-                "first run 400 ms, above the warm runs (278.5–393.4 ms) but not \
-                 beyond their spread (a penalty needs more than 560.2 ms)"
-            ),
-            "{text}"
-        );
-        assert!(!text.contains("blocked") && !text.contains("CPU"), "{text}");
-        p.stands_out = crate::record::penalty::stands_out(400e6, &[100e6]);
-        assert_eq!(
-            plain(penalty_sentence(&p)),
-            "first run 400 ms; 1 warm run: too few to tell a first-run penalty from noise (the \
-             rule needs 2); use -n 3 or more, or --cold-cycles"
-        );
-        assert!(RULE.contains("slowest warm"));
-    }
-
-    #[test]
     fn the_parts_are_named_with_their_evidence() {
-        let text = plain(penalty_sentence(&penalty(Basis::Schedstat)));
+        let text = plain(split_sentence(&penalty(Basis::Schedstat)));
         assert_eq!(
             text,
             "first run +153 ms over the warm median (run #3): +111 ms blocked \
@@ -628,7 +520,7 @@ mod tests {
         let mut p = penalty(Basis::Schedstat);
         p.evidence.io_stall_ns = Some(52_000_000);
         p.evidence.memory_stall_ns = Some(3_000_000);
-        let text = plain(penalty_sentence(&p));
+        let text = plain(split_sentence(&p));
         assert!(
             text.contains(
                 "400 voluntary context switches, 52 ms I/O stall of its cgroup, 3 ms memory \
@@ -640,7 +532,7 @@ mod tests {
         // No stall of its own: nothing said, not the system's figure instead.
         p.evidence.io_stall_ns = Some(0);
         p.evidence.memory_stall_ns = Some(0);
-        let text = plain(penalty_sentence(&p));
+        let text = plain(split_sentence(&p));
         assert!(text.contains("switches), +40 ms CPU"), "{text}");
     }
 
@@ -648,14 +540,14 @@ mod tests {
     fn a_system_time_within_two_ticks_is_left_out_and_an_unknown_tick_is_said() {
         let mut p = penalty(Basis::Schedstat);
         p.sys_us = Some(-8_000);
-        let text = plain(penalty_sentence(&p));
+        let text = plain(split_sentence(&p));
         assert!(text.contains("+40 ms CPU, +2 ms waiting"), "{text}");
         p.sys_us = Some(27_600);
         p.cpu_tick = crate::measure::tick::Tick {
             ns: 10_000_000,
             source: "assumed",
         };
-        let text = plain(penalty_sentence(&p));
+        let text = plain(split_sentence(&p));
         assert!(
             text.contains("(sys ≈ +28 ms: tick-sampled, tick unknown, at most 10 ms)"),
             "{text}"
@@ -707,7 +599,7 @@ mod tests {
             ..TreePenalty::default()
         };
         assert_eq!(
-            plain(penalty_sentence(&p)),
+            plain(split_sentence(&p)),
             "first run +424 ms over the warm median (run #3); the tree (9 tasks) was on a CPU \
              +259 ms (the whole tree's sys ≈ +17 ms: tick-sampled, 4 ms tick), uninterruptible \
              (storage, faults, kernel locks) +150 ms (97 MiB read from storage, 97 major \
@@ -715,7 +607,7 @@ mod tests {
         );
         // One task is not a tree, and its system time is its own.
         p.tree.tasks = Some(1);
-        let text = plain(penalty_sentence(&p));
+        let text = plain(split_sentence(&p));
         assert!(
             text.contains(": it was on a CPU +259 ms (sys ≈ +17 ms: tick-sampled"),
             "{text}"
@@ -723,7 +615,7 @@ mod tests {
         // A part that shrank is said with its sign.
         p.tree.sleeping_ns = Some(-300_000_000);
         p.sys_us = None;
-        let text = plain(penalty_sentence(&p));
+        let text = plain(split_sentence(&p));
         assert!(
             text.starts_with("first run +424 ms over the warm median (run #3): it was asleep -300 ms, on a CPU +259 ms"),
             "{text}"
@@ -748,7 +640,7 @@ mod tests {
             children_cpu_ns: Some(33_000_000),
             ..TreePenalty::default()
         };
-        let text = plain(penalty_sentence(&p));
+        let text = plain(split_sentence(&p));
         assert_eq!(
             text,
             "first run +153 ms over the warm median (run #3); main thread only (the tree's \
@@ -758,7 +650,7 @@ mod tests {
         );
         // The tasks counted without the tracepoints (perf's task records) are said first.
         p.tree.tasks = Some(7);
-        let counted = plain(penalty_sentence(&p));
+        let counted = plain(split_sentence(&p));
         assert_eq!(
             counted,
             text.replace(
@@ -767,7 +659,7 @@ mod tests {
             )
         );
         p.tree.unavailable = Some("COLDTRACE_TREE=off".into());
-        let off = plain(penalty_sentence(&p));
+        let off = plain(split_sentence(&p));
         assert!(
             off.contains("; main thread only (the tree ran 7 tasks; COLDTRACE_TREE=off): +111"),
             "{off}"
@@ -776,7 +668,7 @@ mod tests {
         p.tree.cpu_elsewhere_ns = Some(-12_000_000);
         p.tree.other_threads_cpu_ns = Some(-11_000_000);
         p.tree.children_cpu_ns = Some(-1_000_000);
-        let text = plain(penalty_sentence(&p));
+        let text = plain(split_sentence(&p));
         assert!(
             text.ends_with(
                 "; the rest of the tree used 12 ms less CPU (-11 ms in other threads, -1 ms in \

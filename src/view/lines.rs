@@ -80,6 +80,13 @@ impl Note {
         }
     }
 
+    /// The note as one line of plain text (`LABEL: TEXT`), control characters escaped: what a
+    /// picture draws.
+    pub fn plain_text(&self) -> String {
+        let text = format!("{}{}", self.lead(&Style { on: false }), self.text);
+        escape_controls(&text)
+    }
+
     /// Writes the note as one Markdown list item, the quoted lines as a code block under it.
     pub fn markdown(&self, out: &mut String) {
         let text = format!("{}{}", self.lead(&Style { on: false }), self.text);

@@ -20,3 +20,4 @@ pub mod style;
 pub mod table;
 pub mod terminal;
 pub mod units;
+pub mod verdict;

@@ -5,7 +5,6 @@
 
 use crate::record::metrics::Unit;
 use crate::record::reader::BatchRow;
-use crate::record::tree_penalty::TreeParts;
 use crate::view::grid::{Align, Grid};
 use crate::view::units::{fold, human_uptime, shorten, signed_ns, Scale};
 use std::fmt::Write;
@@ -70,8 +69,7 @@ fn grid(rows: &[BatchRow], markdown: bool) -> Grid {
             row.warm_median_wall_ns.map_or("—".into(), |v| wall.cell(v)),
             row.first_to_warm
                 .map_or("—".into(), crate::view::units::ratio),
-            row.first_penalty_ns
-                .map_or("—".into(), |v| signed(wall.cell(v), v)),
+            penalty_cell(row, &wall),
             count(row.first_major_faults),
             count(row.first_block_in),
             row.first_resident_ratio_before.map_or("—".into(), |r| {
@@ -135,6 +133,18 @@ fn file_set_lines(rows: &[BatchRow]) -> Vec<String> {
     lines
 }
 
+/// The penalty column: the verdict's penalty where it found one (or a `--cold-cycles`
+/// batch's measured penalty), `n.d.` where the first run is not distinguishable from the warm
+/// runs, `—` where there is no first-run verdict.
+fn penalty_cell(row: &BatchRow, wall: &Scale) -> String {
+    use crate::record::verdict::Kind;
+    match (row.first_penalty_ns, row.verdict.as_ref().map(|v| v.kind)) {
+        (Some(v), _) => signed(wall.cell(v), v),
+        (None, Some(Kind::NotDistinguishable | Kind::TooFewWarmRuns)) => "n.d.".into(),
+        _ => "—".into(),
+    }
+}
+
 /// `+0.036` for a positive difference (a negative one has its sign already).
 fn signed(cell: String, value: f64) -> String {
     if value > 0.0 {
@@ -162,15 +172,14 @@ pub fn group_line(group: &[BatchRow]) -> String {
     };
     let up = |r: &BatchRow| r.uptime_s.map_or("?".into(), human_uptime);
     let penalty = |r: &BatchRow| {
-        r.first_penalty_ns.map_or(String::new(), |p| {
-            format!(
-                ", first-run penalty {}{}",
-                signed_ns(p as i64),
-                Some(r.first_penalty_tree)
-                    .filter(|t| t.all().is_some() && r.first_penalty_significant != Some(false))
-                    .map_or(String::new(), tree_words)
-            )
-        })
+        r.verdict
+            .as_ref()
+            .and_then(crate::view::verdict::one_line)
+            .or_else(|| {
+                let p = r.first_penalty_ns?;
+                Some(format!("cold penalty {}", signed_ns(p as i64)))
+            })
+            .map_or(String::new(), |line| format!(", {line}"))
     };
     let known = group
         .iter()
@@ -199,28 +208,6 @@ pub fn group_line(group: &[BatchRow]) -> String {
         .as_deref()
         .map_or(String::new(), |h| format!("host {} · ", one_line(h)));
     format!("{host}boot {boot} · kernel {kernel}{changed} — {what}")
-}
-
-/// ` (the tree, 9 tasks: on a CPU +259 ms, uninterruptible +150 ms, waiting for a CPU +12 ms,
-/// asleep +3 ms)`: the penalty's parts, the largest first.
-fn tree_words(t: TreeParts) -> String {
-    let [r, q, d, s] = t.all().unwrap_or_default();
-    let mut parts = [
-        (r, "on a CPU"),
-        (d, "uninterruptible"),
-        (q, "waiting for a CPU"),
-        (s, "asleep"),
-    ];
-    parts.sort_by(|a, b| b.0.abs().total_cmp(&a.0.abs()));
-    let words: Vec<String> = parts
-        .iter()
-        .map(|(ns, name)| format!("{name} {}", signed_ns(*ns as i64)))
-        .collect();
-    let tree = match t.tasks {
-        Some(n) if n > 1 => format!("the tree, {n} tasks: "),
-        _ => String::new(),
-    };
-    format!(" ({tree}{})", words.join(", "))
 }
 
 /// What the table has no column for: each batch's flags and rejected first run.
@@ -330,7 +317,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_group_names_its_first_batchs_penalty_with_the_trees_parts() {
+    fn a_group_names_its_first_batchs_verdict_in_one_line() {
+        let verdict = |kind: &str, states: &[&str]| {
+            let states: Vec<String> = states.iter().map(|s| s.to_string()).collect();
+            crate::record::verdict::Verdict::brief(
+                kind,
+                5,
+                Some(424e6),
+                &states,
+                (Some(86.0 * 1048576.0), Some(500e6)),
+            )
+        };
         let row = BatchRow {
             dir: "b".into(),
             boot_id: Some("203aa1c8-89fc".into()),
@@ -338,35 +335,30 @@ mod tests {
             uptime_s: Some(95.0),
             first_batch_since_boot: Some(true),
             first_penalty_ns: Some(424e6),
-            first_penalty_significant: Some(true),
-            first_penalty_tree: TreeParts {
-                on_cpu_ns: Some(259e6),
-                queued_ns: Some(12e6),
-                uninterruptible_ns: Some(150e6),
-                sleeping_ns: Some(3e6),
-                tasks: Some(9),
-            },
+            verdict: verdict("penalty", &["storage"]),
             ..BatchRow::default()
         };
         let line = group_line(std::slice::from_ref(&row)).replace('\u{a0}', " ");
         assert!(
             line.ends_with(
-                "first batch since boot: b (up 1m35s), first-run penalty +424 ms (the tree, 9 \
-                 tasks: on a CPU +259 ms, uninterruptible +150 ms, waiting for a CPU +12 ms, \
-                 asleep +3 ms)"
+                "first batch since boot: b (up 1m35s), first-run penalty +424 ms: storage \
+                 (86 MiB read)"
             ),
             "{line}"
         );
-        // A penalty that does not stand out is not explained by its parts.
+        // A first run that does not stand out is said so, with no figure of a penalty.
         let noise = BatchRow {
-            first_penalty_significant: Some(false),
+            first_penalty_ns: None,
+            verdict: verdict("not_distinguishable", &[]),
             ..row.clone()
         };
-        assert!(group_line(&[noise]).ends_with("first-run penalty +424 ms"));
-        let untraced = BatchRow {
-            first_penalty_tree: Default::default(),
-            ..row
-        };
-        assert!(group_line(&[untraced]).ends_with("first-run penalty +424 ms"));
+        let line = group_line(std::slice::from_ref(&noise));
+        assert!(
+            line.ends_with("first run not distinguishable from the warm runs at n = 5"),
+            "{line}"
+        );
+        let wall = Scale::for_values(Unit::Ns, [424e6]);
+        assert_eq!(penalty_cell(&noise, &wall), "n.d.");
+        assert_eq!(penalty_cell(&row, &wall), "+424");
     }
 }

@@ -1,9 +1,9 @@
 //! The first-run penalty drawn as bars: how much longer the first run took than the warm run
 //! with the median wall time, split into the whole process tree's four states (on a CPU,
 //! waiting for one, uninterruptible, asleep) or, without them, the main thread's on-CPU,
-//! run-queue and blocked time, each a bar from zero (a part can be negative). Draws what `batch.json`'s `first_penalty` says, or nothing —
-//! and only a penalty that stands out of the warm runs by the rule the explanation uses
-//! ([`crate::record::penalty::RULE`]); one that does not is a line saying so.
+//! run-queue and blocked time, each a bar from zero (a part can be negative). Above the bars,
+//! the verdict in full, every sentence whole ([`crate::view::verdict::full`]); bars only where
+//! the verdict found a penalty, its sentences alone where it did not.
 #![forbid(unsafe_code)]
 
 use super::panel::{bar_row, fit, signed, time_grid, BAR_ROW as ROW, PLOT_LEFT, PLOT_RIGHT};
@@ -18,19 +18,26 @@ const BARS_LEFT: f64 = 330.0;
 /// Draws the penalty of `s` from `top`; returns the height used (0 when there is nothing to
 /// say: no `first_penalty` in `batch.json`).
 pub fn penalty(svg: &mut Svg, s: &Series, top: f64) -> f64 {
-    let Some(p) = &s.penalty else {
-        if s.cycles.is_some() {
-            // The cycles' own penalty is drawn instead (`cold::cycles`).
-            return 0.0;
+    let said = s.verdict.as_ref().map_or(Vec::new(), |v| {
+        crate::view::verdict::full(v, None)
+            .into_iter()
+            .map(|note| note.plain_text())
+            .collect()
+    });
+    let mut top = top + sentences(svg, top, &said);
+    let Some(p) = s.penalty.as_ref().filter(|_| {
+        s.verdict
+            .as_ref()
+            .is_some_and(|v| v.kind == crate::record::verdict::Kind::Penalty)
+    }) else {
+        if said.is_empty() && s.cycles.is_none() {
+            if let Some(why) = &s.penalty_unavailable {
+                return sentences(svg, top, &[format!("first-run penalty: none ({why})")]);
+            }
         }
-        return match &s.penalty_unavailable {
-            Some(why) => one_line(svg, top, &format!("first-run penalty: none ({why})")),
-            None => 0.0,
-        };
+        return top;
     };
-    if let Some(line) = not_standing_out(p, s) {
-        return one_line(svg, top, &line);
-    }
+    top -= 4.0;
     let y0 = top + 18.0;
     let tree = match (tree_parts(p), p.tree_tasks) {
         (Some(_), Some(n)) if n > 1 => format!("; the tree: {n} tasks"),
@@ -76,37 +83,24 @@ pub fn penalty(svg: &mut Svg, s: &Series, top: f64) -> f64 {
     used
 }
 
-/// `line` in place of the bars; returns the height used.
-fn one_line(svg: &mut Svg, top: f64, line: &str) -> f64 {
-    svg.text(
-        PLOT_LEFT,
-        top + 14.0,
-        Anchor::Start,
-        "small",
-        &fit(line, PLOT_RIGHT - PLOT_LEFT, 11.0),
-    );
-    22.0
-}
-
-/// The line that replaces the bars when the first run does not stand out of the warm runs:
-/// `batch.json`'s `significant`, or (a document written before the rule) the rule applied to the
-/// warm wall times read from `runs.jsonl`.
-fn not_standing_out(p: &Penalty, s: &Series) -> Option<String> {
-    let rule = crate::record::penalty::stands_out(p.first_wall_ns, &s.warm_wall_ns);
-    if p.significant.unwrap_or(rule.significant) {
-        return None;
+/// Every sentence whole, folded to the panel's width, one text line each; returns the height
+/// used.
+fn sentences(svg: &mut Svg, top: f64, said: &[String]) -> f64 {
+    const SIZE: f64 = 11.0;
+    const LINE: f64 = 15.0;
+    let room = ((PLOT_RIGHT - PLOT_LEFT) / (SIZE * 0.6)).floor().max(20.0) as usize;
+    let mut y = top;
+    for sentence in said {
+        for line in crate::view::units::fold(sentence, room, "", "  ") {
+            y += LINE;
+            svg.text(PLOT_LEFT, y, Anchor::Start, "small", &line);
+        }
     }
-    let range = match (rule.warm_min_wall_ns, rule.warm_max_wall_ns) {
-        (Some(lo), Some(hi)) => format!(" (warm runs {}–{})", human_ns(lo), human_ns(hi)),
-        _ => String::new(),
-    };
-    Some(format!(
-        "first-run penalty: none stands out — first run #{} {}{range}, {} over the median \
-         warm run: no penalty to explain",
-        p.first_index,
-        human_ns(p.first_wall_ns),
-        signed(p.wall_ns)
-    ))
+    if y > top {
+        y - top + 8.0
+    } else {
+        0.0
+    }
 }
 
 /// The tree's four parts, when the penalty was split by them.

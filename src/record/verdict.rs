@@ -1,0 +1,862 @@
+//! The verdict on a batch's first run, decided once from the batch's records and stored in
+//! `batch.json` (`verdict`): each counted run's role by its evidence, the reference warm set
+//! (disturbed runs left out), and whether the first run has a penalty, in which states, with the
+//! figures that made it stand out. Every view renders this; none decides anything of its own.
+//! Pure: figures in, a verdict out.
+//!
+//! A penalty is found by its evidence, state by state, never by the wall time alone
+//! (docs/reading-the-verdict.md gives the rules and their error rates):
+//! - **storage**: the first run read from storage ([`STORAGE_BYTES`] more than any reference
+//!   warm run) and its uninterruptible time (the tree's D, else the main thread's blocked time)
+//!   is above the slowest warm run's by more than the warm runs' spread and [`D_FLOOR_NS`];
+//! - **kernel CPU**: its system time is above the warm runs' largest by more than their spread
+//!   and two scheduler ticks (rusage's split is tick-sampled);
+//! - **time**: its wall time less its wait for a CPU stands out of the warm runs' by
+//!   [`crate::record::penalty::RULE`] (median + 3 × (slowest − median)).
+//!
+//! Waiting for a CPU is the machine's contention, not a cold penalty: it is said beside the
+//! verdict and taken out of the time test.
+#![forbid(unsafe_code)]
+
+use crate::record::anomaly::RunAnomaly;
+use crate::record::columns::{FirstRun, Row, WarmSeries, INDEX, ON_CPU_NS, POSITION, TREE};
+use crate::record::metrics::metric_index;
+use crate::record::penalty::{batch_penalty, FirstPenalty, SPREAD_FACTOR};
+use crate::record::stats::Summary;
+use crate::serialize_struct;
+use serde_json::Value;
+
+/// Bytes read from storage above which a counted run after the first started cold.
+pub const COLD_READ_BYTES: f64 = 1048576.0;
+/// Bytes the first run must read from storage beyond every reference warm run for its
+/// uninterruptible time to be called storage.
+pub const STORAGE_BYTES: f64 = 262144.0;
+/// The least uninterruptible time above the slowest warm run's that is called a storage
+/// penalty, whatever the warm runs' spread.
+pub const D_FLOOR_NS: f64 = 1_000_000.0;
+/// Scheduler ticks of system time above the warm runs' largest that a kernel-CPU penalty needs
+/// (rusage's user/sys split is sampled at the tick).
+pub const SYS_TICKS: f64 = 2.0;
+/// Reference warm runs needed for any test.
+pub const MIN_WARM_RUNS: u64 = 2;
+
+/// What a verdict can be (`verdict.kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The first run stands out of the warm runs in at least one state.
+    Penalty,
+    /// Nothing of the first run stands out of the warm runs at this count.
+    NotDistinguishable,
+    /// Every counted run started cold: no warm series; cold runs are compared with each other.
+    EveryRunCold,
+    /// Warm-ups ran before the counted runs: no counted run was first.
+    NoFirstRun,
+    /// The first run was rejected.
+    FirstRejected,
+    /// Fewer than [`MIN_WARM_RUNS`] reference warm runs.
+    TooFewWarmRuns,
+    /// `--cold-cycles`: the cycles' penalty is the batch's (`cycles.penalty`).
+    Cycles,
+}
+
+impl Kind {
+    /// The name in `batch.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Penalty => "penalty",
+            Kind::NotDistinguishable => "not_distinguishable",
+            Kind::EveryRunCold => "every_run_cold",
+            Kind::NoFirstRun => "no_first_run",
+            Kind::FirstRejected => "first_rejected",
+            Kind::TooFewWarmRuns => "too_few_warm_runs",
+            Kind::Cycles => "cycles",
+        }
+    }
+
+    fn named(name: &str) -> Option<Kind> {
+        [
+            Kind::Penalty,
+            Kind::NotDistinguishable,
+            Kind::EveryRunCold,
+            Kind::NoFirstRun,
+            Kind::FirstRejected,
+            Kind::TooFewWarmRuns,
+            Kind::Cycles,
+        ]
+        .into_iter()
+        .find(|k| k.name() == name)
+    }
+}
+
+impl serde::Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// A run named by the verdict, and why (`left out: …`, `cold: …`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunNote {
+    /// The run's index.
+    pub index: u64,
+    /// Why, in a few words.
+    pub why: String,
+}
+serialize_struct!(RunNote { index, why });
+
+/// One state's test: the first run's figure against the reference warm runs'.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StateTest {
+    /// `storage`, `kernel_cpu` or `time`.
+    pub state: &'static str,
+    /// The first run's figure (ns).
+    pub first_ns: f64,
+    /// The warm runs' median, largest and spread (largest − smallest) of it (ns).
+    pub warm_median_ns: f64,
+    /// See [`StateTest::warm_median_ns`].
+    pub warm_max_ns: f64,
+    /// See [`StateTest::warm_median_ns`].
+    pub warm_spread_ns: f64,
+    /// What the first run had to exceed (ns).
+    pub threshold_ns: f64,
+    /// The evidence the state needs beside its time (storage: the bytes read) was there.
+    pub evidence: bool,
+    /// It stands out: above the threshold, with its evidence.
+    pub stands_out: bool,
+}
+serialize_struct!(StateTest {
+    state,
+    first_ns,
+    warm_median_ns,
+    warm_max_ns,
+    warm_spread_ns,
+    threshold_ns,
+    evidence,
+    stands_out
+});
+
+/// The verdict (`batch.json`'s `verdict`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    /// What it is.
+    pub kind: Kind,
+    /// Counted runs, the first included.
+    pub counted: u64,
+    /// The first run's index (`None`: no run was first).
+    pub first_index: Option<u64>,
+    /// Runs in the reference warm set (or, every run cold, the cold runs after the first).
+    pub reference_runs: u64,
+    /// Warm runs left out of the reference, and why.
+    pub left_out: Vec<RunNote>,
+    /// Counted runs after the first that started cold, and what made them so.
+    pub cold_runs: Vec<RunNote>,
+    /// The tests, in order: storage, kernel CPU, time.
+    pub tests: Vec<StateTest>,
+    /// The states that stand out.
+    pub states: Vec<&'static str>,
+    /// The first run's wall time.
+    pub first_wall_ns: Option<f64>,
+    /// The reference runs' fastest, median and slowest wall time.
+    pub reference_wall_ns: Option<[f64; 3]>,
+    /// First minus the reference run with the median wall time (`first_penalty.wall_ns`).
+    pub penalty_ns: Option<f64>,
+    /// Extra time the first run waited for a CPU over that run: contention, not a penalty.
+    pub contention_ns: Option<f64>,
+    /// Bytes the first run read from storage.
+    pub first_read_bytes: Option<f64>,
+    /// The most any reference run read.
+    pub reference_read_bytes: Option<f64>,
+    /// What would decide a verdict that cannot be given (`-n 10`, `--cold-cycles 5`).
+    pub decide: Option<String>,
+    /// Why there is no test (the kinds other than penalty and not distinguishable).
+    pub why: Option<String>,
+}
+serialize_struct!(Verdict {
+    kind,
+    counted,
+    first_index,
+    reference_runs,
+    left_out,
+    cold_runs,
+    tests,
+    states,
+    first_wall_ns,
+    reference_wall_ns,
+    penalty_ns,
+    contention_ns,
+    first_read_bytes,
+    reference_read_bytes,
+    decide,
+    why
+});
+
+/// One counted run's figures that the verdict uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Figures {
+    /// Index in the batch.
+    pub index: u64,
+    /// Wall time.
+    pub wall_ns: Option<f64>,
+    /// Waiting for a CPU: the tree's Q, else the main thread's run-queue wait.
+    pub queued_ns: Option<f64>,
+    /// Uninterruptible: the tree's D, else the main thread's blocked time (wall − on CPU −
+    /// run queue).
+    pub blocked_ns: Option<f64>,
+    /// rusage system time, ns.
+    pub sys_ns: Option<f64>,
+    /// Bytes read from storage (`/proc/PID/io`, else rusage blocks × 512).
+    pub read_bytes: Option<f64>,
+    /// A cold action came right before it (role `cold`).
+    pub cold_action: bool,
+}
+
+impl Figures {
+    /// The figures of a row.
+    pub fn of(row: &Row) -> Figures {
+        let at = |name: &str| row.get(metric_index(name));
+        let wall = at("wall_ns");
+        let tree = |k: usize| row.get(TREE + k);
+        let main_blocked = (|| Some(wall? - row.get(ON_CPU_NS)? - at("runqueue_wait_ns")?))();
+        Figures {
+            index: row.get_u64(INDEX).unwrap_or(0),
+            wall_ns: wall,
+            queued_ns: tree(1).or(at("runqueue_wait_ns")),
+            blocked_ns: tree(2).or(main_blocked),
+            sys_ns: at("sys_us").map(|us| us * 1000.0),
+            read_bytes: at("read_bytes").or(at("block_in").map(|b| b * 512.0)),
+            cold_action: row.get(POSITION) == Some(0.0),
+        }
+    }
+
+    /// The figures of a record read back as JSON (`runs.jsonl`).
+    pub fn of_json(record: &Value) -> Figures {
+        let num = |path: &[&str]| {
+            path.iter()
+                .try_fold(record, |v, k| v.get(k))
+                .and_then(Value::as_f64)
+        };
+        let wall = num(&["wall_ns"]);
+        let rq = num(&["sched", "runqueue_wait_ns"]);
+        let on_cpu = num(&["sched", "on_cpu_ns"]);
+        Figures {
+            index: num(&["index"]).unwrap_or(0.0) as u64,
+            wall_ns: wall,
+            queued_ns: num(&["tree", "queued_ns"]).or(rq),
+            blocked_ns: num(&["tree", "uninterruptible_ns"]).or((|| Some(wall? - on_cpu? - rq?))()),
+            sys_ns: num(&["rusage", "sys_us"]).map(|us| us * 1000.0),
+            read_bytes: num(&["child_io", "read_bytes"])
+                .or(num(&["rusage", "block_in"]).map(|b| b * 512.0)),
+            cold_action: record.get("role").and_then(Value::as_str) == Some("cold"),
+        }
+    }
+}
+
+/// What the batch was, beside its runs' figures.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Setting {
+    /// Warm-ups ran before the counted runs.
+    pub warmups: u64,
+    /// `--cold-cycles`.
+    pub cycles: bool,
+    /// A `--prepare` command ran before every run.
+    pub prepare: bool,
+    /// A cold action came before every counted run.
+    pub cold_every_run: bool,
+    /// The scheduler tick, ns (rusage's user/sys split is sampled at it).
+    pub tick_ns: u64,
+}
+
+/// The first run as the verdict sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct First {
+    /// Its figures.
+    pub figures: Figures,
+    /// It is in the statistics.
+    pub counted: bool,
+}
+
+/// The verdict on a batch: `first` (the run with role `first`), `rest` (every counted run
+/// after it, in order), the anomalies found over the series.
+pub fn decide(
+    first: Option<First>,
+    rest: &[Figures],
+    anomalies: &[RunAnomaly],
+    setting: Setting,
+) -> Verdict {
+    let mut v = Verdict {
+        counted: rest.len() as u64 + u64::from(first.is_some_and(|f| f.counted)),
+        first_index: first.map(|f| f.figures.index),
+        first_wall_ns: first.and_then(|f| f.figures.wall_ns),
+        first_read_bytes: first.and_then(|f| f.figures.read_bytes),
+        ..Verdict::empty()
+    };
+    v.cold_runs = rest
+        .iter()
+        .filter_map(|r| {
+            started_cold(r, setting).map(|why| RunNote {
+                index: r.index,
+                why,
+            })
+        })
+        .collect();
+    let cold: Vec<u64> = v.cold_runs.iter().map(|c| c.index).collect();
+    v.left_out = left_out(anomalies, &cold);
+    let excluded =
+        |r: &&Figures| cold.contains(&r.index) || v.left_out.iter().any(|l| l.index == r.index);
+    let reference: Vec<Figures> = rest.iter().filter(|r| !excluded(r)).copied().collect();
+    v.reference_runs = reference.len() as u64;
+    let walls: Vec<f64> = reference.iter().filter_map(|r| r.wall_ns).collect();
+    v.reference_wall_ns = Summary::of(&walls).map(|s| [s.min, s.median, s.max]);
+    if setting.cycles {
+        return unavailable(
+            v,
+            Kind::Cycles,
+            "--cold-cycles: the cycles' penalty is measured",
+        );
+    }
+    if first.is_some_and(|f| !f.counted) {
+        return unavailable(v, Kind::FirstRejected, "the first run was rejected");
+    }
+    let Some(first) = first.filter(|_| setting.warmups == 0) else {
+        v.first_index = None;
+        let why = match setting.warmups {
+            0 => "no run was counted".to_string(),
+            n => format!(
+                "{n} warm-up{} ran before the counted runs: no counted run was first",
+                if n == 1 { "" } else { "s" }
+            ),
+        };
+        return unavailable(v, Kind::NoFirstRun, &why);
+    };
+    if reference.is_empty() && !rest.is_empty() {
+        let cold: Vec<f64> = rest.iter().filter_map(|r| r.wall_ns).collect();
+        v.reference_runs = cold.len() as u64;
+        v.reference_wall_ns = Summary::of(&cold).map(|s| [s.min, s.median, s.max]);
+        return unavailable(v, Kind::EveryRunCold, "every counted run started cold");
+    }
+    if (reference.len() as u64) < MIN_WARM_RUNS {
+        v.decide = Some(format!("-n {}", v.counted + MIN_WARM_RUNS));
+        return unavailable(v, Kind::TooFewWarmRuns, "too few warm runs to tell");
+    }
+    test_first(&mut v, &first.figures, &reference, setting);
+    // Over the median reference run; [`of_rows`] puts the split's own figure in its place.
+    v.penalty_ns = v
+        .first_wall_ns
+        .zip(v.reference_wall_ns)
+        .map(|(first, [_, median, _])| first - median);
+    v
+}
+
+fn unavailable(mut v: Verdict, kind: Kind, why: &str) -> Verdict {
+    v.kind = kind;
+    v.why = Some(why.to_string());
+    v
+}
+
+/// Why a counted run after the first started cold: a cold action before it, or
+/// [`COLD_READ_BYTES`] read from storage (what made it so, when coldtrace knows).
+fn started_cold(r: &Figures, setting: Setting) -> Option<String> {
+    if r.cold_action || setting.cold_every_run {
+        return Some("coldtrace's cold action came before it".into());
+    }
+    let read = r.read_bytes.filter(|&b| b >= COLD_READ_BYTES)?;
+    let by = if setting.prepare {
+        "after --prepare"
+    } else {
+        "something outside coldtrace evicted its pages (another process, or reclaim)"
+    };
+    Some(format!("read {} from storage; {by}", bytes_words(read)))
+}
+
+/// `3.1 MiB`: a byte count in the verdict's own words (the views have their units).
+fn bytes_words(bytes: f64) -> String {
+    format!("{:.1} MiB", bytes / 1048576.0)
+}
+
+/// The warm runs an anomaly flagged, once each, other than those already called cold.
+fn left_out(anomalies: &[RunAnomaly], cold: &[u64]) -> Vec<RunNote> {
+    let mut notes: Vec<RunNote> = Vec::new();
+    for a in anomalies {
+        if a.anomaly.kind == "not_cold" || cold.contains(&a.index) {
+            continue;
+        }
+        if notes.iter().any(|n| n.index == a.index) {
+            continue;
+        }
+        let why = match a.anomaly.kind {
+            "cached_before_fell" => "its cached files were evicted between runs",
+            _ if a.anomaly.metric == "major_faults" => "it took major faults the others did not",
+            _ => "it read from storage while the others did not",
+        };
+        notes.push(RunNote {
+            index: a.index,
+            why: why.into(),
+        });
+    }
+    notes
+}
+
+/// The three tests of the first run against the reference warm runs.
+fn test_first(v: &mut Verdict, first: &Figures, reference: &[Figures], setting: Setting) {
+    let reads: Vec<f64> = reference.iter().filter_map(|r| r.read_bytes).collect();
+    v.reference_read_bytes = reads.iter().copied().reduce(f64::max);
+    let read_more = match (first.read_bytes, v.reference_read_bytes) {
+        (Some(f), Some(w)) => f - w >= STORAGE_BYTES,
+        (Some(f), None) => f >= STORAGE_BYTES,
+        _ => false,
+    };
+    let column = |get: fn(&Figures) -> Option<f64>| -> Vec<f64> {
+        reference.iter().filter_map(get).collect()
+    };
+    let above_max = |state, first: Option<f64>, warm: Vec<f64>, floor: f64, evidence| {
+        let s = Summary::of(&warm)?;
+        let threshold = s.max + (s.max - s.min).max(floor);
+        let first = first?;
+        Some(StateTest {
+            state,
+            first_ns: first,
+            warm_median_ns: s.median,
+            warm_max_ns: s.max,
+            warm_spread_ns: s.max - s.min,
+            threshold_ns: threshold,
+            evidence,
+            stands_out: evidence && first > threshold,
+        })
+    };
+    let storage = above_max(
+        "storage",
+        first.blocked_ns,
+        column(|r| r.blocked_ns),
+        D_FLOOR_NS,
+        read_more,
+    );
+    let sys_floor = SYS_TICKS * setting.tick_ns as f64;
+    let kernel = above_max(
+        "kernel_cpu",
+        first.sys_ns,
+        column(|r| r.sys_ns),
+        sys_floor,
+        true,
+    );
+    let uncontended = |r: &Figures| Some(r.wall_ns? - r.queued_ns.unwrap_or(0.0));
+    let time = time_test(uncontended(first), reference.iter().filter_map(uncontended));
+    v.tests = [storage, kernel, time].into_iter().flatten().collect();
+    v.states = v
+        .tests
+        .iter()
+        .filter(|t| t.stands_out)
+        .map(|t| t.state)
+        .collect();
+    v.kind = if v.states.is_empty() {
+        v.decide = Some(format!(
+            "-n {}, or --cold-cycles 5",
+            (v.counted * 2).max(10)
+        ));
+        Kind::NotDistinguishable
+    } else {
+        Kind::Penalty
+    };
+}
+
+/// The time test: the first run's wall time less its wait for a CPU against the warm runs' by
+/// [`crate::record::penalty::RULE`].
+fn time_test(first: Option<f64>, warm: impl Iterator<Item = f64>) -> Option<StateTest> {
+    let warm: Vec<f64> = warm.collect();
+    let s = Summary::of(&warm)?;
+    let first = first?;
+    let threshold = s.median + SPREAD_FACTOR * (s.max - s.median);
+    Some(StateTest {
+        state: "time",
+        first_ns: first,
+        warm_median_ns: s.median,
+        warm_max_ns: s.max,
+        warm_spread_ns: s.max - s.min,
+        threshold_ns: threshold,
+        evidence: true,
+        stands_out: first > threshold,
+    })
+}
+
+/// The verdict and the first run's split over the reference warm run, from the batch's rows:
+/// `first` (role `first`), `rest` (every counted run after it), `anomalies` over the series,
+/// `no_tree` why the batch has no tree source.
+pub fn of_rows(
+    first: Option<&FirstRun>,
+    rest: &(impl WarmSeries + ?Sized),
+    anomalies: &[RunAnomaly],
+    setting: Setting,
+    tick: crate::measure::tick::Tick,
+    no_tree: Option<&str>,
+) -> (Verdict, Result<FirstPenalty, &'static str>) {
+    let mut figures = Vec::new();
+    rest.each_row(&mut |row| figures.push(Figures::of(row)));
+    let verdict = decide(
+        first.map(|f| First {
+            figures: Figures::of(&f.row),
+            counted: f.counted,
+        }),
+        &figures,
+        anomalies,
+        setting,
+    );
+    let excluded: Vec<u64> = verdict
+        .left_out
+        .iter()
+        .chain(&verdict.cold_runs)
+        .map(|n| n.index)
+        .collect();
+    let reference = Reference { rest, excluded };
+    let mut split = match verdict.kind {
+        Kind::Penalty | Kind::NotDistinguishable => {
+            batch_penalty(first, &reference, false, tick, no_tree)
+        }
+        _ => Err(verdict_why(&verdict)),
+    };
+    if let Ok(p) = &mut split {
+        p.stands_out.significant = verdict.kind == Kind::Penalty;
+    }
+    let mut verdict = verdict;
+    if let Ok(p) = &split {
+        verdict.penalty_ns = Some(p.wall_ns as f64);
+        verdict.contention_ns = Some(match (p.tree.queued_ns, p.runqueue_ns) {
+            (Some(q), _) | (None, Some(q)) => q as f64,
+            (None, None) => 0.0,
+        });
+    }
+    (verdict, split)
+}
+
+/// `first_penalty_unavailable` for the verdicts that have no split.
+fn verdict_why(v: &Verdict) -> &'static str {
+    match v.kind {
+        Kind::Cycles => crate::record::cycles::FIRST_IS_A_CYCLE,
+        Kind::FirstRejected => "the first run was rejected",
+        Kind::NoFirstRun => "warm-ups ran before the counted runs: no counted run was first",
+        Kind::EveryRunCold => "every counted run started cold: there is no warm series",
+        _ => "no warm run to compare with",
+    }
+}
+
+/// The counted runs after the first, less those the verdict left out of the reference.
+struct Reference<'a, W: WarmSeries + ?Sized> {
+    rest: &'a W,
+    excluded: Vec<u64>,
+}
+
+impl<W: WarmSeries + ?Sized> WarmSeries for Reference<'_, W> {
+    fn each_row(&self, f: &mut dyn FnMut(&Row)) {
+        self.rest.each_row(&mut |row| {
+            if !row.index().is_some_and(|i| self.excluded.contains(&i)) {
+                f(row)
+            }
+        });
+    }
+}
+
+impl Verdict {
+    /// The fields of a verdict that its one line says, as a report's row reads them from
+    /// `batch.json` (`None`: no such kind). `first` is the first run's read bytes and wall
+    /// time.
+    pub fn brief(
+        kind: &str,
+        counted: u64,
+        penalty_ns: Option<f64>,
+        states: &[String],
+        (first_read_bytes, first_wall_ns): (Option<f64>, Option<f64>),
+    ) -> Option<Verdict> {
+        let states = ["storage", "kernel_cpu", "time"]
+            .into_iter()
+            .filter(|s| states.iter().any(|t| t == s))
+            .collect();
+        Some(Verdict {
+            kind: Kind::named(kind)?,
+            counted,
+            penalty_ns,
+            states,
+            first_read_bytes,
+            first_wall_ns,
+            ..Verdict::empty()
+        })
+    }
+
+    /// A verdict with nothing decided: what [`decide`] starts from.
+    fn empty() -> Verdict {
+        Verdict {
+            kind: Kind::NotDistinguishable,
+            counted: 0,
+            first_index: None,
+            reference_runs: 0,
+            left_out: Vec::new(),
+            cold_runs: Vec::new(),
+            tests: Vec::new(),
+            states: Vec::new(),
+            first_wall_ns: None,
+            reference_wall_ns: None,
+            penalty_ns: None,
+            contention_ns: None,
+            first_read_bytes: None,
+            reference_read_bytes: None,
+            decide: None,
+            why: None,
+        }
+    }
+
+    /// A verdict read back from `batch.json`'s `verdict` (`None`: absent, or not one).
+    pub fn from_json(v: &Value) -> Option<Verdict> {
+        let f = |k: &str| v.get(k).and_then(Value::as_f64);
+        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let notes = |k: &str| -> Vec<RunNote> {
+            v.get(k).and_then(Value::as_array).map_or(Vec::new(), |a| {
+                a.iter()
+                    .filter_map(|n| {
+                        Some(RunNote {
+                            index: n.get("index")?.as_u64()?,
+                            why: n.get("why")?.as_str()?.to_owned(),
+                        })
+                    })
+                    .collect()
+            })
+        };
+        let tests: Vec<StateTest> = v
+            .get("tests")
+            .and_then(Value::as_array)
+            .map_or(Vec::new(), |a| {
+                a.iter().filter_map(test_from_json).collect()
+            });
+        let states = tests
+            .iter()
+            .filter(|t| t.stands_out)
+            .map(|t| t.state)
+            .collect();
+        let wall = v.get("reference_wall_ns").and_then(Value::as_array);
+        let three = wall.and_then(|w| {
+            Some([
+                w.first()?.as_f64()?,
+                w.get(1)?.as_f64()?,
+                w.get(2)?.as_f64()?,
+            ])
+        });
+        Some(Verdict {
+            kind: Kind::named(v.get("kind")?.as_str()?)?,
+            counted: v.get("counted").and_then(Value::as_u64).unwrap_or(0),
+            first_index: v.get("first_index").and_then(Value::as_u64),
+            reference_runs: v.get("reference_runs").and_then(Value::as_u64).unwrap_or(0),
+            left_out: notes("left_out"),
+            cold_runs: notes("cold_runs"),
+            tests,
+            states,
+            first_wall_ns: f("first_wall_ns"),
+            reference_wall_ns: three,
+            penalty_ns: f("penalty_ns"),
+            contention_ns: f("contention_ns"),
+            first_read_bytes: f("first_read_bytes"),
+            reference_read_bytes: f("reference_read_bytes"),
+            decide: s("decide"),
+            why: s("why"),
+        })
+    }
+}
+
+fn test_from_json(t: &Value) -> Option<StateTest> {
+    let f = |k: &str| t.get(k).and_then(Value::as_f64);
+    let state = ["storage", "kernel_cpu", "time"]
+        .into_iter()
+        .find(|s| t.get("state").and_then(Value::as_str) == Some(s))?;
+    Some(StateTest {
+        state,
+        first_ns: f("first_ns")?,
+        warm_median_ns: f("warm_median_ns")?,
+        warm_max_ns: f("warm_max_ns")?,
+        warm_spread_ns: f("warm_spread_ns")?,
+        threshold_ns: f("threshold_ns")?,
+        evidence: t.get("evidence").and_then(Value::as_bool)?,
+        stands_out: t.get("stands_out").and_then(Value::as_bool)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: f64 = 1e6;
+
+    /// A run: wall and uninterruptible ms, bytes read.
+    fn run(index: u64, wall_ms: f64, d_ms: f64, read: f64) -> Figures {
+        Figures {
+            index,
+            wall_ns: Some(wall_ms * MS),
+            queued_ns: Some(0.0),
+            blocked_ns: Some(d_ms * MS),
+            sys_ns: Some(4.0 * MS),
+            read_bytes: Some(read),
+            cold_action: false,
+        }
+    }
+
+    fn first(figures: Figures) -> Option<First> {
+        Some(First {
+            figures,
+            counted: true,
+        })
+    }
+
+    fn setting() -> Setting {
+        Setting {
+            tick_ns: 4_000_000,
+            ..Setting::default()
+        }
+    }
+
+    /// Four warm runs of 100–140 ms (CPU noise of ±20 ms), none reading from storage.
+    fn noisy_warm() -> Vec<Figures> {
+        [100.0, 140.0, 110.0, 125.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| run(i as u64 + 1, w, 0.3 + i as f64 * 0.05, 0.0))
+            .collect()
+    }
+
+    #[test]
+    fn a_storage_wait_hidden_in_cpu_noise_is_found_by_its_evidence() {
+        // +31 ms over the median, inside the warm runs' range; 86 MiB read, +70 ms waiting.
+        let cold = run(0, 148.0, 70.0, 86.0 * 1048576.0);
+        let v = decide(first(cold), &noisy_warm(), &[], setting());
+        assert_eq!(v.kind, Kind::Penalty, "{v:?}");
+        assert_eq!(v.states, ["storage"]);
+        let time = v.tests.iter().find(|t| t.state == "time").unwrap();
+        assert!(
+            !time.stands_out,
+            "the wall time alone stays inside the noise"
+        );
+        // The same read without the wait (it came from a fast device, or was overlapped).
+        let fast = run(0, 148.0, 0.4, 86.0 * 1048576.0);
+        let v = decide(first(fast), &noisy_warm(), &[], setting());
+        assert_eq!(v.kind, Kind::NotDistinguishable, "{v:?}");
+        assert_eq!(v.decide.as_deref(), Some("-n 10, or --cold-cycles 5"));
+        // A wait without a storage read (a page lock, mmap_lock) is not called storage.
+        let locked = run(0, 148.0, 70.0, 0.0);
+        let v = decide(first(locked), &noisy_warm(), &[], setting());
+        assert!(!v.states.contains(&"storage"), "{v:?}");
+    }
+
+    #[test]
+    fn waiting_for_a_cpu_is_contention_not_a_penalty() {
+        let mut busy = run(0, 300.0, 0.3, 0.0);
+        busy.queued_ns = Some(180.0 * MS);
+        let v = decide(first(busy), &noisy_warm(), &[], setting());
+        assert_eq!(v.kind, Kind::NotDistinguishable, "{v:?}");
+        let mut slow = busy;
+        slow.queued_ns = Some(0.0);
+        let v = decide(first(slow), &noisy_warm(), &[], setting());
+        assert_eq!(
+            (v.kind, v.states.as_slice()),
+            (Kind::Penalty, &["time"][..])
+        );
+    }
+
+    #[test]
+    fn kernel_cpu_stands_out_beyond_two_ticks_and_the_spread() {
+        let mut dentries = run(0, 120.0, 0.3, 0.0);
+        dentries.sys_ns = Some(4.0 * MS + 8.0 * MS);
+        let v = decide(first(dentries), &noisy_warm(), &[], setting());
+        assert_eq!(v.kind, Kind::NotDistinguishable, "two ticks are not enough");
+        dentries.sys_ns = Some(4.0 * MS + 8.5 * MS);
+        let v = decide(first(dentries), &noisy_warm(), &[], setting());
+        assert_eq!(v.states, ["kernel_cpu"], "{v:?}");
+    }
+
+    #[test]
+    fn a_disturbed_warm_run_is_left_out_of_the_reference_and_said_once() {
+        let mut warm = noisy_warm();
+        // Run #3 was slow because its pages were evicted: it would have hidden the first run.
+        warm[2] = run(3, 400.0, 200.0, 0.5 * 1048576.0);
+        let flagged = |kind| RunAnomaly {
+            index: 3,
+            anomaly: crate::record::run::Anomaly {
+                kind,
+                metric: "read_bytes",
+                value: 1.0,
+                reference: 0.0,
+                rule: "",
+                mapped_by: None,
+            },
+        };
+        let anomalies = [flagged("cached_before_fell"), flagged("storage_reads")];
+        let cold = run(0, 200.0, 60.0, 20.0 * 1048576.0);
+        let v = decide(first(cold), &warm, &anomalies, setting());
+        assert_eq!(v.left_out.len(), 1, "{v:?}");
+        assert_eq!(v.left_out[0].index, 3);
+        assert_eq!(v.reference_runs, 3);
+        assert_eq!(v.kind, Kind::Penalty);
+        let all_in = decide(first(cold), &warm, &[], setting());
+        assert!(!all_in.states.contains(&"time"), "{all_in:?}");
+    }
+
+    #[test]
+    fn runs_that_started_cold_are_labelled_so_and_all_cold_compares_cold_runs() {
+        let mut rest = noisy_warm();
+        rest[1].read_bytes = Some(3.0 * 1048576.0);
+        let v = decide(first(run(0, 150.0, 40.0, 5e6)), &rest, &[], setting());
+        assert_eq!(v.cold_runs.len(), 1);
+        assert_eq!(v.cold_runs[0].index, 2);
+        assert!(v.cold_runs[0].why.contains("3.0 MiB"), "{v:?}");
+        assert_eq!(v.reference_runs, 3);
+        // hyperfine's cold recipe: every run read from storage.
+        let all: Vec<Figures> = rest
+            .iter()
+            .map(|r| Figures {
+                read_bytes: Some(150.0 * 1048576.0),
+                ..*r
+            })
+            .collect();
+        let prepared = Setting {
+            prepare: true,
+            ..setting()
+        };
+        let v = decide(first(run(0, 150.0, 40.0, 150e6)), &all, &[], prepared);
+        assert_eq!(v.kind, Kind::EveryRunCold);
+        assert!(v.cold_runs[0].why.ends_with("after --prepare"), "{v:?}");
+        assert_eq!(v.reference_runs, 4);
+    }
+
+    #[test]
+    fn warm_ups_leave_no_first_run_and_few_warm_runs_decide_nothing() {
+        let warm_ups = Setting {
+            warmups: 3,
+            ..setting()
+        };
+        let v = decide(
+            first(run(3, 150.0, 40.0, 5e6)),
+            &noisy_warm(),
+            &[],
+            warm_ups,
+        );
+        assert_eq!((v.kind, v.first_index), (Kind::NoFirstRun, None));
+        let v = decide(
+            first(run(0, 150.0, 40.0, 5e6)),
+            &noisy_warm()[..1],
+            &[],
+            setting(),
+        );
+        assert_eq!(v.kind, Kind::TooFewWarmRuns);
+        assert_eq!(v.decide.as_deref(), Some("-n 4"));
+        let rejected = Some(First {
+            figures: run(0, 150.0, 40.0, 5e6),
+            counted: false,
+        });
+        assert_eq!(
+            decide(rejected, &noisy_warm(), &[], setting()).kind,
+            Kind::FirstRejected
+        );
+    }
+
+    #[test]
+    fn a_stored_verdict_reads_back_whole() {
+        let cold = run(0, 148.0, 70.0, 86.0 * 1048576.0);
+        let mut rest = noisy_warm();
+        rest[3].read_bytes = Some(2e6);
+        let v = decide(first(cold), &rest, &[], setting());
+        let json = serde_json::to_value(&v).unwrap();
+        assert_eq!(Verdict::from_json(&json), Some(v));
+    }
+}
