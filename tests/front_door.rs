@@ -435,7 +435,7 @@ fn every_dash_h_fits_one_80_by_24_screen_and_dash_dash_help_has_the_rest() {
     ];
     for sub in subs {
         let args: Vec<&str> = [sub, "-h"].into_iter().filter(|a| !a.is_empty()).collect();
-        let out = ct(dir.path(), args).run();
+        let out = ct(dir.path(), args).env("COLUMNS", "80").run();
         out.expect_code(0);
         let lines: Vec<&str> = out.stdout.lines().collect();
         assert!(
@@ -447,6 +447,26 @@ fn every_dash_h_fits_one_80_by_24_screen_and_dash_dash_help_has_the_rest() {
         for line in &lines {
             assert!(line.chars().count() <= 80, "{sub} -h: {line:?}");
         }
+    }
+    // Wider or narrower, every help is wrapped between words to the width, never cut.
+    for columns in ["160", "60"] {
+        let out = ct(dir.path(), ["run", "--help"])
+            .env("COLUMNS", columns)
+            .run();
+        out.expect_code(0);
+        let width: usize = columns.parse::<usize>().unwrap().min(100);
+        let words = out.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        for wanted in [
+            "Exactly N counted runs of each command. Without it the count is chosen as hyperfine chooses it",
+            "Evict (--evict) or drop caches (--drop-caches) before the first counted run only: one cold run, then a warm series.",
+        ] {
+            assert!(words.contains(wanted), "{wanted}{}", out.describe());
+        }
+        assert!(
+            out.stdout.lines().all(|l| l.chars().count() <= width),
+            "{}",
+            out.describe()
+        );
     }
     let top = ct(dir.path(), ["-h"]).run();
     for sub in &subs[1..] {

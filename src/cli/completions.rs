@@ -403,7 +403,7 @@ mod tests {
         let json = table::find_long(table::Sub::Run, "--json").unwrap();
         assert_eq!(value_of(json), None);
         assert!(zsh().contains(
-            r"'(--output)--output[the command'\''s stdout\: null | pipe | inherit | FILE (default\: null)]:WHERE:_alternative '\''choices:WHERE:(null pipe inherit)'\'' '\''files:file:_files'\''' \"
+            r"'(--output)--output[command'\''s stdout\: null (default), pipe, inherit, FILE]:WHERE:_alternative '\''choices:WHERE:(null pipe inherit)'\'' '\''files:file:_files'\''' \"
         ));
     }
 

@@ -280,7 +280,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "boots", short: [], values: ["K"], repeat: LastWins,
         subs: BOOT, category: Boots,
-        help: "run the batch at each of the next K boots (default 3), then disarm",
+        help: "a batch at each of the next K boots (default 3)",
         description: "The number of boots whose batch runs (default 3, at most 1000): the \
             count left is decremented before each boot's batch starts, and after the K-th \
             coldtrace disarms itself (the unit and the state removed).",
@@ -288,7 +288,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "out", short: ['o'], values: ["DIR"], repeat: LastWins,
         subs: BOOT, category: Boots,
-        help: "where each boot's batch goes: DIR/boot-NN-<boot id>/ (required)",
+        help: "each boot's batch in DIR/boot-NN-<boot id>/ (required)",
         description: "The directory that holds one batch directory per boot, \
             DIR/boot-NN-<boot id>/ (NN from 01), and boots.jsonl, one line per event (armed, a \
             boot's batch started or ended, disarmed and why). Made at arming when missing; it \
@@ -298,7 +298,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "reboot", short: [], values: [], optional_value: "COMMAND", repeat: LastWins,
         subs: BOOT, category: Boots,
-        help: "reboot after a boot's batch succeeded, while boots remain (=COMMAND: how)",
+        help: "reboot after a boot's batch while boots remain",
         description: "After a boot's batch (and its --control batch) succeeded and boots \
             remain, reboot: `systemctl reboot` under systemd, else `reboot`; with =COMMAND, \
             `/bin/sh -c COMMAND` instead (a fleet's own way: `--reboot='shutdown -r +1'`). \
@@ -308,7 +308,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "after", short: [], values: ["UNIT"], repeat: Many,
         subs: BOOT, category: Boots,
-        help: "start the batch after UNIT too (repeatable): a mount, a GPU's modules",
+        help: "start after UNIT too: a mount, a GPU's modules",
         description: "Order the boot unit after UNIT as well (After= and Wants=), for what the \
             command needs: a network mount (remote-fs.target is there by default, with \
             local-fs.target), network-online.target, a GPU's module loader. Repeatable.",
@@ -316,7 +316,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "control", short: [], values: ["SECONDS"], repeat: LastWins,
         subs: BOOT, category: Boots,
-        help: "a second batch SECONDS after the first, on the same boot: a settled system",
+        help: "a second batch SECONDS later: the settled system",
         description: "After each boot's batch, wait SECONDS, then run the same batch again \
             into DIR/boot-NN-<boot id>-control/: a fresh process on a system that has \
             settled, the other shape of a first run, to hold against the one right after \
@@ -333,14 +333,14 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "dry-run", short: [], values: [], repeat: LastWins,
         subs: BOOT, category: Boots,
-        help: "print the unit and the plan that arming would install; change nothing",
+        help: "print what arming would install; change nothing",
         description: "Check everything arming checks and print the systemd unit and the \
             saved plan that it would install, without writing anything.",
     },
     opt! {
         long: "state-dir", short: [], values: ["DIR"], repeat: LastWins,
         subs: BOOT, category: Boots,
-        help: "where the armed state lives (default /var/lib/coldtrace/boot)",
+        help: "the armed state (default /var/lib/coldtrace/boot)",
         description: "The directory of the armed state (state.json, owned by the user who \
             armed, mode 0600, in a directory of mode 0700 that is no symlink): default \
             /var/lib/coldtrace/boot. Give the same to every action; the unit passes it to \
@@ -356,7 +356,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "runs", short: ['n', 'r'], values: ["N"], repeat: LastWins,
         subs: RUN_COMPARE, category: Runs,
-        help: "exactly N counted runs (default: chosen by time, at least 10)",
+        help: "exactly N counted runs (default: by time, at least 10)",
         description: "Exactly N counted runs of each command. Without it the count is chosen \
             as hyperfine chooses it: see --max-time. -n 1 is one run like `time`: it \
             inherits the terminal's stdin and output and exits with the command's code. \
@@ -466,7 +466,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "out", short: ['o'], values: ["DIR"], repeat: LastWins,
         subs: RUN_COMPARE_ONLY, category: Output,
-        help: "batch directory: records and batch.json (outputs: --keep-output)",
+        help: "the batch directory: records and batch.json",
         description: "The batch directory: a new one, or an empty directory of your own (a \
             non-empty one is refused with the next free name, e.g. DIR-2). runs.jsonl (one \
             record per run), batch.json, and with --keep-output runs/NNN/{stdout,stderr}; \
@@ -485,7 +485,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "export-json", aliases: ["export-hyperfine-json"], short: [], values: ["FILE"],
         repeat: LastWins, subs: RUN_COMPARE, category: Output,
-        help: "hyperfine 2.0's JSON export (its scripts read it), to FILE",
+        help: "hyperfine's JSON export (its scripts read it), to FILE",
         description: "After the runs, write hyperfine 2.0's export document to FILE, field for \
             field (schema_version 2, metadata, primary_metric, results), for hyperfine's own \
             scripts and the tools that read it: per command its measurements (each run's wall, \
@@ -510,7 +510,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "export-csv", short: [], values: ["FILE"], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "hyperfine 2.0's summary CSV: one row per command, to FILE",
+        help: "hyperfine's summary CSV (a row per command), to FILE",
         description: "After the runs, write hyperfine 2.0's summary CSV to FILE: one row per \
             command, its wall time and peak memory as time_wall_clock_unit, _mean, _stddev, \
             _median, _min, _max (seconds) and the same for memory_peak_resident (bytes), over \
@@ -529,7 +529,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "export-markdown", short: [], values: ["FILE"], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "hyperfine 2.0's Markdown table of the wall time, to FILE",
+        help: "hyperfine's Markdown table (wall time), to FILE",
         description: "After the runs, write hyperfine 2.0's Markdown table to FILE: Command, \
             Mean Wall Time (mean ± σ of the counted runs, one unit for the table), Change and \
             Factor against the first command.",
@@ -538,7 +538,7 @@ static OPTIONS: &[OptSpec] = &[
         long: "output", short: [], values: ["WHERE"], choices: ["null", "pipe", "inherit"],
         repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
-        help: "the command's stdout: null | pipe | inherit | FILE (default: null)",
+        help: "command's stdout: null (default), pipe, inherit, FILE",
         description: "Where the command's stdout goes, as in hyperfine: null (/dev/null, the \
             default of a batch), pipe (through a pipe that coldtrace reads and discards: \
             some programs, GNU grep among them, do less work when their output is \
@@ -674,7 +674,7 @@ static OPTIONS: &[OptSpec] = &[
     opt! {
         long: "drop-caches", short: [], values: [], repeat: LastWins,
         subs: RUN_COMPARE, category: ColdState,
-        help: "sync and drop the whole page cache, dentries and inodes (root)",
+        help: "drop the whole page cache, dentries and inodes (root)",
         description: "`sync; echo 3 > /proc/sys/vm/drop_caches`: the whole page cache, \
             dentries and inodes. Needs root; refused before anything runs otherwise.",
     },
