@@ -139,9 +139,13 @@ impl CommandBatch<'_> {
 
     /// Writes every file the first run paged in, largest first, to `runs/NNN/page_ins.tsv`
     /// (`bytes`, `device`, `inode`, `under`, `path`; `-` where there is none); a failure to
-    /// write it is said, not fatal.
+    /// write it is said, not fatal. A run that paged nothing in gets no file: `runs/` holds
+    /// only what a run left to keep.
     fn write_page_ins(&mut self, mut all: Vec<PageInFile>) {
         let Some(dir) = &self.dir else { return };
+        if all.is_empty() {
+            return;
+        }
         all.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.key.cmp(&b.key)));
         let mut text = String::from("bytes\tdevice\tinode\tunder\tpath\n");
         for f in &all {
