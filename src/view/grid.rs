@@ -32,6 +32,8 @@ struct Column {
     keep_end: bool,
     /// Left out when the table does not fit otherwise: the lowest rank first.
     optional: Option<u8>,
+    /// Never shortened so far that two different cells look the same (`gzip -1 -c d…` twice).
+    distinct: bool,
 }
 
 /// A table of text cells.
@@ -40,6 +42,16 @@ pub struct Grid {
     indent: usize,
     columns: Vec<Column>,
     rows: Vec<Vec<String>>,
+}
+
+/// `cell` shortened to `w` columns: a path at its start when `keep_end` (its last part tells
+/// paths apart), anything else at its end.
+fn fit(cell: &str, w: usize, keep_end: bool) -> String {
+    if keep_end && cell.contains('/') {
+        shorten_start(cell, w)
+    } else {
+        shorten(cell, w)
+    }
 }
 
 impl Grid {
@@ -59,6 +71,7 @@ impl Grid {
             min: None,
             keep_end: false,
             optional: None,
+            distinct: false,
         });
         self
     }
@@ -73,6 +86,17 @@ impl Grid {
     }
 
     /// As [`Grid::shrinkable`], but a path is shortened at its start, keeping its end.
+    /// A shrinkable column (see [`Grid::shrinkable_keeping_end`]) whose cells, shortened, still
+    /// tell their rows apart: it is never narrower than the width at which two different cells
+    /// would be shortened alike (other columns are left out first).
+    pub fn shrinkable_distinct(mut self, header: &str, align: Align, min: usize) -> Grid {
+        self = self.shrinkable_keeping_end(header, align, min);
+        if let Some(c) = self.columns.last_mut() {
+            c.distinct = true;
+        }
+        self
+    }
+
     pub fn shrinkable_keeping_end(mut self, header: &str, align: Align, min: usize) -> Grid {
         self = self.shrinkable(header, align, min);
         if let Some(c) = self.columns.last_mut() {
@@ -170,14 +194,37 @@ impl Grid {
             .map(|(w, &s)| s.then_some(w))
             .collect();
         let mut excess = self.total(&widths, 1).saturating_sub(width);
-        for (w, column) in widths.iter_mut().zip(&self.columns) {
-            if let (Some(w), Some(min)) = (w.as_mut(), column.min) {
+        for (c, (w, column)) in widths.iter_mut().zip(&self.columns).enumerate() {
+            let min = match column.min {
+                Some(min) if column.distinct => Some(self.distinct_width(c, min)),
+                min => min,
+            };
+            if let (Some(w), Some(min)) = (w.as_mut(), min) {
                 let cut = excess.min(w.saturating_sub(min));
                 *w -= cut;
                 excess -= cut;
             }
         }
         widths
+    }
+
+    /// The narrowest width, from `min`, at which column `c`'s different cells stay different
+    /// once shortened.
+    fn distinct_width(&self, c: usize, min: usize) -> usize {
+        let cells: Vec<&str> = (0..self.rows.len()).map(|r| self.cell(r, c)).collect();
+        let natural = cells.iter().map(|t| display_width(t)).max().unwrap_or(0);
+        let keep_end = self.columns[c].keep_end;
+        (min..natural)
+            .find(|&w| {
+                let mut seen: Vec<(String, &str)> = Vec::new();
+                cells.iter().all(|&cell| {
+                    let shown = fit(cell, w, keep_end);
+                    let clash = seen.iter().any(|(s, full)| *s == shown && *full != cell);
+                    seen.push((shown, cell));
+                    !clash
+                })
+            })
+            .unwrap_or(natural.max(min))
     }
 
     /// The width the table takes when laid out for `width` (at most `width` if it fits).
@@ -229,11 +276,7 @@ impl Grid {
                 line.push_str(&" ".repeat(gaps.get(shown - 1).copied().unwrap_or(1)));
             }
             shown += 1;
-            let text = if column.keep_end && cell.contains('/') {
-                shorten_start(cell, w)
-            } else {
-                shorten(cell, w)
-            };
+            let text = fit(cell, w, column.keep_end);
             let pad = " ".repeat(w.saturating_sub(display_width(&text)));
             match column.align {
                 Align::Left => {
@@ -300,6 +343,38 @@ mod tests {
         ]);
         g.row(vec!["wall".into(), "213.9".into()]);
         g
+    }
+
+    #[test]
+    fn a_distinct_column_is_never_shortened_until_two_rows_look_alike() {
+        let table = |distinct: bool| {
+            let mut g = Grid::new(0);
+            g = match distinct {
+                true => g.shrinkable_distinct("batch", Align::Left, 8),
+                false => g.shrinkable_keeping_end("batch", Align::Left, 8),
+            };
+            g = g
+                .optional("optional", Align::Right, 0)
+                .column("numbers", Align::Right);
+            for name in ["gzip -c data-file-1.bin", "gzip -c data-file-2.bin", "ls"] {
+                g.row(vec![name.into(), "1".into(), "2".into()]);
+            }
+            g.lines(30)
+        };
+        let cut = table(false);
+        assert_eq!(cut[1][..12], cut[2][..12], "{cut:?}");
+        assert!(cut[0].contains("optional"), "{cut:?}");
+        // Kept apart: the optional column is left out to make room.
+        let kept = table(true);
+        assert_eq!(
+            kept,
+            [
+                "batch                  numbers",
+                "gzip -c data-file-1.b…       2",
+                "gzip -c data-file-2.b…       2",
+                "ls                           2",
+            ]
+        );
     }
 
     #[test]

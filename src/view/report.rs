@@ -13,8 +13,36 @@ fn one_line(text: &str) -> String {
     crate::text::escape_controls(text)
 }
 
+/// A batch as the lines under the table name it: its label, else its directory.
 fn name(row: &BatchRow) -> String {
     one_line(row.label.as_deref().unwrap_or(&row.dir))
+}
+
+/// Each row's name in the batch column: its label (a comparison's command), else its
+/// directory; a label that more than one row has is preceded by where the row is (`cmp[0]`
+/// for the first command of the comparison in `cmp`, the directory of a batch).
+fn names(rows: &[BatchRow]) -> Vec<String> {
+    let shared = |label: &str| {
+        rows.iter()
+            .filter(|r| r.label.as_deref() == Some(label))
+            .count()
+            > 1
+    };
+    rows.iter()
+        .map(|row| match row.label.as_deref() {
+            Some(label) if shared(label) => format!("{} {}", short_id(&row.dir), one_line(label)),
+            _ => name(row),
+        })
+        .collect()
+}
+
+/// `cmp[0]` for `cmp/commands/00` (a comparison's first command), else the directory.
+fn short_id(dir: &str) -> String {
+    let command = dir.rsplit_once("/commands/").and_then(|(parent, nn)| {
+        let n: u32 = nn.trim_end_matches('/').parse().ok()?;
+        Some(format!("{parent}[{n}]"))
+    });
+    one_line(&command.unwrap_or_else(|| dir.to_string()))
 }
 
 fn count(v: Option<u64>) -> String {
@@ -31,6 +59,25 @@ fn anomalies_label(markdown: bool) -> &'static str {
     }
 }
 
+/// The warm median's label: in the terminal two words on two lines, in the unit of the first
+/// run's and the penalty's columns beside it (said under them); in Markdown with its unit.
+fn warm_label(markdown: bool, unit: &str) -> String {
+    if markdown {
+        format!("warm median {unit}")
+    } else {
+        "warm\nmedian".to_string()
+    }
+}
+
+/// The rejected column's label, hyphenated like [`anomalies_label`].
+fn rejected_label(markdown: bool) -> &'static str {
+    if markdown {
+        "rejected"
+    } else {
+        "rejec-\nted"
+    }
+}
+
 /// The table: wall times in one unit for both time columns, counts, residency; labels for
 /// Markdown when `markdown`.
 fn grid(rows: &[BatchRow], markdown: bool) -> Grid {
@@ -43,21 +90,26 @@ fn grid(rows: &[BatchRow], markdown: bool) -> Grid {
         Unit::Ratio,
         rows.iter().filter_map(|r| r.first_resident_ratio_before),
     );
+    let blocks = Scale::for_values(
+        Unit::Blocks512,
+        rows.iter()
+            .filter_map(|r| r.first_block_in.map(|b| b as f64)),
+    );
     let mut grid = Grid::new(0)
-        .shrinkable_keeping_end("batch", Align::Left, 8)
+        .shrinkable_distinct("batch", Align::Left, 8)
         .optional("uptime", Align::Right, 0)
         .column(&format!("first\n{}", wall.unit), Align::Right)
-        .column(&format!("warm median\n{}", wall.unit), Align::Right)
+        .column(warm_label(markdown, wall.unit).as_str(), Align::Right)
         .optional("first/\nwarm", Align::Right, 1)
         .column(&format!("penalty\n{}", wall.unit), Align::Right)
         .column("major\nfaults", Align::Right)
-        .column("block in\n×512 B", Align::Right)
+        .column(&format!("block\nin {}", blocks.unit), Align::Right)
         .column("cached\nbefore %", Align::Right)
-        .column("rejected", Align::Right)
+        .column(rejected_label(markdown), Align::Right)
         .column(anomalies_label(markdown), Align::Right);
-    for row in rows {
+    for (row, name) in rows.iter().zip(names(rows)) {
         grid.row(vec![
-            name(row),
+            name,
             row.uptime_s.map_or("?".into(), human_uptime),
             match &row.first_rejected {
                 Some(_) => format!(
@@ -71,7 +123,8 @@ fn grid(rows: &[BatchRow], markdown: bool) -> Grid {
                 .map_or("—".into(), crate::view::units::ratio),
             penalty_cell(row, &wall),
             count(row.first_major_faults),
-            count(row.first_block_in),
+            row.first_block_in
+                .map_or("—".into(), |b| blocks.cell(b as f64)),
             row.first_resident_ratio_before.map_or("—".into(), |r| {
                 format!("{}{}", cached.cell(r), set_mark(rows, row))
             }),
@@ -213,14 +266,13 @@ pub fn group_line(group: &[BatchRow]) -> String {
 /// What the table has no column for: each batch's flags and rejected first run.
 fn under_table(rows: &[BatchRow]) -> Vec<String> {
     let mut lines = file_set_lines(rows);
-    for row in rows {
+    for (row, name) in rows.iter().zip(names(rows)) {
         if !row.complete {
-            lines.push(format!("{}: incomplete", name(row)));
+            lines.push(format!("{name}: incomplete"));
         }
         if let Some(why) = &row.first_rejected {
             lines.push(format!(
-                "{}: ✗ the first run was rejected ({})",
-                name(row),
+                "{name}: ✗ the first run was rejected ({})",
                 one_line(why)
             ));
         }
@@ -360,5 +412,44 @@ mod tests {
         let wall = Scale::for_values(Unit::Ns, [424e6]);
         assert_eq!(penalty_cell(&noise, &wall), "n.d.");
         assert_eq!(penalty_cell(&row, &wall), "+424");
+    }
+
+    #[test]
+    fn the_batch_column_tells_every_row_apart_at_80_columns() {
+        let row = |dir: &str, label: Option<&str>| BatchRow {
+            dir: dir.into(),
+            label: label.map(str::to_string),
+            first_wall_ns: Some(123.9e6),
+            warm_median_wall_ns: Some(126.3e6),
+            first_major_faults: Some(0),
+            first_block_in: Some(382_256),
+            complete: true,
+            ..BatchRow::default()
+        };
+        let rows = [
+            row("cmp2/commands/00", Some("gzip -1 -c data-file.bin")),
+            row("cmp2/commands/01", Some("gzip -9 -c data-file.bin")),
+            row("cmp3/commands/00", Some("gzip -1 -c data-file.bin")),
+            row("cmp3/commands/01", Some("gzip -9 -c data-file.bin")),
+            row("a", Some("gzip -c data-file-1.bin")),
+            row("b", Some("gzip -c data-file-2.bin")),
+        ];
+        let text = render_table(&rows, 80);
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains("123.9")).collect();
+        assert_eq!(lines.len(), 6, "{text}");
+        for (i, line) in lines.iter().enumerate() {
+            assert!(crate::view::units::display_width(line) <= 80, "{line}");
+            let name = line.split("  ").next().unwrap_or_default().trim();
+            let others = lines.iter().enumerate().filter(|(j, _)| *j != i);
+            assert!(
+                others.clone().all(|(_, l)| !l.starts_with(name)),
+                "{name:?} names two rows:\n{text}"
+            );
+            // The last column is whole: nothing was cut to make room.
+            assert!(line.ends_with(" —"), "{line}");
+        }
+        assert!(lines[0].starts_with("cmp2[0] gzip -1"), "{text}");
+        // 382,256 blocks of 512 bytes are shown as what run shows storage in, MiB.
+        assert!(text.contains("in MiB") && text.contains("186.6"), "{text}");
     }
 }

@@ -11,7 +11,7 @@ use crate::record::metrics::Unit;
 /// One unit and precision for a set of values of the same metric (a table row or column).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scale {
-    /// The unit as shown (`ms`, `MiB`, `×512 B`, `%`; empty for a plain count).
+    /// The unit as shown (`ms`, `MiB`, `%`; empty for a plain count).
     pub unit: &'static str,
     divisor: f64,
     decimals: usize,
@@ -86,7 +86,9 @@ impl Scale {
             Unit::Us => (&TIME_NS[1..], 1e3, 1e3),
             Unit::Kib => (&SIZE_B[1..], 1024.0, 1024.0),
             Unit::Bytes => (&SIZE_B, 1.0, 1.0),
-            Unit::Count | Unit::Blocks512 => return Scale::count(unit, largest),
+            // 512-byte blocks in bytes, as every other size: one unit per metric everywhere.
+            Unit::Blocks512 => (&SIZE_B, 512.0, 512.0),
+            Unit::Count => return Scale::count(largest),
             Unit::Ratio => {
                 let decimals = if largest > 0.0 && largest < 0.1 { 1 } else { 0 };
                 return Scale {
@@ -106,14 +108,13 @@ impl Scale {
     }
 
     /// Counts stay whole up to seven digits, then go to millions or billions.
-    fn count(unit: Unit, largest: f64) -> Scale {
-        let blocks = unit == Unit::Blocks512;
+    fn count(largest: f64) -> Scale {
         let (divisor, name) = if largest >= 1e10 {
-            (1e9, if blocks { "G×512 B" } else { "×10⁹" })
+            (1e9, "×10⁹")
         } else if largest >= 1e7 {
-            (1e6, if blocks { "M×512 B" } else { "×10⁶" })
+            (1e6, "×10⁶")
         } else {
-            (1.0, if blocks { "×512 B" } else { "" })
+            (1.0, "")
         };
         let decimals = if divisor > 1.0 {
             four_digits(largest / divisor)
@@ -391,10 +392,7 @@ mod tests {
             ("ms", "236.4".into(), "9.5".into())
         );
         let blocks = Scale::for_values(Unit::Blocks512, [27912.0, 0.0]);
-        assert_eq!(
-            (blocks.unit, blocks.cell(27912.0)),
-            ("×512 B", "27912".into())
-        );
+        assert_eq!((blocks.unit, blocks.cell(27912.0)), ("MiB", "13.63".into()));
         let big = Scale::for_values(Unit::Count, [1.234e9]);
         assert_eq!((big.unit, big.cell(1.234e9)), ("×10⁶", "1234".into()));
     }
