@@ -162,6 +162,26 @@ fn armed_boots_run_one_batch_each_then_disarm_with_a_record_of_each() {
         kinds,
         ["armed", "started", "ended", "started", "ended", "disarmed"].map(Value::from)
     );
+    // report shows the two boots side by side, with the interval and why it disarmed.
+    let out = ct(b.tmp.path(), ["report", "res"])
+        .env("COLUMNS", "80")
+        .run();
+    out.expect_code(0);
+    assert!(
+        out.stdout.contains("boots of res: 2 boots of 2 armed"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("95 % interval"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("disarmed: all 2 boots have run"),
+        "{}",
+        out.stdout
+    );
+    let json = ct(b.tmp.path(), ["report", "--json", "res"]).run().json();
+    let boots = &json["boots"][0];
+    assert_eq!(boots["rows"].as_array().unwrap().len(), 2);
+    assert_eq!(boots["penalty"]["boots"], 2);
     // Not armed: boot run says so and does nothing.
     let out = b.boot("run", &[]);
     out.expect_code(0);

@@ -121,11 +121,14 @@ pub fn execute_report(args: &ReportArgs) -> Result<Output, BatchError> {
     for line in crate::view::report::skipped_lines(&skipped) {
         eprintln!("coldtrace: skipped {line}");
     }
+    let boots = crate::record::boots::series(&rows);
+    let width = crate::view::terminal::width(crate::view::terminal::Stream::Stdout);
     let mut stdout = if args.json {
         let document = crate::record::reader::ReportDocument {
             schema: crate::record::REPORT_SCHEMA,
             batches: &rows,
             skipped: &skipped,
+            boots: (!boots.is_empty()).then_some(boots.as_slice()),
         };
         format!(
             "{}\n",
@@ -133,19 +136,20 @@ pub fn execute_report(args: &ReportArgs) -> Result<Output, BatchError> {
         )
     } else if args.markdown {
         crate::view::report::render_markdown(&rows, &skipped)
+            + &crate::view::boots::render_markdown(&boots)
     } else {
         // The notes are about reading, not the batches: stderr, so that the table can be piped.
         for note in crate::view::report::notes(&rows) {
             eprintln!("coldtrace: note: {note}");
         }
-        let width = crate::view::terminal::width(crate::view::terminal::Stream::Stdout);
         crate::view::report::render_table(&rows, width)
+            + &crate::view::boots::render_text(&boots, width)
     };
     if !args.json {
         stdout.push_str(&comparisons_text(&comparisons, args.markdown));
     }
     if args.svg.is_some() || args.html.is_some() {
-        draw(args)?;
+        draw(args, &boots)?;
     }
     Ok(Output {
         stdout,
@@ -185,14 +189,18 @@ fn comparisons_text(comparisons: &[(String, ReadComparison)], markdown: bool) ->
 
 /// `--svg FILE` and `--html FILE`: the batches read again as series (streamed), drawn, and
 /// each file replaced atomically (a browser reloading it never sees half a picture).
-fn draw(args: &ReportArgs) -> Result<(), BatchError> {
+fn draw(args: &ReportArgs, boots: &[crate::record::boots::BootSeries]) -> Result<(), BatchError> {
     let pictures = crate::record::reader::read_pictures(&args.dirs);
     if let Some(path) = &args.svg {
-        write_file("--svg", path, &crate::view::picture::render_svg(&pictures))?;
+        write_file(
+            "--svg",
+            path,
+            &crate::view::picture::render_svg(&pictures, boots),
+        )?;
     }
     if let Some(path) = &args.html {
         let dirs: Vec<String> = args.dirs.iter().map(|d| d.display().to_string()).collect();
-        let html = crate::view::picture::html::render_html(&pictures, &dirs);
+        let html = crate::view::picture::html::render_html(&pictures, &dirs, boots);
         write_file("--html", path, &html)?;
     }
     Ok(())

@@ -10,6 +10,7 @@ pub mod anomaly;
 pub mod artifacts;
 pub mod batch;
 pub mod boot;
+pub mod boots;
 pub mod cause;
 pub mod columns;
 pub mod compare;

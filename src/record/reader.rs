@@ -43,12 +43,14 @@ pub struct ReportDocument<'a> {
     pub batches: &'a [BatchRow],
     /// What was not read, each `DIR: why`.
     pub skipped: &'a [String],
+    /// The boots of armed plans side by side (absent when no batch was run by `boot run`).
+    pub boots: Option<&'a [crate::record::boots::BootSeries]>,
 }
 serialize_struct!(ReportDocument<'_> {
     schema,
     batches,
     skipped
-});
+} optional { boots });
 
 /// One row: a batch as `report` sees it.
 #[derive(Clone, Debug, Default)]

@@ -3,6 +3,7 @@
 //! they never run anything.
 #![forbid(unsafe_code)]
 
+pub mod boots;
 pub mod cause;
 pub mod compare;
 pub mod context;

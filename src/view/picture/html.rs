@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 use super::svg::escape;
+use crate::record::boots::BootSeries;
 use crate::record::series::Picture;
 use std::fmt::Write;
 
@@ -13,8 +14,8 @@ sans-serif;margin:24px;color:#222;background:#fff;max-width:1000px}h1{font-size:
 8px}p{margin:0 0 16px;color:#444}figure{margin:0 0 24px}svg{max-width:100%;height:auto;\
 border:1px solid #ddd}";
 
-/// The whole page.
-pub fn render_html(pictures: &[Picture], dirs: &[String]) -> String {
+/// The whole page: the summary, each directory's figure, then the boots of each armed plan.
+pub fn render_html(pictures: &[Picture], dirs: &[String], boots: &[BootSeries]) -> String {
     let mut page =
         String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     page.push_str(
@@ -36,6 +37,9 @@ pub fn render_html(pictures: &[Picture], dirs: &[String]) -> String {
         let _ = writeln!(page, "<figure>\n{summary}</figure>");
     }
     for figure in super::render_figures(pictures) {
+        let _ = writeln!(page, "<figure>\n{figure}</figure>");
+    }
+    for figure in super::render_boots(boots) {
         let _ = writeln!(page, "<figure>\n{figure}</figure>");
     }
     page.push_str("</body>\n</html>\n");

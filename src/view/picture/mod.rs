@@ -7,6 +7,7 @@
 //! relies on the browser to fit: labels are shortened to a width estimated from their length.
 #![forbid(unsafe_code)]
 
+mod boots;
 mod cold;
 mod compare;
 pub mod html;
@@ -19,6 +20,7 @@ pub mod svg;
 
 pub use panel::WIDTH;
 
+use crate::record::boots::BootSeries;
 use crate::record::series::Picture;
 use svg::Svg;
 
@@ -47,10 +49,28 @@ text{font-family:'DejaVu Sans','Liberation Sans',Arial,Helvetica,sans-serif;font
 .zero{stroke:#333;stroke-width:1.2}.one{stroke:#333;stroke-dasharray:3 3}\
 .ci{stroke:#222;stroke-width:2}.ratio{fill:#222}";
 
-/// The SVG of every picture, stacked.
-pub fn render_svg(pictures: &[Picture]) -> String {
-    let (body, height) = panels(pictures);
+/// The SVG of every picture, stacked, then the boots of each armed plan.
+pub fn render_svg(pictures: &[Picture], boots: &[BootSeries]) -> String {
+    let (mut body, mut height) = panels(pictures);
+    for series in boots {
+        body.open(height);
+        height += boots::boots(&mut body, series) + GAP;
+        body.close();
+    }
     body.document(WIDTH, height, "coldtrace report", STYLE)
+}
+
+/// Each armed plan's boots as its own SVG document (for the HTML page).
+pub fn render_boots(all: &[BootSeries]) -> Vec<String> {
+    all.iter()
+        .map(|series| {
+            let mut svg = Svg::default();
+            svg.open(8.0);
+            let height = boots::boots(&mut svg, series) + 16.0;
+            svg.close();
+            svg.document(WIDTH, height, &series.dir, STYLE)
+        })
+        .collect()
 }
 
 /// Every panel into one [`Svg`], and the total height.
