@@ -5,12 +5,15 @@
 //! next (the kernel, the command's executable and libraries). Decided here, once, for every
 //! view; it reads `boot.json`, `boots.jsonl` and the first record, and renders nothing.
 //!
-//! Each boot's penalty is the one its batch's row carries ([`boot_penalty`]): the one place
-//! to change when the batch's verdict decides it.
+//! Each boot's first run is judged by its batch's verdict ([`crate::record::verdict`]), kept in
+//! its row; the sample a boot gives the interval is the verdict's measured difference (first
+//! run minus the reference warm run, [`boot_penalty`]) whether or not it stands out at that
+//! boot's count — leaving out the boots where it did not would bias the mean upwards.
 #![forbid(unsafe_code)]
 
 use crate::record::boot::control_dir_name;
 use crate::record::reader::BatchRow;
+use crate::record::verdict::Verdict;
 use crate::serialize_struct;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -45,6 +48,8 @@ pub struct BootRow {
     pub warm_median_wall_ns: Option<f64>,
     /// The first-after-boot penalty, ns ([`boot_penalty`]).
     pub penalty_ns: Option<f64>,
+    /// The batch's verdict on its first run (whether the penalty stands out, in which states).
+    pub verdict: Option<Verdict>,
     /// What the first run read from storage, bytes (`/proc/PID/io` read_bytes).
     pub first_read_bytes: Option<u64>,
     /// Its major faults.
@@ -56,6 +61,8 @@ pub struct BootRow {
     pub control_first_wall_ns: Option<f64>,
     /// See `control_first_wall_ns`.
     pub control_penalty_ns: Option<f64>,
+    /// The control batch's verdict.
+    pub control_verdict: Option<Verdict>,
     /// What changed since the previous boot listed, one phrase each.
     pub changes: Vec<String>,
     /// The command's files: `path inode size mtime`, for the comparison.
@@ -74,11 +81,13 @@ serialize_struct!(BootRow {
     first_wall_ns,
     warm_median_wall_ns,
     penalty_ns,
+    verdict,
     first_read_bytes,
     first_major_faults,
     first_cpu_wait_share,
     control_first_wall_ns,
     control_penalty_ns,
+    control_verdict,
     changes
 });
 
@@ -126,9 +135,13 @@ serialize_struct!(BootSeries {
     disarmed
 });
 
-/// The penalty of a boot's batch: the one its row carries (the batch's own first-run penalty).
+/// The sample a boot's batch gives: its verdict's first run minus the reference warm run
+/// (the row's own penalty for a batch without a verdict's figures).
 pub fn boot_penalty(row: &BatchRow) -> Option<f64> {
-    row.first_penalty_ns
+    row.verdict
+        .as_ref()
+        .and_then(|v| v.penalty_ns)
+        .or(row.first_penalty_ns)
 }
 
 /// Two-sided 95 % quantiles of Student's t for 1 to 30 degrees of freedom.
@@ -270,11 +283,13 @@ fn boot_row(row: &BatchRow, doc: &Value, control: Option<&BatchRow>) -> BootRow 
         first_wall_ns: row.first_wall_ns,
         warm_median_wall_ns: row.warm_median_wall_ns,
         penalty_ns: boot_penalty(row),
+        verdict: row.verdict.clone(),
         first_read_bytes: read,
         first_major_faults: majors,
         first_cpu_wait_share: busy,
         control_first_wall_ns: control.and_then(|c| c.first_wall_ns),
         control_penalty_ns: control.and_then(boot_penalty),
+        control_verdict: control.and_then(|c| c.verdict.clone()),
         changes: Vec::new(),
         files,
     }

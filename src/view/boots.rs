@@ -6,6 +6,7 @@
 
 use crate::record::boots::{AcrossBoots, BootRow, BootSeries};
 use crate::record::metrics::Unit;
+use crate::record::verdict::{Kind, Verdict};
 use crate::view::grid::{Align, Grid};
 use crate::view::units::{fold, human_bytes, human_kib, human_uptime, shorten, Scale};
 use std::fmt::Write;
@@ -36,10 +37,11 @@ fn grid(series: &BootSeries) -> Grid {
         .column(&format!("first\n{}", wall.unit), Align::Right)
         .column(&format!("warm\n{}", wall.unit), Align::Right)
         .column(&format!("penalty\n{}", wall.unit), Align::Right)
+        .column("verdict", Align::Left)
         .column("read", Align::Right)
         .optional("CPU\nwait", Align::Right, 2);
     if control {
-        grid = grid.column(&format!("control\npenalty {}", wall.unit), Align::Right);
+        grid = grid.column(&format!("control\n{}", wall.unit), Align::Right);
     }
     let dash = || "—".to_string();
     for r in rows {
@@ -51,6 +53,7 @@ fn grid(series: &BootSeries) -> Grid {
             r.first_wall_ns.map_or_else(dash, |v| wall.cell(v)),
             r.warm_median_wall_ns.map_or_else(dash, |v| wall.cell(v)),
             r.penalty_ns.map_or_else(dash, |v| signed(&wall, v)),
+            r.verdict.as_ref().map_or_else(dash, short_verdict),
             r.first_read_bytes
                 .map_or_else(dash, |b| human_bytes(b as f64)),
             r.first_cpu_wait_share
@@ -62,6 +65,16 @@ fn grid(series: &BootSeries) -> Grid {
         grid.row(cells);
     }
     grid
+}
+
+/// The verdict in a cell: `penalty` (its states are said under the table), `n.d.` (not
+/// distinguishable from the warm runs at this count), or why there is no test.
+fn short_verdict(v: &Verdict) -> String {
+    match v.kind {
+        Kind::Penalty => "penalty".into(),
+        Kind::NotDistinguishable | Kind::TooFewWarmRuns => "n.d.".into(),
+        other => other.name().replace('_', " "),
+    }
 }
 
 /// `mean +116.5 ms, 95 % interval +23.7 ms to +209.4 ms (3 boots, Student's t)`.
@@ -96,6 +109,11 @@ fn lines(series: &BootSeries) -> Vec<String> {
             "control batches' penalty (a settled system)",
             a,
         ));
+    }
+    for r in &series.rows {
+        if let Some(line) = r.verdict.as_ref().and_then(crate::view::verdict::one_line) {
+            lines.push(format!("boot {}: {line}", r.boot));
+        }
     }
     let changed: Vec<&BootRow> = series
         .rows

@@ -82,12 +82,24 @@ pub fn boots(svg: &mut Svg, s: &BootSeries) -> f64 {
     y += 16.0;
     let x = bar_scale(&values(s));
     let mut rows: Vec<(String, &str, f64)> = Vec::new();
+    // A boot whose verdict finds nothing standing out says so beside its bar.
+    let nd = |v: &Option<crate::record::verdict::Verdict>| {
+        let stands_out = v
+            .as_ref()
+            .map(|v| v.kind == crate::record::verdict::Kind::Penalty);
+        if stands_out == Some(false) {
+            " (n.d.)"
+        } else {
+            ""
+        }
+    };
     for r in &s.rows {
         if let Some(p) = r.penalty_ns {
-            rows.push((format!("boot {}", r.boot), "cold", p));
+            rows.push((format!("boot {}{}", r.boot, nd(&r.verdict)), "cold", p));
         }
         if let Some(p) = r.control_penalty_ns {
-            rows.push((format!("control {}", r.boot), "warm", p));
+            let label = format!("control {}{}", r.boot, nd(&r.control_verdict));
+            rows.push((label, "warm", p));
         }
     }
     let summaries: Vec<(&str, &AcrossBoots)> =
