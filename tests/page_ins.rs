@@ -61,7 +61,7 @@ fn a_first_runs_page_ins_are_split_exactly_into_evicted_watched_and_elsewhere() 
     .run_within(Duration::from_secs(120));
     out.expect_code(0);
     let runs = read_records(&tmp.join("b"));
-    assert_eq!(runs[0]["schema"], "coldtrace.run/6");
+    assert_eq!(runs[0]["schema"], "coldtrace.run/7");
     let first = PageInsRecord::read(&runs[0]).expect("a page_ins object");
     assert_eq!(first.unknown_reason, None, "{}", runs[0]["page_ins"]);
     let part = |p: Option<coldtrace::record::page_ins::PageInPart>| p.map(|p| (p.files, p.bytes));

@@ -84,7 +84,8 @@ fn records(first: &[u8], second: &[u8]) -> (Vec<(u32, Vec<u8>)>, Framed) {
 }
 
 /// The events, in time order, from the first one's time: when the root's creation is among
-/// them, the four states add up to the window exactly, and the tree has at least the root.
+/// them, the four states add up to the window exactly, the tree has at least the root, and
+/// its tasks' turns on a CPU cover R but for the spawner's moment.
 fn check_replay(root: i32, events: &mut [SchedEvent]) {
     events.sort_by_key(|e| (e.time_ns, e.cpu));
     let (Some(start), Some(last)) = (events.first(), events.last()) else {
@@ -103,6 +104,8 @@ fn check_replay(root: i32, events: &mut [SchedEvent]) {
             assert!(created, "states without the root's creation");
             assert_eq!(states.total_ns(), end - start, "{states:?}");
             assert!(states.tasks >= 1);
+            // Every instant of R after the root's creation is in some task's turn.
+            assert!(states.on_cpu_sum_ns + states.spawn_ns >= states.on_cpu_ns);
         }
         Err(_) => assert!(!created || events.len() > 100_000),
     }

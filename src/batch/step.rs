@@ -102,7 +102,12 @@ impl<'a> RecordBase<'a> {
             sched: result.sched,
             tree: result.sched.is_some().then(|| {
                 let cpu = cpu_by_place(result.sched, result.stat, rusage);
-                TreeRecord::of(result.tree.as_ref(), measured.tree_why.as_deref(), cpu)
+                // A leaf that processes outlived the run counted them after it too.
+                let cgroup_cpu_ns = (result.survivors.count() == 0)
+                    .then(|| result.cgroup.as_ref()?.cpu_ns[0])
+                    .flatten();
+                let why = measured.tree_why.as_deref();
+                TreeRecord::of(result.tree.as_ref(), why, cpu, cgroup_cpu_ns)
             }),
             cache: measured.cache,
             paged_in: measured.paged_in.map(run::PagedInList),

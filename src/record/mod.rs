@@ -36,9 +36,11 @@ pub mod tree_penalty;
 pub mod verdict;
 pub mod working_set;
 
-/// Schema name and version of a run record (`runs.jsonl`). Version 6: `page_ins` (the page-in
-/// ledger: what the run's processes brought into the page cache, split by watched tree).
-/// Version 5: `tree.tasks_source`
+/// Schema name and version of a run record (`runs.jsonl`). Version 7: `tree.on_cpu_sum_ns` (the
+/// tree's tasks' turns on a CPU, summed), `tree.cpu_ns` (the kernel's CPU time of the same
+/// tasks) and `tree.steal_ns` (what the turns hold beyond it: the hypervisor's steal). Version
+/// 6: `page_ins` (the page-in ledger: what the run's processes brought into the page cache,
+/// split by watched tree). Version 5: `tree.tasks_source`
 /// (where `tree.tasks` came from), and `tree.tasks` also where the tree is not traced, from
 /// perf's task records. Version 4: `cgroup` (the run's
 /// cgroup leaf: the tree's CPU time and stalls) and `tree` (the whole process tree's states over
@@ -49,12 +51,13 @@ pub mod working_set;
 /// whose memory is the floor: the spawner or coldtrace). Version 2: `survivors` (what the run
 /// left running when its command exited, and what became of it), `outcome.tree_killed`
 /// (coldtrace killed the whole tree, and why) and the outcome kind `traced`.
-pub const RUN_SCHEMA: &str = "coldtrace.run/6";
+pub const RUN_SCHEMA: &str = "coldtrace.run/7";
 /// Version 1 of the run record, which `report` still reads.
 pub const RUN_SCHEMA_V1: &str = "coldtrace.run/1";
 /// Every run record version `report` reads, the newest first.
-pub const RUN_SCHEMAS_READ: [&str; 6] = [
+pub const RUN_SCHEMAS_READ: [&str; 7] = [
     RUN_SCHEMA,
+    "coldtrace.run/6",
     "coldtrace.run/5",
     "coldtrace.run/4",
     "coldtrace.run/3",

@@ -1,9 +1,12 @@
 //! A run's `tree` object: the states of the command's whole process tree over the run's wall
-//! time (R, Q, D, S, from the scheduler's tracepoints), and where the tree's CPU time went by
-//! the zombie's own accounting (the main thread, its other threads, the descendants it waited
-//! for), which needs no privilege. Serialize-only; every figure is `null` when unknown.
+//! time (R, Q, D, S, from the scheduler's tracepoints), how much of the tasks' time on a CPU
+//! the hypervisor stole (their turns by the tracepoints against the kernel's CPU time), and
+//! where the tree's CPU time went by the zombie's own accounting (the main thread, its other
+//! threads, the descendants it waited for), which needs no privilege. Serialize-only; every
+//! figure is `null` when unknown.
 #![forbid(unsafe_code)]
 
+use crate::measure::tree::replay::TreeStates;
 use crate::measure::tree::source::TreeResult;
 use crate::measure::tree::tasks::SOURCE_TASK_RECORDS;
 use crate::measure::zombie::{ChildSched, ChildStat};
@@ -37,6 +40,19 @@ pub struct TreeRecord {
     /// Of R, Q and D, the time before the command's first process existed: coldtrace creating
     /// it (the spawner's work, not the command's), ns.
     pub spawn_ns: Option<u64>,
+    /// The tree's tasks' turns on a CPU by the scheduler's switches, summed over the tasks
+    /// (R counts an instant once however many ran in it): the hypervisor's steal included,
+    /// as in R, ns.
+    pub on_cpu_sum_ns: Option<u64>,
+    /// The kernel's CPU time of the same tasks, which excludes the steal, ns: the run's cgroup
+    /// leaf's (every task of the tree, waited for or not), or, without one, the main thread's
+    /// schedstat where it was the whole tree; `null` otherwise, and where the run left
+    /// processes running (the leaf then counts them after the run).
+    pub cpu_ns: Option<u64>,
+    /// `on_cpu_sum_ns` − `cpu_ns` (0 when below): time the tasks held a CPU that the kernel
+    /// did not count as theirs — the hypervisor's steal (and interrupts, on kernels built with
+    /// `CONFIG_IRQ_TIME_ACCOUNTING`), ns. `null` with `cpu_ns`.
+    pub steal_ns: Option<u64>,
     /// Tasks (processes and threads) the tree had: the command's first process and every task
     /// a task of the tree created (an exec chain is one task).
     pub tasks: Option<u64>,
@@ -65,6 +81,9 @@ serialize_struct!(TreeRecord {
     sleeping_ns,
     after_exit_ns,
     spawn_ns,
+    on_cpu_sum_ns,
+    cpu_ns,
+    steal_ns,
     tasks,
     tasks_source,
     records,
@@ -117,13 +136,33 @@ pub fn cpu_by_place(
     (Some(main), Some(threads), Some(elsewhere - threads))
 }
 
+/// The kernel's CPU time of a traced tree whose turns on a CPU sum to `states.on_cpu_sum_ns`:
+/// its cgroup leaf's `cgroup_ns`, else the main thread's `main_ns` where it was the only task;
+/// and the steal, what the turns hold beyond it.
+///
+/// The cgroup's `cpu.stat` usage and the schedstat runtime are the scheduler's own runtime,
+/// which leaves out what the hypervisor stole (`CONFIG_PARAVIRT_TIME_ACCOUNTING`); the turns
+/// are timed by the switches' timestamps, which do not. The cgroup counts every task of the
+/// tree from its birth in the leaf, as the turns do; rusage would miss the descendants never
+/// waited for.
+pub fn steal(
+    states: &TreeStates,
+    cgroup_ns: Option<u64>,
+    main_ns: Option<u64>,
+) -> (Option<u64>, Option<u64>) {
+    let cpu = cgroup_ns.or(main_ns.filter(|_| states.tasks == 1));
+    (cpu, cpu.map(|c| states.on_cpu_sum_ns.saturating_sub(c)))
+}
+
 impl TreeRecord {
     /// The record of a run: its tree source's reading (`None` when it had none, then
-    /// `why_not` says why), and the zombie's figures.
+    /// `why_not` says why), the zombie's figures, and the CPU time its cgroup leaf counted
+    /// (`None` without one, or where processes outlived the run).
     pub fn of(
         result: Option<&TreeResult>,
         why_not: Option<&str>,
         cpu: (Option<u64>, Option<u64>, Option<u64>),
+        cgroup_cpu_ns: Option<u64>,
     ) -> TreeRecord {
         let (main_thread_cpu_ns, other_threads_cpu_ns, children_cpu_ns) = cpu;
         let mut record = TreeRecord {
@@ -162,6 +201,8 @@ impl TreeRecord {
                 record.sleeping_ns = Some(s.sleeping_ns);
                 record.after_exit_ns = Some(s.after_exit_ns);
                 record.spawn_ns = Some(s.spawn_ns);
+                record.on_cpu_sum_ns = Some(s.on_cpu_sum_ns);
+                (record.cpu_ns, record.steal_ns) = steal(s, cgroup_cpu_ns, main_thread_cpu_ns);
                 record.tasks = Some(s.tasks);
                 record.tasks_source = Some(SOURCE_TRACEPOINTS);
             }
@@ -174,7 +215,6 @@ impl TreeRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::tree::replay::TreeStates;
     use crate::measure::tree::session::TreeReading;
     use crate::measure::tree::tasks::TaskReading;
 
@@ -246,13 +286,14 @@ mod tests {
             after_exit_ns: 1,
             spawn_ns: 1,
             tasks: 5,
+            on_cpu_sum_ns: 8,
         };
         let ok = TreeResult::Traced(TreeReading {
             states: Ok(states),
             records: 10,
             lost: 0,
         });
-        let r = TreeRecord::of(Some(&ok), None, (None, None, None));
+        let r = TreeRecord::of(Some(&ok), None, (None, None, None), Some(6));
         assert_eq!(
             (r.source, r.uninterruptible_ns, r.tasks, r.tasks_source),
             (
@@ -262,17 +303,28 @@ mod tests {
                 Some(SOURCE_TRACEPOINTS)
             )
         );
+        assert_eq!(
+            (r.on_cpu_sum_ns, r.cpu_ns, r.steal_ns),
+            (Some(8), Some(6), Some(2))
+        );
+        // Without a cgroup, five tasks' CPU time is not known (rusage misses the descendants
+        // not waited for): the turns, and no steal said to be 0.
+        let r = TreeRecord::of(Some(&ok), None, (Some(5), None, None), None);
+        assert_eq!(
+            (r.on_cpu_sum_ns, r.cpu_ns, r.steal_ns),
+            (Some(8), None, None)
+        );
         let lost = TreeResult::Traced(TreeReading {
             states: Err("the kernel dropped 4 scheduler records".into()),
             records: 10,
             lost: 4,
         });
-        let r = TreeRecord::of(Some(&lost), None, (None, None, None));
+        let r = TreeRecord::of(Some(&lost), None, (None, None, None), Some(6));
         assert_eq!((r.tasks, r.tasks_source), (None, None));
-        assert_eq!(r.on_cpu_ns, None);
+        assert_eq!((r.on_cpu_sum_ns, r.cpu_ns, r.steal_ns), (None, None, None));
         assert_eq!(r.lost_records, Some(4));
         assert!(r.unavailable.unwrap().contains("dropped 4"));
-        let r = TreeRecord::of(None, Some("needs root"), (Some(1), None, None));
+        let r = TreeRecord::of(None, Some("needs root"), (Some(1), None, None), Some(1));
         assert_eq!(
             (r.source, r.unavailable.as_deref(), r.tasks_source),
             (None, Some("needs root"), None)
@@ -280,7 +332,7 @@ mod tests {
         // Untraced, the tasks come from perf's task records, or say why they do not.
         let counted = |tasks| {
             let count = TreeResult::Counted(TaskReading { tasks, lost: 0 });
-            TreeRecord::of(Some(&count), Some("needs root"), (None, None, None))
+            TreeRecord::of(Some(&count), Some("needs root"), (None, None, None), None)
         };
         let r = counted(Ok(7));
         assert_eq!(
@@ -293,5 +345,93 @@ mod tests {
             r.unavailable.as_deref(),
             Some("needs root; tasks unknown: the kernel dropped 2 task records")
         );
+    }
+
+    #[test]
+    fn steal_is_the_turns_beyond_the_kernels_cpu_time() {
+        let states = |tasks, on_cpu_sum_ns| TreeStates {
+            tasks,
+            on_cpu_sum_ns,
+            ..TreeStates::default()
+        };
+        // The cgroup's CPU time, for a tree of any size: 3 ms of 40 stolen.
+        let ms = 1_000_000;
+        assert_eq!(
+            steal(&states(9, 40 * ms), Some(37 * ms), Some(10 * ms)),
+            (Some(37 * ms), Some(3 * ms))
+        );
+        // Without a cgroup, the main thread's where it was the only task.
+        assert_eq!(
+            steal(&states(1, 40 * ms), None, Some(38 * ms)),
+            (Some(38 * ms), Some(2 * ms))
+        );
+        assert_eq!(
+            steal(&states(2, 40 * ms), None, Some(38 * ms)),
+            (None, None)
+        );
+        // The kernel's µs above the turns (a clock read after the window): no steal, not less.
+        assert_eq!(
+            steal(&states(1, 40 * ms), Some(40 * ms + 3_000), None),
+            (Some(40 * ms + 3_000), Some(0))
+        );
+    }
+
+    #[test]
+    fn steal_injected_into_replayed_records_is_found_and_r_never_exceeds_cpu_unsaid() {
+        use crate::measure::tree::decode::{OffCpu, SchedEvent, SchedKind};
+        use crate::measure::tree::replay::Replay;
+        let ms = 1_000_000;
+        let switch = |t: u64, cpu, prev, prev_state, next| SchedEvent {
+            time_ns: t * ms,
+            cpu,
+            kind: SchedKind::Switch {
+                prev,
+                prev_state,
+                next,
+            },
+        };
+        let fork = |t: u64, parent, child| SchedEvent {
+            time_ns: t * ms,
+            cpu: 0,
+            kind: SchedKind::Fork { parent, child },
+        };
+        // A shell (100) runs 0–10 ms and 40–45, its child (101) 10–40 on the same CPU, and a
+        // grandchild (102, never waited for) 20–30 on the other: R 45 ms, turns 55 ms. The
+        // hypervisor took 12 ms of them (2 of the shell's, 8 of the child's, 2 of the
+        // grandchild's), so the kernel counted 43: 13 + 22 + 8.
+        let events = [
+            fork(0, 1, 100),
+            switch(0, 0, 1, OffCpu::Uninterruptible, 100),
+            fork(9, 100, 101),
+            switch(10, 0, 100, OffCpu::Sleeping, 101),
+            fork(19, 101, 102),
+            switch(20, 1, 0, OffCpu::Runnable, 102),
+            switch(30, 1, 102, OffCpu::Dead, 0),
+            switch(40, 0, 101, OffCpu::Dead, 100),
+            switch(45, 0, 100, OffCpu::Dead, 0),
+        ];
+        let mut replay = Replay::new(100, 0);
+        events.iter().for_each(|e| replay.apply(e));
+        let states = replay.finish(45 * ms).unwrap();
+        let traced = TreeResult::Traced(TreeReading {
+            states: Ok(states),
+            records: 9,
+            lost: 0,
+        });
+        // rusage has the shell's 13 ms and the waited-for child's 22, not the grandchild's.
+        let by_place = (Some(13 * ms), Some(0), Some(22 * ms));
+        let r = TreeRecord::of(Some(&traced), None, by_place, Some(43 * ms));
+        assert_eq!(
+            (r.on_cpu_ns, r.on_cpu_sum_ns, r.cpu_ns, r.steal_ns),
+            (Some(45 * ms), Some(55 * ms), Some(43 * ms), Some(12 * ms))
+        );
+        // R is 10 ms above rusage (8 of them the grandchild's CPU, not steal) and 2 ms above
+        // the kernel's CPU time: within the steal said.
+        let r_ns = r.on_cpu_ns.unwrap();
+        assert!(r_ns > r.cpu_ns.unwrap());
+        assert!(r_ns <= r.cpu_ns.unwrap() + r.steal_ns.unwrap() + states.spawn_ns);
+        // Without a cgroup, three tasks: the steal is unknown, not 0 and not R − rusage.
+        let r = TreeRecord::of(Some(&traced), None, by_place, None);
+        assert_eq!((r.cpu_ns, r.steal_ns), (None, None));
     }
 }
