@@ -267,20 +267,23 @@ fn next(places: &Places, dir: &StateDir, mut state: BootState, facts: &BootFacts
         if state.boots_left() == 1 { "" } else { "s" }
     )];
     if state.plan.reboot {
-        lines.push(reboot(&state.plan));
+        // Said before the reboot, which leaves no time to say anything after it.
+        eprintln!("coldtrace boot: {}; rebooting", lines[0]);
+        lines.push(reboot(&state.plan, boot));
     }
     said(lines, 0)
 }
 
 /// Reboots as asked: `--reboot=COMMAND` through `/bin/sh -c`, else `systemctl reboot` under
 /// systemd, else `reboot`. What it did, in a line.
-fn reboot(plan: &BootPlan) -> String {
+fn reboot(plan: &BootPlan, boot: u64) -> String {
     let argv: Vec<String> = match (&plan.reboot_command, unit::systemd_runs()) {
         (Some(cmd), _) => vec!["/bin/sh".into(), "-c".into(), cmd.clone()],
         (None, true) => vec!["systemctl".into(), "reboot".into()],
         (None, false) => vec!["reboot".into()],
     };
     let mut event = events::now("rebooting");
+    event.boot = Some(boot);
     event.why = Some(crate::text::quote(&argv));
     let _ = events::append(Path::new(&plan.out_dir), &event);
     let path_var = plan

@@ -140,8 +140,8 @@ fn lines(series: &BootSeries) -> Vec<String> {
     for r in series.rows.iter() {
         if r.first_cpu_wait_share.is_some_and(|s| s >= 0.2) {
             lines.push(format!(
-                "boot {}: other tasks waited for a CPU during {:.0} % of the first run — the \
-                 rest of the boot was busy",
+                "boot {}: some task waited for a CPU during {:.0} % of the first run \
+                 (system-wide PSI): the machine was busy",
                 r.boot,
                 r.first_cpu_wait_share.unwrap_or(0.0) * 100.0
             ));
@@ -246,7 +246,7 @@ mod tests {
         assert!(text.contains("95 % interval"), "{text}");
         assert!(text.contains("wide: 3 boots are 3 samples"), "{text}");
         assert!(
-            text.contains("boot 2: other tasks waited for a CPU during 31 %"),
+            text.contains("boot 2: some task waited for a CPU during 31 %"),
             "{text}"
         );
         assert!(text.contains("no change between boots"), "{text}");
