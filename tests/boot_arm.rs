@@ -82,9 +82,9 @@ fn this_boot() -> String {
         .to_string()
 }
 
-#[test]
-fn armed_boots_run_one_batch_each_then_disarm_with_a_record_of_each() {
-    let b = Box_::new("boot-arm");
+/// Arms two boots of `true` and checks what arming left: the unit, its link, the state and its
+/// modes; arming again is refused; on the arming boot nothing runs.
+fn arm_two_boots(b: &Box_) {
     let out = b.boot(
         "arm",
         &["--boots", "2", "-o", "res", "-n", "3", "--", "true"],
@@ -122,6 +122,12 @@ fn armed_boots_run_one_batch_each_then_disarm_with_a_record_of_each() {
         out.describe()
     );
     assert_eq!(b.state()["boots_started"], 0);
+}
+
+#[test]
+fn armed_boots_run_one_batch_each_then_disarm_with_a_record_of_each() {
+    let b = Box_::new("boot-arm");
+    arm_two_boots(&b);
 
     b.as_if_rebooted();
     let out = b.boot("run", &[]);
@@ -162,7 +168,15 @@ fn armed_boots_run_one_batch_each_then_disarm_with_a_record_of_each() {
         kinds,
         ["armed", "started", "ended", "started", "ended", "disarmed"].map(Value::from)
     );
-    // report shows the two boots side by side, with the interval and why it disarmed.
+    report_shows_the_boots(&b);
+    // Not armed: boot run says so and does nothing.
+    let out = b.boot("run", &[]);
+    out.expect_code(0);
+    assert!(out.stdout.contains("not armed"), "{}", out.describe());
+}
+
+/// `report` on the results of two boots: side by side, with the interval and why it disarmed.
+fn report_shows_the_boots(b: &Box_) {
     let out = ct(b.tmp.path(), ["report", "res"])
         .env("COLUMNS", "80")
         .run();
@@ -182,10 +196,6 @@ fn armed_boots_run_one_batch_each_then_disarm_with_a_record_of_each() {
     let boots = &json["boots"][0];
     assert_eq!(boots["rows"].as_array().unwrap().len(), 2);
     assert_eq!(boots["penalty"]["boots"], 2);
-    // Not armed: boot run says so and does nothing.
-    let out = b.boot("run", &[]);
-    out.expect_code(0);
-    assert!(out.stdout.contains("not armed"), "{}", out.describe());
 }
 
 #[test]
@@ -320,6 +330,12 @@ fn disarm_removes_everything_from_any_partial_state_and_says_what() {
     // Unit removed by hand: status says partial; disarm removes the state.
     let b = Box_::new("boot-partial-unit");
     arm(&b);
+    // Without --unit-dir, status looks where the state says the unit was installed.
+    let state = b.tmp.join("state").display().to_string();
+    let status = ct(b.tmp.path(), ["boot", "status", "--state-dir", &state]).run();
+    status.expect_code(0);
+    let shown = format!("present: {}", b.unit().display());
+    assert!(status.stdout.contains(&shown), "{}", status.describe());
     std::fs::remove_file(b.unit()).unwrap();
     let status = b.boot("status", &[]);
     status.expect_code(1);
@@ -449,4 +465,32 @@ fn arming_checks_the_run_as_run_would_and_names_boot_only_options() {
         !b.tmp.join("state").exists() && !b.unit().exists(),
         "a dry run writes nothing"
     );
+}
+
+#[test]
+fn arming_warns_when_another_user_could_replace_what_runs_at_boot() {
+    use std::os::unix::fs::PermissionsExt;
+    let b = Box_::new("boot-loose");
+    let loose = b.tmp.join("loose");
+    std::fs::create_dir(&loose).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_coldtrace"), loose.join("coldtrace")).unwrap();
+    std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = std::process::Command::new(loose.join("coldtrace"))
+        .current_dir(b.tmp.path())
+        .args(["boot", "arm"])
+        .args(b.places())
+        .args(["-o", "res", "--", "true"])
+        .env("COLDTRACE_STATE_DIR", "")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        text.contains("warning: ") && text.contains("can be changed by another user"),
+        "{text}"
+    );
+    // Installed where only its user writes, no warning.
+    let b = Box_::new("boot-tight");
+    let out = b.boot("arm", &["-o", "res", "--", "true"]);
+    assert!(!out.stdout.contains("warning: "), "{}", out.stdout);
 }

@@ -182,9 +182,32 @@ pub fn arm(args: &ArmArgs) -> Result<Said, String> {
         crate::text::quote(&state.plan.argv)
     ));
     let _ = events::append(out_dir, &armed);
-    Ok(Said {
-        text: armed_text(&state, &args.places, &init_line),
-        exit_code: 0,
+    let mut text = armed_text(&state, &args.places, &init_line);
+    if let Some(warning) = writable_by_others(Path::new(&state.plan.coldtrace)) {
+        text.push_str(&warning);
+    }
+    Ok(Said { text, exit_code: 0 })
+}
+
+/// A warning when the program that will run at each boot, as the user who armed, can be
+/// replaced by another user: the executable or its directory owned by someone else, or
+/// writable by group or others.
+fn writable_by_others(exe: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = rustix::process::geteuid().as_raw();
+    let loose = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.uid() != me || m.mode() & 0o022 != 0)
+            .unwrap_or(false)
+    };
+    let dir = exe.parent().unwrap_or(Path::new("/"));
+    (loose(exe) || loose(dir)).then(|| {
+        format!(
+            "warning: {} (or its directory) can be changed by another user than uid {me}, \
+             and runs at each boot as uid {me}: install coldtrace where only that user can \
+             write (e.g. /usr/local/bin), or disarm\n",
+            exe.display()
+        )
     })
 }
 

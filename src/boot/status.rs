@@ -9,14 +9,20 @@ use crate::record::boot::BootState;
 
 /// `coldtrace boot status`: exit 0 armed or not, 1 for a partial or damaged state.
 pub fn status(places: &Places) -> Said {
-    let (unit_path, link) = unit::paths(&places.unit_dir);
-    let unit_there = std::fs::symlink_metadata(&unit_path).is_ok();
-    let link_there = std::fs::symlink_metadata(&link).is_ok();
     let found = match StateDir::open(&places.state_dir) {
         Ok(Some(dir)) => dir.read(),
         Ok(None) => Found::Missing,
         Err(e) => Found::Damaged(e),
     };
+    // The unit where the state says it was installed, else where --unit-dir says.
+    let (mut unit_path, mut link) = unit::paths(&places.unit_dir);
+    if let Found::Armed(state) = &found {
+        if let (Some(u), Some(l)) = (&state.unit, &state.wants_link) {
+            (unit_path, link) = (u.into(), l.into());
+        }
+    }
+    let there = |p: &std::path::Path| std::fs::symlink_metadata(p).is_ok();
+    let (unit_there, link_there) = (there(&unit_path), there(&link));
     let mut out = String::new();
     let partial = match found {
         Found::Missing => {

@@ -382,15 +382,6 @@ pub fn series(rows: &[BatchRow]) -> Vec<BootSeries> {
         .collect()
 }
 
-/// Whether `dir` is a control batch of a boot series (`…-control` beside its boot's batch).
-pub fn is_control(dir: &str) -> bool {
-    let path = Path::new(dir);
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_suffix("-control"))
-        .is_some_and(|boot| path.with_file_name(boot).join("boot.json").exists())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ use super::panel::{PLOT_LEFT, PLOT_RIGHT};
 use super::scale::{self, Scale};
 use super::svg::{Anchor, Shape, Svg};
 use crate::record::boots::{AcrossBoots, BootSeries};
+use crate::record::verdict::{Kind, Verdict};
 
 /// Where the bars start (right of their labels).
 const BARS_LEFT: f64 = PLOT_LEFT + 60.0;
@@ -53,8 +54,35 @@ fn words(a: &AcrossBoots) -> String {
     format!("mean {}{interval}{wide}", signed(a.mean_ns))
 }
 
-/// The panel of one series at the current origin; returns its height.
-pub fn boots(svg: &mut Svg, s: &BootSeries) -> f64 {
+/// `(n.d.)` beside a bar whose verdict finds nothing standing out.
+fn nd(v: Option<&Verdict>) -> &'static str {
+    match v.map(|v| v.kind == Kind::Penalty) {
+        Some(false) => " (n.d.)",
+        _ => "",
+    }
+}
+
+/// The bars: each boot's penalty, and its control batch's.
+fn bars(s: &BootSeries) -> Vec<(String, &'static str, f64)> {
+    let mut rows = Vec::new();
+    for r in &s.rows {
+        if let Some(p) = r.penalty_ns {
+            rows.push((
+                format!("boot {}{}", r.boot, nd(r.verdict.as_ref())),
+                "cold",
+                p,
+            ));
+        }
+        if let Some(p) = r.control_penalty_ns {
+            let label = format!("control {}{}", r.boot, nd(r.control_verdict.as_ref()));
+            rows.push((label, "warm", p));
+        }
+    }
+    rows
+}
+
+/// The title, subtitle and legend; returns the height used.
+fn top(svg: &mut Svg, s: &BootSeries) -> f64 {
     let title = format!("boots of {}: the first run after each boot", s.dir);
     let subtitle =
         s.penalty
@@ -66,7 +94,7 @@ pub fn boots(svg: &mut Svg, s: &BootSeries) -> f64 {
                 };
                 format!("penalty across {} boots: {}", a.boots, words(&plain))
             });
-    let mut y = header(svg, &title, &subtitle);
+    let y = header(svg, &title, &subtitle);
     let mut keys = vec![(Key::Swatch("cold"), "first-after-boot penalty")];
     if s.control_penalty.is_some() {
         keys.push((
@@ -79,52 +107,43 @@ pub fn boots(svg: &mut Svg, s: &BootSeries) -> f64 {
         "mean, with its 95 % interval",
     ));
     legend(svg, 16.0, y + 6.0, &keys);
-    y += 16.0;
-    let x = bar_scale(&values(s));
-    let mut rows: Vec<(String, &str, f64)> = Vec::new();
-    // A boot whose verdict finds nothing standing out says so beside its bar.
-    let nd = |v: &Option<crate::record::verdict::Verdict>| {
-        let stands_out = v
-            .as_ref()
-            .map(|v| v.kind == crate::record::verdict::Kind::Penalty);
-        if stands_out == Some(false) {
-            " (n.d.)"
-        } else {
-            ""
-        }
-    };
-    for r in &s.rows {
-        if let Some(p) = r.penalty_ns {
-            rows.push((format!("boot {}{}", r.boot, nd(&r.verdict)), "cold", p));
-        }
-        if let Some(p) = r.control_penalty_ns {
-            let label = format!("control {}{}", r.boot, nd(&r.control_verdict));
-            rows.push((label, "warm", p));
-        }
+    y + 16.0
+}
+
+/// The lines under the plot (why the interval is wide, why the plan disarmed) from `y`;
+/// returns where the next would go.
+fn notes(svg: &mut Svg, s: &BootSeries, mut y: f64) -> f64 {
+    let wide = s.penalty.as_ref().and_then(|a| a.wide.as_deref());
+    let lines = [
+        wide.map(|w| format!("the interval: {w}")),
+        s.disarmed.as_ref().map(|why| format!("disarmed: {why}")),
+    ];
+    for line in lines.into_iter().flatten() {
+        let text = fit(&line, PLOT_RIGHT - 16.0, 11.0);
+        svg.text(16.0, y, Anchor::Start, "small", &text);
+        y += 14.0;
     }
+    y
+}
+
+/// The panel of one series at the current origin; returns its height.
+pub fn boots(svg: &mut Svg, s: &BootSeries) -> f64 {
+    let y = top(svg, s);
+    let x = bar_scale(&values(s));
+    let rows = bars(s);
     let summaries: Vec<(&str, &AcrossBoots)> =
         [("mean", &s.penalty), ("control", &s.control_penalty)]
             .into_iter()
             .filter_map(|(n, a)| Some((n, a.as_ref()?)))
             .collect();
     let bottom = y + (rows.len() + summaries.len()) as f64 * BAR_ROW;
-    time_grid(
-        svg,
-        &x,
-        y,
-        bottom,
-        "extra time of the first run over the warm runs",
-    );
+    let what = "extra time of the first run over the warm runs";
+    time_grid(svg, &x, y, bottom, what);
     for (i, (label, class, value)) in rows.iter().enumerate() {
         let top = y + i as f64 * BAR_ROW;
         bar_row(svg, &x, BARS_LEFT - 10.0, top, (label, class, *value));
-        svg.text(
-            x.at(*value) + 4.0,
-            top + 15.0,
-            Anchor::Start,
-            "small halo",
-            &signed(*value),
-        );
+        let (at, shown) = (x.at(*value) + 4.0, signed(*value));
+        svg.text(at, top + 15.0, Anchor::Start, "small halo", &shown);
     }
     for (i, (label, a)) in summaries.iter().enumerate() {
         let top = y + (rows.len() + i) as f64 * BAR_ROW;
@@ -136,16 +155,5 @@ pub fn boots(svg: &mut Svg, s: &BootSeries) -> f64 {
         svg.marker(Shape::Diamond, x.at(a.mean_ns), mid, "ratio", &words(a));
     }
     svg.line(x.at(0.0), y, x.at(0.0), bottom, "zero");
-    let mut used = bottom + 36.0;
-    if let Some(wide) = s.penalty.as_ref().and_then(|a| a.wide.as_deref()) {
-        let text = fit(&format!("the interval: {wide}"), PLOT_RIGHT - 16.0, 11.0);
-        svg.text(16.0, used, Anchor::Start, "small", &text);
-        used += 14.0;
-    }
-    if let Some(why) = &s.disarmed {
-        let text = fit(&format!("disarmed: {why}"), PLOT_RIGHT - 16.0, 11.0);
-        svg.text(16.0, used, Anchor::Start, "small", &text);
-        used += 14.0;
-    }
-    used
+    notes(svg, s, bottom + 36.0)
 }
