@@ -56,7 +56,7 @@ fn reap_returns_its_own_child_while_another_reaper_races_it() {
         .expect("spawn true");
     let pid = child.pid();
     hooks::REAP_PEEKED.store(false, Ordering::SeqCst);
-    hooks::REAP_PEEK_DELAY_MS.store(400, Ordering::SeqCst);
+    hooks::REAP_WINDOW_HELD.store(true, Ordering::SeqCst);
     let reaping = std::thread::spawn(move || {
         child
             .reap()
@@ -73,7 +73,8 @@ fn reap_returns_its_own_child_while_another_reaper_races_it() {
     // If either took the child, its PID is free: a new child exiting 42 is put on it.
     let other = exit_42_on_pid(pid);
     if let Some(other) = &other {
-        let deadline = std::time::Instant::now() + Duration::from_millis(300);
+        // It must be a zombie before the reap's wait4, or the wait4 could not take it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while std::fs::read_to_string(std::format!("/proc/{}/stat", other.id()))
             .is_ok_and(|s| !s.contains(") Z "))
             && std::time::Instant::now() < deadline
@@ -81,8 +82,9 @@ fn reap_returns_its_own_child_while_another_reaper_races_it() {
             std::thread::sleep(Duration::from_millis(5));
         }
     }
+    // The window closes only now: however slow the machine, every other reaper above ran in it.
+    hooks::REAP_WINDOW_HELD.store(false, Ordering::SeqCst);
     let reaped = reaping.join().expect("the reaping thread");
-    hooks::REAP_PEEK_DELAY_MS.store(0, Ordering::SeqCst);
     let leftovers = reap_leftovers();
     std::eprintln!(
         "wait4(-1): {:?}; wait4({pid}): {:?}; PID reused: {}; reap: {reaped:?}",

@@ -4,9 +4,10 @@
 
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
-/// Milliseconds `Child::reap` sleeps between its look at the zombie and its `wait4`.
-pub(crate) static REAP_PEEK_DELAY_MS: AtomicU32 = AtomicU32::new(0);
-/// Set by `Child::reap` once it has looked at the zombie (while the delay runs).
+/// While set, `Child::reap` waits between its look at the zombie and its `wait4` (at most a
+/// minute, so that a failing test cannot hang).
+pub(crate) static REAP_WINDOW_HELD: AtomicBool = AtomicBool::new(false);
+/// Set by `Child::reap` once it has looked at the zombie (while the window is held).
 pub(crate) static REAP_PEEKED: AtomicBool = AtomicBool::new(false);
 /// Spawn without `CLONE_VM`: the child gets a copy of the parent's memory, as under valgrind
 /// or qemu-user, which turn `CLONE_VM | CLONE_VFORK` into a fork.
@@ -29,11 +30,13 @@ pub(crate) static NO_PERF_FORMAT_LOST: AtomicBool = AtomicBool::new(false);
 pub(crate) static CLONE3_REFUSALS: AtomicU32 = AtomicU32::new(0);
 
 /// In `Child::reap`, between the look at the zombie and the `wait4`: says it got there and
-/// sleeps [`REAP_PEEK_DELAY_MS`].
+/// waits while [`REAP_WINDOW_HELD`] is set.
 pub(crate) fn hold_reap_window() {
     REAP_PEEKED.store(true, Ordering::SeqCst);
-    let ms = REAP_PEEK_DELAY_MS.load(Ordering::SeqCst);
-    std::thread::sleep(core::time::Duration::from_millis(ms.into()));
+    let until = std::time::Instant::now() + core::time::Duration::from_secs(60);
+    while REAP_WINDOW_HELD.load(Ordering::SeqCst) && std::time::Instant::now() < until {
+        std::thread::sleep(core::time::Duration::from_millis(1));
+    }
 }
 
 pub(crate) fn on(switch: &AtomicBool) -> bool {
