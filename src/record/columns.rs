@@ -30,6 +30,7 @@ const EXTRAS: &[fn(&RunRecord<'_>) -> Option<f64>] = &[
     |r| tree(r, |t| t.source.map(|_| 1)),
     |r| tree(r, |t| t.other_threads_cpu_ns),
     |r| tree(r, |t| t.children_cpu_ns),
+    |r| tree(r, |t| t.steal_ns),
 ];
 
 /// A figure of the record's `tree`, if it has one.
@@ -58,7 +59,7 @@ pub const POSITION: usize = METRICS.len() + 5;
 pub const WORKING_SET_RATIO: usize = METRICS.len() + 6;
 /// Columns of the tree's figures ([`crate::record::tree::TreeRecord`]), from here in this
 /// order: R, Q, D, S (ns), tasks, 1 when the run was traced, other threads' and children's CPU
-/// (ns).
+/// (ns), the hypervisor's steal from the tasks' turns on a CPU (ns).
 pub const TREE: usize = METRICS.len() + 7;
 /// Values per row before the batch's perf events.
 const WIDTH: usize = METRICS.len() + EXTRAS.len();

@@ -30,6 +30,8 @@ pub struct TreeFigures {
     pub threads_ns: Option<i64>,
     /// The waited-for descendants' CPU, ns.
     pub children_ns: Option<i64>,
+    /// What the hypervisor stole from the tasks' turns on a CPU, ns.
+    pub steal_ns: Option<i64>,
 }
 
 impl TreeFigures {
@@ -49,6 +51,7 @@ impl TreeFigures {
             elsewhere_ns: cpu.zip(main).map(|(c, m)| (c - m) as i64),
             threads_ns: at(6),
             children_ns: at(7),
+            steal_ns: at(8),
         }
     }
 }
@@ -78,6 +81,9 @@ pub struct TreePenalty {
     pub other_threads_cpu_ns: Option<i64>,
     /// Of which, in the descendants it waited for, ns.
     pub children_cpu_ns: Option<i64>,
+    /// Extra time the hypervisor stole from the tree's tasks while they were on a CPU (the
+    /// runs' `tree.steal_ns`): of ΔR, what was not the command's, ns.
+    pub steal_ns: Option<i64>,
 }
 serialize_struct!(TreePenalty {
     source,
@@ -90,8 +96,22 @@ serialize_struct!(TreePenalty {
     reference_tasks,
     cpu_elsewhere_ns,
     other_threads_cpu_ns,
-    children_cpu_ns
+    children_cpu_ns,
+    steal_ns
 });
+
+/// The least extra steal said beside "on a CPU": below it, a few µs per context switch of
+/// the tree are the switches' timing, not the hypervisor (docs/tree-explanation.md).
+pub const STEAL_SAID_NS: i64 = 1_000_000;
+
+impl TreePenalty {
+    /// The extra steal to say beside ΔR: where the first run was longer on a CPU and the
+    /// hypervisor stole at least [`STEAL_SAID_NS`] more from it, that steal, else `None`.
+    pub fn steal_to_say(&self) -> Option<i64> {
+        let steal = self.steal_ns.filter(|&s| s >= STEAL_SAID_NS)?;
+        (self.on_cpu_ns? > 0).then_some(steal)
+    }
+}
 
 /// The first-run penalty split by the process tree's states (ΔR, ΔQ, ΔD, ΔS, ns), as a report
 /// row and a cycles' mean hold it; each `null` when unknown.
@@ -146,6 +166,7 @@ pub fn tree_penalty(
         cpu_elsewhere_ns: minus(first.elsewhere_ns, reference.elsewhere_ns),
         other_threads_cpu_ns: minus(first.threads_ns, reference.threads_ns),
         children_cpu_ns: minus(first.children_ns, reference.children_ns),
+        steal_ns: minus(first.steal_ns, reference.steal_ns),
         ..TreePenalty::default()
     };
     match (first.states, reference.states) {
@@ -185,6 +206,7 @@ mod tests {
             elsewhere_ns: Some(5),
             threads_ns: Some(2),
             children_ns: Some(3),
+            steal_ns: Some(1_000),
         }
     }
 
@@ -206,6 +228,28 @@ mod tests {
             (p.tasks, p.reference_tasks, p.unavailable),
             (Some(9), Some(7), None)
         );
+    }
+
+    #[test]
+    fn the_extra_steal_is_said_beside_a_longer_time_on_a_cpu_and_never_guessed() {
+        let ms = 1_000_000;
+        let mut first = traced([304 * ms, 0, 0, 0], 3);
+        first.steal_ns = Some(70 * ms);
+        let mut reference = traced([236 * ms, 0, 0, 0], 3);
+        reference.steal_ns = Some(2 * ms);
+        let p = tree_penalty((&first, 0), (&reference, 3), None);
+        assert_eq!((p.on_cpu_ns, p.steal_ns), (Some(68 * ms), Some(68 * ms)));
+        assert_eq!(p.steal_to_say(), Some(68 * ms));
+        // A few µs per switch are the switches' timing; a shorter time on a CPU says none.
+        reference.steal_ns = Some(70 * ms - 600_000);
+        let p = tree_penalty((&first, 0), (&reference, 3), None);
+        assert_eq!((p.steal_ns, p.steal_to_say()), (Some(600_000), None));
+        let p = tree_penalty((&reference, 3), (&first, 0), None);
+        assert_eq!(p.steal_to_say(), None);
+        // Either run's steal unknown (no cgroup, a tree of several tasks): unknown, not 0.
+        reference.steal_ns = None;
+        let p = tree_penalty((&first, 0), (&reference, 3), None);
+        assert_eq!((p.steal_ns, p.steal_to_say()), (None, None));
     }
 
     #[test]

@@ -261,12 +261,10 @@ pub fn split_sentence(p: &FirstPenalty) -> String {
             // rusage's system time is summed over the tree's tasks, R is their union: beside
             // R of several tasks it says whose it is (ΔR −18 ms, sys ≈ +18 ms is no mistake).
             let sys = match p.tree.tasks {
-                Some(n) if n > 1 => {
-                    sys_part(p).map_or(String::new(), |s| format!(" (the whole tree's {s})"))
-                }
-                _ => sys,
+                Some(n) if n > 1 => sys_part(p).map(|s| format!("the whole tree's {s}")),
+                _ => sys_part(p),
             };
-            format!("{head}{}", tree_words(&p.tree, &evidence, &sys))
+            format!("{head}{}", tree_words(&p.tree, &evidence, sys))
         }
         (Basis::Schedstat, Some(blocked), Some(cpu), Some(rq)) => format!(
             "{head}: {} blocked{}, {} CPU{sys}, {} waiting for a CPU",
@@ -294,15 +292,31 @@ pub fn split_sentence(p: &FirstPenalty) -> String {
 
 /// `; the tree (9 tasks) was on a CPU +259 ms, uninterruptible (storage, faults, kernel locks)
 /// +150 ms (97 MiB read from storage, 97 major faults), waiting for a CPU +12 ms, asleep +3 ms`:
-/// the four parts, the largest first (a single task is not called a tree).
-fn tree_words(t: &TreePenalty, evidence: &[String], sys: &str) -> String {
-    let evidence = if evidence.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", evidence.join(", "))
+/// the four parts, the largest first (a single task is not called a tree); beside "on a CPU",
+/// the hypervisor's extra steal and the system time (`sys`).
+fn tree_words(t: &TreePenalty, evidence: &[String], sys: Option<String>) -> String {
+    let in_brackets = |words: Vec<String>| {
+        if words.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", words.join("; "))
+        }
+    };
+    // Summed over the tasks, the steal can exceed R's difference where they ran at once.
+    let steal = t.steal_to_say().map(|ns| match t.on_cpu_ns {
+        Some(r) if ns < r => format!("of which ~{} hypervisor steal", human_ns(ns as f64)),
+        _ => format!("all of it hypervisor steal, ~{}", human_ns(ns as f64)),
+    });
+    let evidence = match evidence {
+        [] => String::new(),
+        words => in_brackets(vec![words.join(", ")]),
     };
     let named = [
-        (t.on_cpu_ns, "on a CPU", sys.to_string()),
+        (
+            t.on_cpu_ns,
+            "on a CPU",
+            in_brackets(steal.into_iter().chain(sys).collect()),
+        ),
         (
             t.uninterruptible_ns,
             "uninterruptible (storage, faults, kernel locks)",
@@ -620,6 +634,45 @@ mod tests {
             text.starts_with("first run +424 ms over the warm median (run #3): it was asleep -300 ms, on a CPU +259 ms"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn on_a_cpu_says_the_hypervisors_extra_steal() {
+        let mut p = penalty(Basis::Tree);
+        p.wall_ns = 90_000_000;
+        p.evidence = Default::default();
+        p.tree = TreePenalty {
+            source: crate::record::tree_penalty::BY_TREE,
+            on_cpu_ns: Some(80_000_000),
+            uninterruptible_ns: Some(6_000_000),
+            queued_ns: Some(3_000_000),
+            sleeping_ns: Some(1_000_000),
+            tasks: Some(3),
+            steal_ns: Some(68_000_000),
+            ..TreePenalty::default()
+        };
+        let text = plain(split_sentence(&p));
+        assert!(
+            text.contains(
+                "; the tree (3 tasks) was on a CPU +80 ms (of which ~68 ms hypervisor steal; \
+                 the whole tree's sys ≈ +17 ms: tick-sampled, 4 ms tick), uninterruptible"
+            ),
+            "{text}"
+        );
+        // As much steal as R's difference or more (tasks that ran at once), and without sys.
+        p.sys_us = None;
+        p.tree.steal_ns = Some(95_000_000);
+        let text = plain(split_sentence(&p));
+        assert!(
+            text.contains("on a CPU +80 ms (all of it hypervisor steal, ~95 ms), uninter"),
+            "{text}"
+        );
+        // Below a millisecond, or unknown: nothing said.
+        for steal in [Some(900_000), None] {
+            p.tree.steal_ns = steal;
+            let text = plain(split_sentence(&p));
+            assert!(text.contains("on a CPU +80 ms, uninterruptible"), "{text}");
+        }
     }
 
     #[test]
