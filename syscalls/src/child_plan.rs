@@ -1,6 +1,9 @@
 //! What a spawn hands to the unsafe room about the child's process state: plain numbers and
 //! borrowed slices, core only (no allocation, no owned descriptor), so that the spawner program
-//! (`spawner/main.rs`) compiles this file as it is.
+//! (`spawner/main.rs`) compiles this file as it is; and the pure steps the child runs on them
+//! (which descriptors it keeps, the number in a `/proc/self/fd` entry), which follow the
+//! child's rules (`raw/child.rs`): `#[inline(always)]`, wrapping arithmetic, slice patterns,
+//! no call into `core` — `tests/child_disassembly.rs` checks them inside `child_entry`.
 #![forbid(unsafe_code)]
 
 use core::ffi::{c_int, CStr};
@@ -45,4 +48,52 @@ pub(crate) enum CloneCall {
     Clone3 { cgroup: Option<c_int> },
     /// `clone`; the child resets handled signals itself.
     Clone,
+}
+
+/// Whether `fd` is one of the sorted `keep`.
+#[inline(always)]
+pub(crate) fn kept(keep: &[c_int], fd: usize) -> bool {
+    let mut rest = keep;
+    while let [k, tail @ ..] = rest {
+        if *k as usize == fd {
+            return true;
+        }
+        rest = tail;
+    }
+    false
+}
+
+/// Whether the child keeps `fd` open: stdio, the error pipe, a kept descriptor.
+#[inline(always)]
+pub(crate) fn skip(fd: usize, keep: &[c_int], error_pipe: c_int) -> bool {
+    fd < 3 || fd == error_pipe as usize || kept(keep, fd)
+}
+
+/// The decimal descriptor number in the name of the record at the start of `record`, or -1
+/// (`.`, `..`, anything else).
+#[inline(always)]
+pub(crate) fn descriptor_number(record: &[u8]) -> i64 {
+    let mut name = match record {
+        [_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, name @ ..] => name,
+        _ => return -1,
+    };
+    let (mut fd, mut digits) = (0i64, 0u32);
+    while let [d, tail @ ..] = name {
+        if *d == 0 {
+            break;
+        }
+        if *d < b'0' || *d > b'9' || digits >= 10 {
+            return -1;
+        }
+        fd = fd
+            .wrapping_mul(10)
+            .wrapping_add((*d).wrapping_sub(b'0') as i64);
+        digits = digits.wrapping_add(1);
+        name = tail;
+    }
+    if digits == 0 {
+        -1
+    } else {
+        fd
+    }
 }

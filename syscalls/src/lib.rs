@@ -19,6 +19,7 @@ mod child_plan;
 pub mod errno;
 mod exec_image;
 mod owners;
+mod parent_side;
 pub mod perf;
 pub mod raw;
 pub mod ring;

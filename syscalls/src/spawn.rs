@@ -6,7 +6,7 @@ use crate::child_plan::{ChildPlan, CloneCall, Closing};
 use crate::errno::Errno;
 use crate::exec_image::{SpawnFailure, Spawned};
 use crate::owners::{self, Spawning};
-use crate::raw::spawn::{self as raw_spawn, ErrorPipe};
+use crate::parent_side::{self, ErrorPipe};
 use crate::rusage::ResourceUsage;
 use crate::signal::{SigSet, Signal};
 use crate::status::WaitStatus;
@@ -476,7 +476,7 @@ fn start(
     let mut pidfd = PIDFD.load(Ordering::Acquire) != 2;
     loop {
         let pipe = error_pipe()?;
-        match raw_spawn::spawn(image, plan, stack, call, pidfd, pipe) {
+        match parent_side::spawn(image, plan, stack, call, pidfd, pipe) {
             Ok(spawned) => {
                 if call != CloneCall::Clone {
                     let _ = CLONE3.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire);

@@ -529,3 +529,28 @@ fn proofs_that_rest_on_kernel_internals_cite_the_function_and_the_version_read()
         }
     }
 }
+
+/// The room's own page (`raw/mod.rs`) names every file of the room.
+#[test]
+fn the_room_names_every_file_it_holds() {
+    let raw = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/raw");
+    let page = std::fs::read_to_string(raw.join("mod.rs")).expect("raw/mod.rs");
+    let doc: String = page
+        .lines()
+        .take_while(|l| l.starts_with("//!"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut files = Vec::new();
+    rust_files(&raw, &mut files);
+    for file in files {
+        let name = file
+            .file_name()
+            .expect("a name")
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            doc.contains(&format!("`{name}`")),
+            "raw/mod.rs does not name `{name}` among the room's files"
+        );
+    }
+}

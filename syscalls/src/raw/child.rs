@@ -1,7 +1,8 @@
 //! Everything that runs in the vfork child, and nothing else: the trampoline that starts it on
 //! its own stack, `child_entry`, every step up to `execve`, and the raw system call it makes
-//! them with (which the parent uses too). This file imports only plain data (`abi`,
-//! `child_plan`), so an auditor reads the whole child here; it is core only, so that the
+//! them with (which the parent uses too). This file imports only plain data and three pure
+//! functions (`abi`, `child_plan`: which descriptors are kept, the number in a directory
+//! entry), so an auditor reads the whole child here and there; it is core only, so that the
 //! spawner program (`../spawner/main.rs`) compiles the same file.
 //!
 //! The child shares the parent's memory (`CLONE_VM`) and runs while the parent's thread is
@@ -13,7 +14,7 @@
 #![allow(unsafe_code)]
 
 use crate::abi::{self, nr, KernelSigaction, MaskHow, Rlimit64, SIG_DFL, SIG_IGN};
-use crate::child_plan::{ChildPlan, CloneCall, Closing};
+use crate::child_plan::{descriptor_number, skip, ChildPlan, CloneCall, Closing};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use core::marker::PhantomData;
 
@@ -460,19 +461,6 @@ fn close(fd: usize) {
     let _ = unsafe { syscall6(nr::CLOSE, [fd, 0, 0, 0, 0, 0]) };
 }
 
-/// Whether `fd` is one of the sorted `keep`.
-#[inline(always)]
-fn kept(keep: &[c_int], fd: usize) -> bool {
-    let mut rest = keep;
-    while let [k, tail @ ..] = rest {
-        if *k as usize == fd {
-            return true;
-        }
-        rest = tail;
-    }
-    false
-}
-
 /// Clears close-on-exec on every kept descriptor, then closes every other one above 2 except
 /// the error pipe (close-on-exec, so `execve` closes it): `close_range` over the gaps between
 /// kept ones, or each descriptor found in `/proc/self/fd`.
@@ -522,12 +510,6 @@ fn close_range(from: usize, to: usize) -> i32 {
     // SAFETY: integer arguments only; closes descriptors of the child's own table, none of
     // which code running in the child uses.
     errno_of(unsafe { syscall6(nr::CLOSE_RANGE, [from, to, 0, 0, 0, 0]) })
-}
-
-/// Whether the child keeps `fd` open: stdio, the error pipe, a kept descriptor.
-#[inline(always)]
-fn skip(fd: usize, keep: &[c_int], error_pipe: c_int) -> bool {
-    fd < 3 || fd == error_pipe as usize || kept(keep, fd)
 }
 
 /// A buffer for `getdents64` records, aligned as the kernel lays them out.
@@ -604,35 +586,6 @@ fn close_listed(dir: *const c_char, keep: &[c_int], error_pipe: c_int) -> i32 {
                 step = step.wrapping_sub(1);
             }
         }
-    }
-}
-
-/// The decimal descriptor number in the name of the record at the start of `record`, or -1
-/// (`.`, `..`, anything else).
-#[inline(always)]
-fn descriptor_number(record: &[u8]) -> i64 {
-    let mut name = match record {
-        [_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, name @ ..] => name,
-        _ => return -1,
-    };
-    let (mut fd, mut digits) = (0i64, 0u32);
-    while let [d, tail @ ..] = name {
-        if *d == 0 {
-            break;
-        }
-        if *d < b'0' || *d > b'9' || digits >= 10 {
-            return -1;
-        }
-        fd = fd
-            .wrapping_mul(10)
-            .wrapping_add((*d).wrapping_sub(b'0') as i64);
-        digits = digits.wrapping_add(1);
-        name = tail;
-    }
-    if digits == 0 {
-        -1
-    } else {
-        fd
     }
 }
 

@@ -1,7 +1,12 @@
-//! THE unsafe room: every `unsafe` of coldtrace is in this file, `child.rs` (everything that
-//! runs in the vfork child), `spawn.rs` (the parent's side of the clone), `perf.rs` and
-//! `ring.rs` (a perf ring buffer shared with the kernel), and nothing else is here —
-//! declarations are in [`crate::abi`], safe fronts with the full documentation in
+//! THE unsafe room: every `unsafe` of coldtrace is in this directory, and nothing else is here.
+//! Its files: `mod.rs` (system calls of the parent: waiting, signals, page-cache residency),
+//! `child.rs` (everything that runs in the vfork child, and the raw system call), `clone.rs`
+//! (the clone shared by the library and the spawner, and the proof that signals are blocked),
+//! `spawn.rs` (the parent's side of the clone: the child's stack, the vouched signals),
+//! `perf.rs` and `ring.rs` (a perf event and its ring buffer shared with the kernel),
+//! `spawner.rs` (the spawner program's own room, compiled only into it) and, in unit-test
+//! builds, `test_support.rs`. Declarations are in [`crate::abi`]; the safe steps around the
+//! calls in [`crate::parent_side`]; safe fronts with the full documentation in
 //! [`crate::spawn`], [`crate::wait`], [`crate::signal`], [`crate::cache`], [`crate::perf`] and
 //! [`crate::ring`].
 //!

@@ -1,7 +1,9 @@
-//! The parent's side of the vfork-semantics spawn: the child's stack, the vouching for handled
-//! signals, and the clone itself — `clone3(CLONE_VM | CLONE_VFORK | CLONE_PIDFD |
-//! CLONE_CLEAR_SIGHAND)`, or `clone` where `clone3` is refused — with what follows it in the
-//! parent. What runs in the child is all in `child.rs`.
+//! The parent's side of the vfork-semantics spawn, its unsafe part: the child's stack, the
+//! vouching for handled signals, and the clone itself — `clone3(CLONE_VM | CLONE_VFORK |
+//! CLONE_PIDFD | CLONE_CLEAR_SIGHAND)`, or `clone` where `clone3` is refused — up to the
+//! pidfd it returns. What runs in the child is all in `child.rs`; the steps around the clone
+//! (the error pipe, the child's report, the reap of a failed child, the mask restored) are
+//! safe code in [`crate::parent_side`].
 //!
 //! # Safe to call from a multi-threaded program (the proof the clone block refers to)
 //! - No handler of the parent can run in the child. With `clone3`, `CLONE_CLEAR_SIGHAND` makes
@@ -26,13 +28,12 @@
 use super::child::{ChildInputs, ExecPointers};
 pub use super::clone::SignalsBlocked;
 use super::clone::StackRegion;
-use crate::abi::{clone_flags as cf, MaskHow};
 use crate::child_plan::{ChildPlan, CloneCall};
-use crate::errno::{zero_or, Errno};
-use crate::exec_image::{ExecImage, SpawnFailure, Spawned};
+use crate::errno::Errno;
+use crate::exec_image::{ExecImage, Spawned};
 use crate::sigset::SigSet;
 use core::ffi::{c_int, c_void};
-use rustix::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use rustix::fd::{FromRawFd, OwnedFd};
 
 /// The child's private stack: an anonymous mapping with a `PROT_NONE` guard page below it.
 ///
@@ -142,32 +143,36 @@ impl HandledSignals {
     }
 }
 
-/// How the child reports a failure before `execve`: in the parent's memory, or through a
-/// close-on-exec pipe where that memory may be a copy.
-pub(crate) struct ErrorPipe {
-    pub read: OwnedFd,
-    /// The write end, numbered ≥ 3 so that the child's `dup3` onto 0/1/2 cannot clobber it.
-    pub write: OwnedFd,
+/// What one clone gave: the started child, or the errno of a clone that started none; and what
+/// the child wrote in this process's memory before `execve` (whether its marker arrived, the
+/// stage and errno of a failure: nothing arrives where the memory is a copy).
+pub(crate) struct Cloned {
+    pub started: Result<Spawned, Errno>,
+    pub stage: u32,
+    pub errno: i32,
 }
 
-/// Starts `image` on `stack` with vfork semantics through `call`. Returns once the child has
-/// called `execve`, or has died before it without reporting a failure (killed by a signal: its
-/// wait status tells, as with `posix_spawn`). A reported failure comes back with the child
-/// reaped. See [clone(2)], [clone3(2)], [vfork(2)].
+/// Starts `image` on `stack` with vfork semantics through `call` (flags: [`CALLER_FLAGS`]
+/// only; `CLONE_PIDFD` when `pidfd`), the child writing a failure to `error_pipe` (-1: none)
+/// and expecting `parent_pid` as its parent's PID (0: no parent-death signal). Returns once
+/// the child has called `execve` or exited. See [clone(2)], [clone3(2)], [vfork(2)].
 ///
+/// [`CALLER_FLAGS`]: super::clone::CALLER_FLAGS
 /// [clone(2)]: https://man7.org/linux/man-pages/man2/clone.2.html
 /// [clone3(2)]: https://man7.org/linux/man-pages/man2/clone3.2.html
 /// [vfork(2)]: https://man7.org/linux/man-pages/man2/vfork.2.html
-pub(crate) fn spawn(
+#[allow(clippy::too_many_arguments)] // each is one fact of this one clone
+pub(crate) fn clone(
     image: &ExecImage<'_>,
     plan: &ChildPlan<'_>,
     stack: &mut ChildStack,
     call: CloneCall,
+    flags: u64,
     pidfd: bool,
-    pipe: Option<ErrorPipe>,
-) -> Result<Spawned, SpawnFailure> {
-    let blocked = SignalsBlocked::block()
-        .map_err(|e| SpawnFailure::NotStarted(crate::errno::Errno::from_raw(e)))?;
+    error_pipe: c_int,
+    parent_pid: usize,
+    blocked: &SignalsBlocked,
+) -> Cloned {
     let (shell, shell_argv) = image.shell_ptrs();
     let exec = ExecPointers {
         path: image.path_ptr(),
@@ -176,8 +181,6 @@ pub(crate) fn spawn(
         shell,
         shell_argv,
     };
-    let error_pipe = pipe.as_ref().map_or(-1, |p| p.write.as_raw_fd());
-    let parent = plan.parent_death_signal.map_or(0, |_| parent_pid());
     let old_mask = blocked.old_mask();
     // SAFETY: the contract of `ChildInputs::new`:
     // - the pointers are an `ExecImage`'s, borrowed by `image` for this whole call: its fields
@@ -186,173 +189,37 @@ pub(crate) fn spawn(
     // - `plan.vouched` is set from a `HandledSignals` alone (`ExecImage::spawn`), which only
     //   the `unsafe fn HandledSignals::vouch` makes: its caller promised that the set names
     //   every handled signal until the child has exec'd.
-    let mut inputs = unsafe { ChildInputs::new(exec, plan, call, error_pipe, old_mask, parent) };
-    let mut pidfd_slot: c_int = -1;
-    let slot = pidfd.then_some(&mut pidfd_slot);
-    let ret = clone_child(&mut inputs, stack, slot, &blocked);
-    let started = started(ret, pidfd, pidfd_slot, &inputs);
-    // The parent's copy of the write end goes first, so that the read sees end-of-file once
-    // the child has exec'd (or exited) and closed its own.
-    let read = pipe.map(|p| p.read);
-    let outcome = match started {
-        Err(errno) => Err(SpawnFailure::NotStarted(errno)),
-        Ok(spawned) => finish(spawned, &inputs, read.as_ref().map(AsFd::as_fd)),
+    let mut inputs =
+        unsafe { ChildInputs::new(exec, plan, call, error_pipe, old_mask, parent_pid) };
+    let mut slot: c_int = -1;
+    let ret = super::clone::clone_child(
+        &mut inputs,
+        stack.region(),
+        flags,
+        pidfd.then_some(&mut slot),
+        blocked,
+    );
+    let (memory_shared, stage, errno) = inputs.report();
+    let started = match super::child::errno_of(ret) {
+        0 => Ok(Spawned {
+            pid: ret as i32,
+            pidfd: (pidfd && slot >= 0).then(|| {
+                // SAFETY: the clone succeeded (checked above: on a failed clone the slot may
+                // hold a number the kernel made and released again), so the kernel stored a
+                // new descriptor of this process in the slot ("the PID file descriptor ... is
+                // placed at the location pointed to by parent_tid", clone(2); the same for
+                // `clone_args.pidfd`, clone3(2)), or left the -1 of a kernel that ignores the
+                // flag; no other value owns it, so the `OwnedFd` closes it exactly once.
+                unsafe { OwnedFd::from_raw_fd(slot) }
+            }),
+            pidfd_ignored: pidfd && slot < 0,
+            memory_shared,
+        }),
+        e => Err(Errno::from_raw(e)),
     };
-    // Restored last: a failed child is reaped above while every signal is still blocked, so
-    // no handler can interrupt that wait.
-    let restored = zero_or(blocked.restore(restore_how()));
-    match (outcome, restored) {
-        (outcome, Ok(())) => outcome,
-        (Err(_), Err(e)) => Err(SpawnFailure::MaskNotRestored(e)),
-        (Ok(spawned), Err(e)) => {
-            reap_failed(spawned.pid, spawned.pidfd.as_ref().map(AsFd::as_fd), true);
-            Err(SpawnFailure::MaskNotRestored(e))
-        }
-    }
-}
-
-/// This process's PID, which the child expects as its parent's (`getpid(2)`); in test builds
-/// a PID no process has while `WRONG_PARENT_PID` is set, as if the parent had died.
-fn parent_pid() -> usize {
-    #[cfg(test)]
-    if crate::test_hooks::on(&crate::test_hooks::WRONG_PARENT_PID) {
-        return u32::MAX as usize;
-    }
-    rustix::process::getpid().as_raw_nonzero().get() as usize
-}
-
-/// `SIG_SETMASK`, or in test builds an invalid `how` while `FAIL_MASK_RESTORE` is set.
-fn restore_how() -> MaskHow {
-    #[cfg(test)]
-    if crate::test_hooks::on(&crate::test_hooks::FAIL_MASK_RESTORE) {
-        return MaskHow::Invalid;
-    }
-    MaskHow::SetMask
-}
-
-/// The clone itself: the flags of this process's spawns (the test hook may drop `CLONE_VM`),
-/// through the shared clone call. In test builds a `clone3` is refused with the errno
-/// `CLONE3_REFUSED_WITH` holds, when it holds one.
-fn clone_child(
-    inputs: &mut ChildInputs<'_>,
-    stack: &mut ChildStack,
-    pidfd_slot: Option<&mut c_int>,
-    blocked: &SignalsBlocked,
-) -> usize {
-    #[cfg(test)]
-    if let CloneCall::Clone3 { .. } = inputs.call() {
-        use core::sync::atomic::Ordering::SeqCst;
-        let errno = crate::test_hooks::CLONE3_REFUSED_WITH.load(SeqCst);
-        if errno > 0 {
-            crate::test_hooks::CLONE3_REFUSALS.fetch_add(1, SeqCst);
-            return (errno as isize).wrapping_neg() as usize;
-        }
-    }
-    let flags = cf::CLONE_VM;
-    #[cfg(test)]
-    let flags = if crate::test_hooks::on(&crate::test_hooks::NO_CLONE_VM) {
-        0
-    } else {
-        flags
-    };
-    super::clone::clone_child(inputs, stack.region(), flags, pidfd_slot, blocked)
-}
-
-/// The clone's result: the started child, or why none was started.
-fn started(
-    ret: usize,
-    pidfd: bool,
-    slot: c_int,
-    inputs: &ChildInputs<'_>,
-) -> Result<Spawned, Errno> {
-    match super::child::errno_of(ret) {
-        0 => {}
-        e => return Err(Errno::from_raw(e)),
-    }
-    let owned = (pidfd && slot >= 0).then(|| {
-        // SAFETY: the clone succeeded (checked above: on a failed clone the slot may hold a
-        // number the kernel made and released again), so the kernel stored a new descriptor of
-        // this process in the slot ("the PID file descriptor ... is placed at the location
-        // pointed to by parent_tid", clone(2); the same for `clone_args.pidfd`, clone3(2)), or
-        // left the -1 of a kernel that ignores the flag; no other value owns it, so the
-        // `OwnedFd` closes it exactly once.
-        unsafe { OwnedFd::from_raw_fd(slot) }
-    });
-    Ok(Spawned {
-        pid: ret as i32,
-        pidfd: owned,
-        pidfd_ignored: pidfd && slot < 0,
-        memory_shared: inputs.report().0,
-    })
-}
-
-/// After a clone that started a child: its reported failure, if any (from the pipe, or from
-/// `inputs` when memory is shared), with the child reaped; else the child.
-fn finish(
-    spawned: Spawned,
-    inputs: &ChildInputs<'_>,
-    pipe: Option<BorrowedFd<'_>>,
-) -> Result<Spawned, SpawnFailure> {
-    let (stage, errno) = match pipe {
-        Some(read) => read_report(read),
-        None => {
-            let (_, stage, errno) = inputs.report();
-            (stage, errno)
-        }
-    };
-    if stage == 0 {
-        return Ok(spawned);
-    }
-    // The child exited with 127 after reporting: reap it so no zombie remains.
-    reap_failed(spawned.pid, spawned.pidfd.as_ref().map(AsFd::as_fd), false);
-    Err(SpawnFailure::Child(stage, Errno::from_raw(errno)))
-}
-
-/// Reads the child's 8-byte report from the pipe: (0, 0) at end-of-file (the child exec'd, or
-/// died without reporting). A short report reads as a failure of stage 1, EIO.
-fn read_report(read: BorrowedFd<'_>) -> (u32, i32) {
-    let mut bytes = [0u8; 8];
-    let mut got = 0;
-    while got < bytes.len() {
-        match rustix::io::read(read, &mut bytes[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(_) => break,
-        }
-    }
-    match got {
-        0 => (0, 0),
-        8 => {
-            let [s0, s1, s2, s3, e0, e1, e2, e3] = bytes;
-            let stage = u32::from_ne_bytes([s0, s1, s2, s3]);
-            (stage.max(1), i32::from_ne_bytes([e0, e1, e2, e3]))
-        }
-        _ => (1, Errno::IO.raw()),
-    }
-}
-
-/// Reaps a child this spawn started and will not hand over (killing it first when `kill`),
-/// retrying on EINTR. Through its pidfd when there is one (`waitid(P_PIDFD)` can take no
-/// other process); else by PID, which is safe inside this crate: the child is not registered
-/// yet, and the orphan sweep leaves every child alone while a spawn is in progress.
-fn reap_failed(pid: i32, pidfd: Option<BorrowedFd<'_>>, kill: bool) {
-    use rustix::process::{WaitId, WaitIdOptions};
-    if kill {
-        let sent = pidfd.map(|fd| super::pidfd_send_signal(fd, 9, 0));
-        if !matches!(sent, Some(Ok(()))) {
-            let _ = super::kill(pid, 9);
-        }
-    }
-    loop {
-        let done = match pidfd {
-            Some(fd) => rustix::process::waitid(WaitId::PidFd(fd), WaitIdOptions::EXITED)
-                .map(|_| ())
-                .map_err(Errno::from),
-            None => super::wait4(pid, 0).map(|_| ()),
-        };
-        if done != Err(Errno::INTR) {
-            return;
-        }
+    Cloned {
+        started,
+        stage,
+        errno,
     }
 }
