@@ -301,14 +301,15 @@ impl Program {
     /// ARGS…`: see [`ExecImage::or_through_shell`]), as glibc's `execvp` and GNU time do: no
     /// second spawn. Without this, such a
     /// file fails to start with `ENOEXEC`. Only [`Program::spawn`] and [`ExecImage::spawn`]
-    /// honour it: a spawner program cannot (see [`Program::through_shell`]).
+    /// honour it: a spawner program cannot, and [`crate::spawner::Spawner::spawn`] leaves such
+    /// a program to the caller (`Unsupported`).
     pub fn scripts_through_shell(mut self) -> Program {
         self.through_shell = true;
         self
     }
 
-    /// Whether [`Program::scripts_through_shell`] was asked for (a caller with a spawner then
-    /// spawns in-process).
+    /// Whether [`Program::scripts_through_shell`] was asked for (a spawner refuses such a
+    /// program: the caller spawns it in-process).
     pub fn through_shell(&self) -> bool {
         self.through_shell
     }
@@ -599,7 +600,10 @@ pub struct SpawnOptions<'a> {
     /// The kernel's rules, which the caller must know:
     /// - It fires when the **thread** that spawned the child exits, not the process: spawn
     ///   from a thread that outlives the child (the main thread, or one that is joined only
-    ///   after the child is reaped), or a finished worker thread kills the child.
+    ///   after the child is reaped), or a finished worker thread kills the child. Through a
+    ///   [`crate::spawner::Spawner`] the same holds: the spawner's children are the children
+    ///   of the thread that started it, so it refuses the option from any other thread
+    ///   (`Unsupported`: spawn that one in-process).
     /// - It reaches the direct child only. A descendant is not covered, and one that left the
     ///   child's process group or session (`setsid`) is reachable only through a cgroup
     ///   ([`SpawnOptions::cgroup`]).

@@ -30,12 +30,15 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags,
 };
 
-/// A running spawner: its process (a [`Child`] of this one), this end of its socket, and the
-/// programs it holds (slot `k` is `defined[k]`).
+/// A running spawner: its process (a [`Child`] of this one), this end of its socket, the
+/// programs it holds (slot `k` is `defined[k]`), and the thread that started it.
 pub struct Spawner {
     process: Child,
     socket: OwnedFd,
     defined: Vec<Program>,
+    /// The thread ID of the thread that started the spawner: the parent, to the kernel, of
+    /// every child the spawner clones (`CLONE_PARENT`).
+    starter: i32,
 }
 
 /// Why a spawner could not be started.
@@ -57,8 +60,12 @@ pub enum SpawnerFailure {
     /// The program did not start (the spawner is fine): the failed step, as [`Program::spawn`]
     /// reports it. A child that failed before `execve` has been reaped.
     Program(SpawnError),
-    /// The options ask for what the spawner does not carry (descriptors kept under their
-    /// numbers, a working directory, the legacy clone): start this one in-process.
+    /// The spawner cannot start this one as [`Program::spawn`] would: start it in-process. The
+    /// options ask for what the spawner does not carry (descriptors kept under their numbers,
+    /// a working directory, the legacy clone), the program is to run through `/bin/sh` where
+    /// the kernel refuses it ([`Program::scripts_through_shell`]: the spawner has no shell
+    /// fallback), or a parent-death signal is asked from a thread other than the one that
+    /// started the spawner (its children are that thread's, and the signal would follow it).
     Unsupported,
     /// The spawner is gone or answered out of protocol: start children in-process from now on.
     Broken(Errno),
@@ -111,6 +118,7 @@ impl Spawner {
             process,
             socket: ours,
             defined: Vec::new(),
+            starter: rustix::thread::gettid().as_raw_nonzero().get(),
         })
     }
 
@@ -120,13 +128,20 @@ impl Spawner {
     }
 
     /// Starts `program` as [`Program::spawn`] would, through the spawner: the child, and the
-    /// `CLOCK_MONOTONIC` time the spawner read right before the clone.
+    /// `CLOCK_MONOTONIC` time the spawner read right before the clone. `Unsupported` where the
+    /// spawner cannot (see [`SpawnerFailure::Unsupported`]).
     pub fn spawn(
         &mut self,
         program: &Program,
         options: &SpawnOptions<'_>,
     ) -> Result<(Child, u64), SpawnerFailure> {
-        if !options.keep_fds.is_empty() || options.cwd.is_some() || options.legacy_clone {
+        let other_thread = || rustix::thread::gettid().as_raw_nonzero().get() != self.starter;
+        if !options.keep_fds.is_empty()
+            || options.cwd.is_some()
+            || options.legacy_clone
+            || program.through_shell()
+            || (options.parent_death_signal.is_some() && other_thread())
+        {
             return Err(SpawnerFailure::Unsupported);
         }
         let slot = self.slot(program)?;
