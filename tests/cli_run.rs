@@ -401,6 +401,12 @@ fn check_failed_batch(dir: &TempDir, extra: &[&str], ignore_failure: bool) {
         assert_eq!(counts["counted"], 4, "{counts}{ctx}");
         assert_eq!(counts["rejected"], 1, "{counts}{ctx}");
         assert_eq!(counts["failed_counted"], 0, "{counts}{ctx}");
+        // The title says every run made, not the 4 counted as if -n were 4.
+        let shown = format!("{}{}", out.stdout, out.stderr);
+        assert!(
+            shown.contains("coldtrace: 5 runs (1 rejected) of sh -c"),
+            "{ctx}"
+        );
     }
     let failed = b["failed_runs"].as_array().expect("failed_runs array");
     assert_eq!(failed.len(), 1, "{b:#}");

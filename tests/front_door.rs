@@ -219,6 +219,52 @@ fn shell_syntax_in_a_command_string_stops_before_anything_runs_and_names_dash_s(
 }
 
 #[test]
+fn a_script_found_in_path_and_the_reach_of_a_cold_action_are_said_once() {
+    let dir = TempDir::new("said-once");
+    std::fs::create_dir(dir.join("bin")).unwrap();
+    // A shim, as pyenv's `python3` is: a bash script that execs the real program.
+    common::write_file(
+        &dir.join("bin/shimmed"),
+        b"#!/usr/bin/env sh\nexec true \"$@\"\n",
+        0o755,
+    );
+    common::write_file(&dir.join("evicted"), &[1; 8192], 0o644);
+    let path = format!(
+        "{}:{}",
+        dir.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "2", "--evict", "evicted", "--", "shimmed"],
+    )
+    .env("PATH", &path)
+    .run();
+    out.expect_code(0);
+    let lines = out.stderr_lines();
+    let said = |wanted: &str| lines.iter().filter(|l| **l == wanted).count();
+    let shim = format!(
+        "coldtrace: shimmed is a sh script ({})",
+        dir.join("bin/shimmed").display()
+    );
+    // A long path folds the line: read as prose.
+    let prose = common::prose(&out.stderr);
+    assert_eq!(prose.matches(&shim).count(), 1, "{}", out.describe());
+    let evict = "coldtrace: --evict drops the files' cached pages for every process on the host";
+    assert_eq!(said(evict), 1, "{}", out.describe());
+    assert!(evict.chars().count() <= 80);
+    // A path given is a file the user chose: nothing to say about it.
+    let given = dir.join("bin/shimmed");
+    let out = ct(
+        dir.path(),
+        ["run", "-n", "2", "--", given.to_str().unwrap()],
+    )
+    .run();
+    out.expect_code(0);
+    assert!(!out.stderr.contains("script"), "{}", out.describe());
+}
+
+#[test]
 fn typos_get_the_nearest_name() {
     let dir = TempDir::new("typos");
     let out = ct(dir.path(), ["comapre", "a", "b"]).run();

@@ -5,6 +5,7 @@
 use crate::batch::command::CommandBatch;
 use crate::batch::error::{BatchError, NotRun};
 use crate::batch::progress::Observer;
+use crate::batch::shared::Shared;
 use crate::batch::signals::Signals;
 use crate::measure::cache::{self, CacheError, EvictReport, FileSet};
 use crate::plan::ColdWhen;
@@ -12,6 +13,13 @@ use crate::record::run::{ColdAction, Role, StayedRecord};
 
 /// Files named, with their reason, when some evicted pages stayed cached.
 const STAYED_TOP: usize = 5;
+
+/// What `--drop-caches` says at its first drop (a line of at most 80 columns after
+/// `coldtrace: `).
+pub const DROP_CACHES_REACH: &str =
+    "--drop-caches empties the page cache for every process on this host";
+/// What `--evict` says at its first eviction.
+pub const EVICT_REACH: &str = "--evict drops the files' cached pages for every process on the host";
 
 /// How often a slow step is said again while it goes on.
 const TICK_NS: u64 = 250_000_000;
@@ -127,6 +135,19 @@ impl CommandBatch<'_> {
         Ok(Some(action))
     }
 
+    /// Says once per invocation, at the first cold action, that the page cache is the
+    /// machine's: what `--drop-caches` or `--evict` drops, every process on the host (another
+    /// tenant of a shared one) loses too.
+    pub(super) fn say_cold_reach(&mut self, shared: &mut Shared<'_>) {
+        if std::mem::replace(&mut shared.cold_reach_said, true) {
+            return;
+        }
+        self.notices.push(match self.plan.cold.drop_caches {
+            true => DROP_CACHES_REACH.into(),
+            false => EVICT_REACH.into(),
+        });
+    }
+
     /// Says once that a run is not as cold as asked: files (or unreadable entries) were not
     /// evicted, or there was nothing to evict. Each run's record counts its own failures.
     fn say_evict_shortfall(&mut self, empty: bool, report: &EvictReport) {
@@ -143,5 +164,20 @@ impl CommandBatch<'_> {
             ),
             None => "--evict: no regular file under the given paths; nothing is evicted".into(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reach_of_a_cold_action_is_one_line() {
+        for notice in [DROP_CACHES_REACH, EVICT_REACH] {
+            assert!(
+                "coldtrace: ".len() + notice.chars().count() <= 80,
+                "{notice}"
+            );
+        }
     }
 }

@@ -157,8 +157,9 @@ impl<'p> Checked<'p> {
         let cwd = std::env::current_dir()
             .ok()
             .map(|p| p.display().to_string());
-        let notices = first_notices(shared);
+        let mut notices = first_notices(shared);
         let context = batch_context(&program, shared, file_set);
+        notices.extend(script_notice(&argv, &context.program));
         // Every output that is neither the terminal nor kept: stderr's tail in memory.
         let stderr_sink = match plan.output {
             OutputMode::Inherit | OutputMode::Keep => None,
@@ -443,6 +444,21 @@ fn batch_context(
         boot_marker: shared.boot_marker().clone(),
         file_set,
     }
+}
+
+/// That a command named by a bare name (found in `PATH`) is a script — a pyenv shim, a
+/// wrapper: what is timed is its interpreter too, which the record names
+/// (`program.interpreter`) and the screen says once. A path given is a file the user chose.
+fn script_notice(argv: &[String], program: &ProgramInfo) -> Option<String> {
+    let given = argv.first().filter(|g| !g.contains('/'))?;
+    let line = program.interpreter.as_deref()?;
+    let runner = match &program.interpreter_resolved {
+        Some(resolved) => resolved.as_str(),
+        None => line.split_whitespace().next()?,
+    };
+    let runner = Path::new(runner).file_name()?.to_string_lossy();
+    let text = format!("{given} is a {runner} script ({})", program.path);
+    Some(crate::text::escape_controls(&text))
 }
 
 /// What to say once, before the runs.

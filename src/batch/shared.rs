@@ -62,6 +62,8 @@ pub struct Shared<'s> {
     /// The page-in ledger's events on the current cgroup leaf, or why there are none
     /// (`None`: not tried yet, or `--minimal`).
     pub(crate) page_ins: Option<crate::batch::page_ins::PageInEvents>,
+    /// Whether the reach of a cold action (every process's page cache) has been said.
+    pub(crate) cold_reach_said: bool,
 }
 
 impl<'s> Shared<'s> {
@@ -87,6 +89,7 @@ impl<'s> Shared<'s> {
             tree: None,
             tasks: None,
             page_ins: None,
+            cold_reach_said: false,
         })
     }
 

@@ -204,6 +204,7 @@ impl CommandBatch<'_> {
         let cold_action = self.cold_action(role, shared.signals, observer)?;
         if cold_action.is_some() {
             shared.sampler.forget();
+            self.say_cold_reach(shared);
         }
         let io = self.wire_io(shared, index)?;
         // A run that never started leaves nothing: its output was never more than two memfds.

@@ -215,3 +215,21 @@ pub(crate) fn seconds(flag: &str, value: &str) -> Result<u64, UsageError> {
     }
     Ok((s * 1e9).round() as u64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::args;
+
+    #[test]
+    fn export_json_says_once_where_coldtraces_own_document_went() {
+        let said = |words: &[&str]| {
+            let words = words.iter().map(std::ffi::OsString::from).collect();
+            notices(&args::read(Sub::Run, words).unwrap())
+        };
+        let moved = said(&["--export-json", "x", "--", "true"]);
+        assert_eq!(moved, [EXPORT_JSON_MOVED]);
+        assert!(said(&["--export-hyperfine-json", "x", "--", "true"]).is_empty());
+        assert!("coldtrace: ".len() + EXPORT_JSON_MOVED.chars().count() <= 80);
+    }
+}

@@ -138,9 +138,16 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
     })
 }
 
-/// `1 run`, `12 runs`, `1 counted run` (a batch of one), `no counted run`.
+/// `1 run`, `12 runs`, `1 counted run` (a batch of one), `no counted run`; with rejected runs
+/// every run made and how many were rejected (`6 runs (1 rejected)`: `-n 6` said "5 runs").
 fn runs_done(plan: &Plan, outcome: &batch::BatchOutcome) -> String {
-    match outcome.counts.counted {
+    let counts = &outcome.counts;
+    if counts.rejected > 0 && !plan.is_single_run() {
+        let made = counts.counted + counts.rejected;
+        let plural = if made == 1 { "" } else { "s" };
+        return format!("{made} run{plural} ({} rejected)", counts.rejected);
+    }
+    match counts.counted {
         _ if plan.is_single_run() => "1 run".to_string(),
         0 => "no counted run".to_string(),
         1 => "1 counted run".to_string(),
