@@ -5,8 +5,8 @@
 # amd64 Debian machine as root, the amd64 .deb installed with dpkg -i: coldtrace --version and
 # run on a real command, man coldtrace, the completions found where bash-completion, zsh and fish
 # look, then the package removed. The aarch64 binary is checked as a file only (no emulator here).
-# Needs dpkg, readelf (binutils), man-db, groff, bash-completion, zsh and fish (.ci/run installs
-# them). Usage: .ci/release_check.sh DIST_DIR
+# Needs dpkg, lintian, readelf (binutils), man-db, groff, bash-completion, zsh and fish (.ci/run
+# installs them). Usage: .ci/release_check.sh DIST_DIR
 set -euo pipefail
 DIST=$(realpath "$1")
 cd "$(dirname "$0")/.."
@@ -85,17 +85,37 @@ for arch in x86_64:amd64:'Advanced Micro Devices X86-64' aarch64:arm64:AArch64; 
   done
   files=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { print $6 }')
   [ "$files" = "$(printf '%s\n' ./usr/bin/coldtrace ./usr/share/bash-completion/completions/coldtrace \
-    ./usr/share/doc/coldtrace/copyright ./usr/share/fish/vendor_completions.d/coldtrace.fish \
+    ./usr/share/doc/coldtrace/changelog.gz ./usr/share/doc/coldtrace/copyright \
+    ./usr/share/fish/vendor_completions.d/coldtrace.fish ./usr/share/lintian/overrides/coldtrace \
     ./usr/share/man/man1/coldtrace.1.gz ./usr/share/zsh/vendor-completions/_coldtrace)" ] ||
     fail "$deb holds: $(tr '\n' ' ' <<<"$files")"
+  # Debian's own checker: no error (its warnings and notes are shown).
+  said=$(lintian --tag-display-limit 0 "$deb" 2>&1 | grep -v '^running with root privileges' || true)
+  ! grep -q '^E:' <<<"$said" || fail "lintian finds errors in $deb: $said"
+  echo "lintian $debarch: ${said:-nothing to say}"
   ! dpkg-deb -c "$deb" | awk '$2 != "root/root"' | grep -q . || fail "$deb: a file is not root's"
   dpkg-deb -x "$deb" "$WORK/deb-$debarch"
+  first=$(gzip -dc "$WORK/deb-$debarch/usr/share/doc/coldtrace/changelog.gz" | head -1)
+  [ "$first" = "coldtrace ($VERSION) unstable; urgency=medium" ] || fail "$deb: its changelog begins '$first'"
   check_elf "$WORK/deb-$debarch/usr/bin/coldtrace" "$machine"
   cmp -s "$WORK/deb-$debarch/usr/bin/coldtrace" "$WORK/$cpu/$name/coldtrace" ||
     fail "the $debarch .deb and the $cpu tarball hold different binaries"
   echo "$cpu: tarball and $debarch .deb hold the same static $machine binary ($(stat -c %s "$WORK/$cpu/$name/coldtrace") bytes), man page, completions, licences"
 done
 echo "aarch64: built and inspected, not run (no aarch64 CPU or emulator here)"
+
+# The README's steps for one account, run as written in a fresh home (no ~/.local yet): the
+# lines of its install block after "# or, for your account alone", with this version.
+home=$WORK/home
+mkdir -p "$home"
+cp "$DIST/coldtrace-$VERSION-x86_64-unknown-linux-musl.tar.gz"* "$home/"
+steps=$(sed -n '/^# or, for your account alone/,/^```$/p' README.md | grep -v -e '^#' -e '^```' |
+  sed "s/0\.1\.0/$VERSION/g")
+[ "$(wc -l <<<"$steps")" -ge 3 ] || fail "README: no install steps for one account found: $steps"
+(cd "$home" && HOME=$home bash -euo pipefail -c "$steps") >/dev/null || fail "the README's steps failed: $steps"
+got=$("$home/.local/bin/coldtrace" --version)
+[ -f "$home/.local/share/man/man1/coldtrace.1" ] || fail "the README's steps installed no man page"
+echo "README's steps in a fresh home: $got"
 
 # Installed as a user installs it.
 [ "$(id -u)" = 0 ] || fail "installing the .deb needs root"
