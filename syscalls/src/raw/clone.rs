@@ -9,11 +9,12 @@ use crate::child_plan::CloneCall;
 use core::ffi::c_int;
 use core::marker::PhantomData;
 
-/// Every signal is blocked in the calling thread: the rule a clone rests on. A handler that
-/// ran between the clone and the child's reset of its handlers would run in the child, on this
-/// process's memory and on the child's stack (with `clone`), and the parent's vfork wait would
-/// run it in the parent with the child's writes half done. [`clone_child`] takes this value,
-/// and only [`SignalsBlocked::block`], which blocks them, makes one: its fields are private.
+/// Every signal is blocked in the calling thread: the rule a clone rests on. The child starts
+/// with this thread's mask, so with every signal blocked, a signal aimed at the child stays
+/// pending until it has reset its handlers and set its own mask; unblocked, a handler of this
+/// process could run in the child before that (with `clone`, which keeps the handlers), on this
+/// process's memory. [`clone_child`] takes this value, and only [`SignalsBlocked::block`],
+/// which blocks them, makes one: its fields are private.
 ///
 /// ```compile_fail,E0451
 /// // Safe code cannot claim the signals are blocked without blocking them.
