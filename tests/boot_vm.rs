@@ -6,8 +6,11 @@
 //! arms and reboots); each armed boot runs its batch and reboots the next; the qemu process
 //! ends with every guest reboot (`-no-reboot`) and is started again on the same disks.
 //!
-//! These tests need qemu-system-x86, a kernel in /boot (linux-image-cloud-amd64), busybox-static
-//! and e2fsprogs, and about a minute of one CPU: they are `#[ignore]`d so that `cargo test` on a
+//! A last test boots systemd itself: a Debian root file system (mmdebstrap) armed from a chroot,
+//! where the unit runs after the file systems and reboots through `systemctl reboot`.
+//!
+//! These tests need qemu-system-x86, a kernel in /boot (linux-image-cloud-amd64), busybox-static,
+//! e2fsprogs, systemd and mmdebstrap (and root for the last), and a few minutes of one CPU: they are `#[ignore]`d so that `cargo test` on a
 //! fresh machine stays the README's command, and `.ci/run` installs the packages and runs them
 //! with `cargo test --test boot_vm -- --ignored --test-threads 1`. Run by hand, they fail — never skip —
 //! when a package is missing, naming it. Set `COLDTRACE_VM_KEEP=DIR` to keep the disks, the
@@ -143,6 +146,8 @@ struct Vm {
     consoles: Vec<String>,
     /// Words added to the kernel's command line of the next boots.
     cmdline: String,
+    /// The guest's memory, MiB.
+    memory_mib: u32,
 }
 
 /// Packs the initramfs: busybox, coldtrace, the virtio modules, init.
@@ -236,7 +241,8 @@ impl Vm {
             disk,
             results,
             consoles: Vec::new(),
-            cmdline: String::new(),
+            cmdline: "quiet".into(),
+            memory_mib: 512,
         }
     }
 
@@ -244,7 +250,9 @@ impl Vm {
     /// `kill_after` once a console line contains `kill_at`. The console's text.
     fn boot(&mut self, kill_at: Option<(&str, Duration)>) -> String {
         let mut qemu = Command::new(tool("qemu-system-x86_64", "qemu-system-x86"))
-            .args(["-accel", "tcg", "-m", "512", "-smp", "1", "-nographic"])
+            .args(["-accel", "tcg", "-smp", "1", "-nographic"])
+            .arg("-m")
+            .arg(self.memory_mib.to_string())
             .args([
                 "-no-user-config",
                 "-nodefaults",
@@ -257,14 +265,8 @@ impl Vm {
             .arg("-initrd")
             .arg(&self.initrd)
             .arg("-append")
-            .arg(format!("console=ttyS0 quiet panic=-1 {}", self.cmdline))
-            .arg("-drive")
-            .arg(format!("file={},format=raw,if=virtio", self.disk.display()))
-            .arg("-drive")
-            .arg(format!(
-                "file={},format=raw,if=virtio",
-                self.results.display()
-            ))
+            .arg(format!("console=ttyS0 panic=-1 {}", self.cmdline))
+            .args(self.drives())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -313,6 +315,23 @@ impl Vm {
         console
     }
 
+    /// `-drive` for each disk (one when the results are on the root disk).
+    fn drives(&self) -> Vec<String> {
+        let mut disks = vec![&self.disk];
+        if self.results != self.disk {
+            disks.push(&self.results);
+        }
+        disks
+            .iter()
+            .flat_map(|d| {
+                [
+                    "-drive".into(),
+                    format!("file={},format=raw,if=virtio", d.display()),
+                ]
+            })
+            .collect()
+    }
+
     /// Boots until a boot powers off rather than reboots, at most `max` boots.
     fn boot_until_off(&mut self, max: usize) {
         for _ in 0..max {
@@ -351,6 +370,14 @@ fn records(dir: &Path) -> Vec<Value> {
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The `event` of each line of `boots.jsonl`, in order.
+fn event_kinds(dir: &Path) -> Vec<String> {
+    events(dir)
+        .iter()
+        .map(|e| e["event"].as_str().unwrap().to_string())
         .collect()
 }
 
@@ -435,12 +462,8 @@ fn three_real_boots_each_run_one_cold_batch_then_the_plan_disarms() {
     boot_ids.dedup();
     assert_eq!(boot_ids.len(), 3, "three different boot IDs: {boot_ids:?}");
     let events = events(&ct);
-    let kinds: Vec<&str> = events
-        .iter()
-        .map(|e| e["event"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        kinds,
+        event_kinds(&ct),
         [
             "armed",
             "started",
@@ -537,11 +560,7 @@ fn a_boot_killed_mid_batch_disarms_at_the_next_boot_instead_of_running_again() {
     let ct = vm.results("/ct");
     keep(&vm, "killed");
     let events = events(&ct);
-    let kinds: Vec<&str> = events
-        .iter()
-        .map(|e| e["event"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds, ["armed", "started", "disarmed"]);
+    assert_eq!(event_kinds(&ct), ["armed", "started", "disarmed"]);
     let why = events[2]["why"].as_str().unwrap();
     assert!(
         why.starts_with("boot 1 (boot ID ") && why.contains("never ended"),
@@ -572,7 +591,7 @@ fn the_kernel_command_line_word_disarms_from_the_boot_loader() {
     let tmp = TempDir::new("boot-vm-cmdline");
     let mut vm = Vm::new(&tmp, ARM);
     vm.boot(None);
-    vm.cmdline = "coldtrace.disarm".into();
+    vm.cmdline = "quiet coldtrace.disarm".into();
     let next = vm.boot(None);
     assert!(
         next.contains("disarmed: the kernel command line holds coldtrace.disarm"),
@@ -583,11 +602,7 @@ fn the_kernel_command_line_word_disarms_from_the_boot_loader() {
         "{next}"
     );
     let ct = vm.results("/ct");
-    let kinds: Vec<String> = events(&ct)
-        .iter()
-        .map(|e| e["event"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(kinds, ["armed", "disarmed"], "nothing ran");
+    assert_eq!(event_kinds(&ct), ["armed", "disarmed"], "nothing ran");
 }
 
 #[test]
@@ -657,4 +672,218 @@ fn the_unit_boot_arm_would_install_passes_systemd_analyze_verify() {
         !bad.status.success(),
         "systemd-analyze verify accepted a missing ExecStart"
     );
+}
+
+/// The unit's own test: a Debian root file system with systemd (mmdebstrap), coldtrace armed
+/// into it from a chroot with `--unit-dir` (as an image is prepared: no systemd runs there),
+/// the power-off that ends the test as a unit ordered after coldtrace's.
+const END_UNIT: &str = "[Unit]
+Description=coldtrace VM test: say when the file systems were up, power off once disarmed
+After=coldtrace-boot.service multi-user.target
+[Service]
+Type=oneshot
+ExecStart=/usr/local/bin/coldtrace-vm-end
+[Install]
+WantedBy=multi-user.target
+";
+const END_SCRIPT: &str = "#!/bin/sh
+at() { systemctl show -P ActiveEnterTimestampMonotonic \"$1\"; }
+echo \"coldtrace-vm: local-fs.target at $(at local-fs.target) us, remote-fs.target at $(at remote-fs.target) us\" > /dev/console
+if [ ! -e /var/lib/coldtrace/boot/state.json ]; then
+  echo 'coldtrace-vm: powering off' > /dev/console
+  systemctl poweroff
+fi
+";
+
+fn run(command: &mut Command, what: &str) {
+    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(out.status.success(), "{what}: {out:?}");
+}
+
+/// The batch directory of boot `boot` in `ct`.
+fn last_boot_dir(ct: &Path, boot: usize) -> PathBuf {
+    let prefix = format!("boot-0{boot}-");
+    std::fs::read_dir(ct)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with(&prefix) && !name.ends_with("-control")
+        })
+        .unwrap_or_else(|| panic!("no boot {boot} in {}", ct.display()))
+}
+
+/// The root file system's coldtrace, workload and end unit.
+fn populate(root: &Path) {
+    std::fs::copy(
+        env!("CARGO_BIN_EXE_coldtrace"),
+        root.join("usr/local/bin/coldtrace"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("opt/workload/data")).unwrap();
+    std::fs::copy(
+        tool("busybox", "busybox-static"),
+        root.join("opt/workload/cat"),
+    )
+    .unwrap();
+    for i in 0..FILES {
+        let name = root.join(format!("opt/workload/data/{}", (b'a' + i as u8) as char));
+        std::fs::write(name, bytes(i as u64 + 7, FILE_BYTES)).unwrap();
+    }
+    let units = root.join("etc/systemd/system");
+    std::fs::write(units.join("coldtrace-vm-end.service"), END_UNIT).unwrap();
+    let script = root.join("usr/local/bin/coldtrace-vm-end");
+    std::fs::write(&script, END_SCRIPT).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(units.join("multi-user.target.wants")).unwrap();
+    std::os::unix::fs::symlink(
+        "/etc/systemd/system/coldtrace-vm-end.service",
+        units.join("multi-user.target.wants/coldtrace-vm-end.service"),
+    )
+    .unwrap();
+}
+
+/// `coldtrace boot arm` run in a chroot of `root` (with /proc), the unit put in its
+/// /etc/systemd/system by `--unit-dir`.
+fn arm_in_chroot(root: &Path) {
+    run(
+        Command::new("mount")
+            .args(["-t", "proc", "proc"])
+            .arg(root.join("proc")),
+        "mount",
+    );
+    let armed = Command::new("chroot")
+        .arg(root)
+        .args([
+            "/bin/sh",
+            "-c",
+            "cd /opt/workload && /usr/local/bin/coldtrace boot arm \
+               --unit-dir /etc/systemd/system --boots 2 --reboot -o /var/results/ct -n 3 \
+               --watch /opt/workload -- /opt/workload/cat data/a data/b data/c data/d",
+        ])
+        .output();
+    run(Command::new("umount").arg(root.join("proc")), "umount");
+    let armed = armed.unwrap();
+    assert!(armed.status.success(), "arming in the chroot: {armed:?}");
+}
+
+/// A Debian root file system with systemd, the workload, coldtrace armed for 2 boots with
+/// the default `--reboot` (`systemctl reboot`), in an ext4 image.
+fn systemd_vm(tmp: &TempDir) -> Vm {
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "the systemd VM needs root (mmdebstrap --mode=root, chroot, mount)"
+    );
+    let dir = tmp.path().to_path_buf();
+    let root = dir.join("root");
+    let codename = std::fs::read_to_string("/etc/os-release")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VERSION_CODENAME=").map(str::to_owned))
+        .unwrap_or_else(|| "bookworm".into());
+    run(
+        Command::new(tool("mmdebstrap", "mmdebstrap"))
+            .args([
+                "--quiet",
+                "--variant=minbase",
+                "--include=systemd-sysv,udev",
+            ])
+            .args(["--mode=root", &codename])
+            .arg(&root),
+        "mmdebstrap",
+    );
+    populate(&root);
+    arm_in_chroot(&root);
+    let image = dir.join("root.img");
+    let out = Command::new(tool("mkfs.ext4", "e2fsprogs"))
+        .args(["-q", "-F", "-d"])
+        .arg(&root)
+        .arg(&image)
+        .arg("1G")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "mkfs.ext4: {out:?}");
+    let (kernel, release) = kernel();
+    let initrd = PathBuf::from(format!("/boot/initrd.img-{release}"));
+    assert!(initrd.exists(), "{}: missing", initrd.display());
+    Vm {
+        dir,
+        kernel,
+        initrd,
+        disk: image.clone(),
+        results: image,
+        consoles: Vec::new(),
+        cmdline: "root=/dev/vda rw".into(),
+        memory_mib: 1024,
+    }
+}
+
+#[test]
+#[ignore = "builds a Debian root file system (mmdebstrap, root) and boots systemd under qemu \
+            (about 5 minutes): .ci/run runs it with --ignored"]
+fn under_systemd_the_unit_runs_after_the_file_systems_and_reboots_through_systemctl() {
+    let tmp = TempDir::new("boot-vm-systemd");
+    let mut vm = systemd_vm(&tmp);
+    vm.boot_until_off(4);
+    assert_eq!(
+        vm.consoles.len(),
+        2,
+        "two armed boots, the second powers off"
+    );
+    let ct = vm.results("/var/results/ct");
+    keep(&vm, "systemd");
+    assert_eq!(
+        event_kinds(&ct),
+        [
+            "armed",
+            "started",
+            "ended",
+            "rebooting",
+            "started",
+            "ended",
+            "disarmed"
+        ]
+    );
+    assert_eq!(events(&ct)[3]["why"], "systemctl reboot");
+    let mut ids = Vec::new();
+    for boot in 1..=2 {
+        let dir = last_boot_dir(&ct, boot);
+        let runs = records(&dir);
+        check_cold_then_warm(&dir, &runs);
+        ids.push(runs[0]["boot_id"].as_str().unwrap().to_string());
+    }
+    assert_ne!(ids[0], ids[1]);
+    // On the last boot (the first reboots before the end unit runs), the unit ran after the
+    // local and remote file systems were up.
+    let console = vm.consoles.last().unwrap();
+    let at = |target: &str| -> f64 {
+        let after = console
+            .split(&format!("{target} at "))
+            .nth(1)
+            .unwrap_or_else(|| panic!("the end unit said nothing of {target}:\n{console}"));
+        after.split(' ').next().unwrap().parse::<f64>().unwrap() / 1e6
+    };
+    let last = last_boot_dir(&ct, 2);
+    let facts: Value =
+        serde_json::from_str(&std::fs::read_to_string(last.join("boot.json")).unwrap()).unwrap();
+    let started = facts["batch"]["before"]["uptime_s"].as_f64().unwrap();
+    for target in ["local-fs.target", "remote-fs.target"] {
+        assert!(
+            at(target) > 0.0 && at(target) < started,
+            "{target} at {} s, batch at {started} s",
+            at(target)
+        );
+    }
+    let units = vm.disk("/etc/systemd/system");
+    assert!(
+        !units.join("coldtrace-boot.service").exists(),
+        "the unit is removed"
+    );
+    assert!(std::fs::symlink_metadata(
+        units.join("multi-user.target.wants/coldtrace-boot.service")
+    )
+    .is_err());
+    let state = vm.disk("/var/lib/coldtrace");
+    assert!(!state.join("boot").exists(), "the state is removed");
 }
