@@ -89,7 +89,7 @@ fn a_dentry_cold_first_run_is_kernel_cpu_with_no_storage_reads() {
         [
             "run",
             "-n",
-            "5",
+            "10",
             "-o",
             "b",
             "--prepare",

@@ -202,7 +202,7 @@ fn python_first(dir: &Path, name: &str, first: &str) -> String {
 }
 
 fn penalty_of(dir: &Path, argv: &[&str]) -> (Value, String) {
-    let mut args = vec!["run", "-n", "4", "-o", "b", "--"];
+    let mut args = vec!["run", "-n", "10", "-o", "b", "--"];
     args.extend_from_slice(argv);
     let out = ct(dir, args).run_within(std::time::Duration::from_secs(120));
     out.expect_code(0);

@@ -105,12 +105,20 @@ fn exported(dir: &TempDir, tag: &str, args: &[&str]) -> (Value, String, String) 
     )
 }
 
-/// The mean of a result's measurements of `metric`, recomputed.
+/// How many measurements come before the ones `summary` covers: 1 where the batch keeps its
+/// first run apart (`summary_covers` says so, as coldtrace's screen does), else 0.
+fn kept_apart(result: &Value) -> usize {
+    let covers = result["summary_covers"].as_str().unwrap();
+    usize::from(covers.starts_with("the runs after the first"))
+}
+
+/// The mean of `metric` over the measurements a result's `summary` covers, recomputed.
 fn mean_of(result: &Value, metric: &str) -> f64 {
     let values: Vec<f64> = result["measurements"]
         .as_array()
         .unwrap()
         .iter()
+        .skip(kept_apart(result))
         .map(|m| m[metric]["value"].as_f64().unwrap())
         .collect();
     values.iter().sum::<f64>() / values.len() as f64
@@ -122,10 +130,14 @@ fn close(a: f64, b: f64) -> bool {
 
 fn check_json(tag: &str, ours: &Value, theirs: &Value) {
     // Field for field: the same key paths with the same kinds of value, but for the version
-    // of hyperfine, which did not run.
+    // of hyperfine, which did not run, and the one key of coldtrace's own, which says what
+    // `summary` covers.
     let drop_version = |s: Vec<String>| -> Vec<String> {
         s.into_iter()
-            .filter(|l| !l.starts_with(".metadata.hyperfine_version"))
+            .filter(|l| {
+                !l.starts_with(".metadata.hyperfine_version")
+                    && !l.starts_with(".results[].summary_covers")
+            })
             .collect()
     };
     assert_eq!(
@@ -155,8 +167,16 @@ fn check_json(tag: &str, ours: &Value, theirs: &Value) {
                 .collect()
         };
         assert_eq!(codes(ours), codes(theirs), "{tag}: exit codes");
+        // Every run's times are kept; the summary covers the runs the screen's figures cover.
+        let apart = kept_apart(ours) as u64;
+        assert_eq!(
+            apart,
+            u64::from(tag == "failing"),
+            "{tag}: no warm-up, a first run"
+        );
         for (metric, stat) in ours["summary"].as_object().unwrap() {
-            assert_eq!(stat["count"], theirs["summary"][metric]["count"], "{tag}");
+            let count = theirs["summary"][metric]["count"].as_u64().unwrap();
+            assert_eq!(stat["count"], count - apart, "{tag}");
             assert_eq!(stat["unit"], theirs["summary"][metric]["unit"], "{tag}");
             let mean = stat["mean"].as_f64().unwrap();
             assert!(close(mean, mean_of(ours, metric)), "{tag}: {metric} {stat}");
@@ -176,7 +196,21 @@ fn check_markdown(tag: &str, ours: &str, theirs: &str, doc: &Value) {
     // The header (up to its unit, which follows the figures) and the divider.
     let unit_at = |l: &str| l.find('[').unwrap();
     assert_eq!(&a[0][..unit_at(a[0])], &b[0][..unit_at(b[0])], "{tag}");
-    assert_eq!(a[1], b[1], "{tag}");
+    // hyperfine's columns, then the first run's own where a command keeps it apart.
+    assert!(a[1].starts_with(b[1]), "{tag}: {}", a[1]);
+    let apart = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| kept_apart(r) == 1);
+    assert_eq!(
+        a[0].ends_with(" | First Run [ms] |")
+            || a[0].ends_with(" | First Run [s] |")
+            || a[0].ends_with(" | First Run [µs] |"),
+        apart,
+        "{tag}: {}",
+        a[0]
+    );
     let unit = &a[0][unit_at(a[0]) + 1..a[0].find(']').unwrap()];
     let scale = match unit {
         "s" => 1.0,
@@ -199,6 +233,11 @@ fn check_markdown(tag: &str, ours: &str, theirs: &str, doc: &Value) {
         let digits = if unit == "s" { 3 } else { 1 };
         let expected = format!("{:.digits$} ± {:.digits$}", mean / scale, sd / scale);
         assert_eq!(ours[1], expected, "{tag}: {line}");
+        if kept_apart(result) == 1 {
+            let first = result["measurements"][0]["time_wall_clock"]["value"].as_f64();
+            let first = format!("{:.digits$}", first.unwrap() / scale);
+            assert_eq!(ours[4], first, "{tag}: the first run's own column: {line}");
+        }
         // The first row has no change or factor, as hyperfine's; the others say how far
         // from the first, in its words.
         if ours[0] == cells(a[2])[0] {
@@ -225,7 +264,8 @@ fn check_markdown(tag: &str, ours: &str, theirs: &str, doc: &Value) {
 
 fn check_csv(tag: &str, ours: &str, theirs: &str, doc: &Value) {
     let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
-    assert_eq!(a[0], b[0], "{tag}: the header");
+    // hyperfine's header, then the first run's own columns where a command keeps it apart.
+    assert!(a[0].starts_with(b[0]), "{tag}: the header");
     assert_eq!(a.len(), b.len(), "{tag}");
     let head: Vec<&str> = a[0].split(',').collect();
     let results = doc["results"].as_array().unwrap();
@@ -237,6 +277,12 @@ fn check_csv(tag: &str, ours: &str, theirs: &str, doc: &Value) {
             let Some((metric, stat)) = name.rsplit_once('_') else {
                 continue;
             };
+            if let Some(metric) = name.strip_prefix("first_run_") {
+                let first = &result["measurements"][0][metric]["value"];
+                let got: f64 = value.parse().unwrap();
+                assert!(kept_apart(result) == 1 && close(got, first.as_f64().unwrap()));
+                continue;
+            }
             match (metric, stat) {
                 ("parameter", _) | (_, "unit") => {}
                 _ if metric.starts_with("parameter") => {

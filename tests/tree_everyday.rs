@@ -324,7 +324,7 @@ fn run_shape(tmp: &TempDir, k: usize, shape: &Shape, off: bool) -> (Output, Valu
         let mode = if off { "off" } else { "on" };
         let dir = tmp.join(format!("s{k}-{mode}-{attempt}"));
         std::fs::create_dir(&dir).unwrap();
-        let mut args: Vec<String> = ["run", "-n", "5", "-o", "b", "--"]
+        let mut args: Vec<String> = ["run", "-n", "10", "-o", "b", "--"]
             .iter()
             .map(|s| s.to_string())
             .collect();

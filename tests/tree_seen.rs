@@ -33,7 +33,7 @@ fn command(tmp: &TempDir) -> Vec<String> {
 /// given; the output and batch.json.
 fn batch(tmp: &TempDir, tree: Option<&str>) -> (Output, Value) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut args: Vec<String> = ["run", "-n", "5", "-o", "b", "--"]
+    let mut args: Vec<String> = ["run", "-n", "10", "-o", "b", "--"]
         .iter()
         .map(|s| s.to_string())
         .collect();

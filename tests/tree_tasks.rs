@@ -121,7 +121,7 @@ fn the_first_runs_sentence_says_how_many_tasks_the_tree_ran() {
         let args: Vec<String> = vec![
             "run".into(),
             "-n".into(),
-            "5".into(),
+            "10".into(),
             "-o".into(),
             out_dir.display().to_string(),
             "--".into(),

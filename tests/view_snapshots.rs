@@ -148,6 +148,7 @@ fn figures(index: u64, wall_ms: f64, blocked_ms: f64, read: f64) -> Figures {
         blocked_ns: Some(blocked_ms * 1e6),
         sys_ns: Some(4e6),
         read_bytes: Some(read),
+        steal_ns: None,
         cold_action: false,
     }
 }

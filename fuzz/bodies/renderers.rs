@@ -212,6 +212,7 @@ fn verdict_of(first: Option<&FirstRun>, walls: &[f64], warmups: u64) -> Verdict 
         blocked_ns: Some(v / 3.0),
         sys_ns: Some(v / 5.0),
         read_bytes: Some(v * 16.0),
+        steal_ns: None,
         cold_action: false,
     };
     let rest: Vec<Figures> = walls

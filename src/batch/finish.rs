@@ -52,6 +52,7 @@ impl Findings {
             cycles: plan.cold.when.and_then(ColdWhen::cycles).is_some(),
             prepare: plan.prepare.is_some(),
             cold_every_run,
+            cold_first: plan.cold.when.is_some(),
             tick_ns: tick.ns,
         };
         let no_tree = batch.tree_why.as_deref();
@@ -83,14 +84,30 @@ impl Findings {
     }
 }
 
+/// Where warm-ups ran, no counted run was first: every counted run is in the summaries' `warm`
+/// (what the table and the exports show), and none is `first`.
+fn no_first_run(summaries: &mut [crate::record::summary::MetricSummary]) {
+    for s in summaries {
+        s.warm = s.all;
+        s.first = None;
+        s.first_to_warm_median = None;
+        if let Some(at) = &mut s.runs_at_floor {
+            (at.first, at.warm) = (0, at.all);
+        }
+    }
+}
+
 impl CommandBatch<'_> {
     /// Writes `batch.json` (atomically) and returns what the caller renders; `spawner` is what
     /// the batch's spawner cost, once stopped.
     pub fn finish(self, spawner: Option<SpawnerUsage>) -> Result<BatchOutcome, BatchError> {
         let plan = self.plan;
         let tick = Tick::read();
-        let summaries = self.columns.summarise(tick.ns);
+        let mut summaries = self.columns.summarise(tick.ns);
         let found = Findings::of(&self, tick);
+        if found.verdict.kind == verdict::Kind::NoFirstRun {
+            no_first_run(&mut summaries);
+        }
         let complete =
             self.interrupted_by.is_none() && self.stopped_reason.is_none() && self.is_done();
         let document = BatchDocument {

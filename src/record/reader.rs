@@ -123,6 +123,8 @@ pub struct BatchRow {
     pub prepare: bool,
     /// A `--cold-cycles` batch.
     pub cycles: bool,
+    /// A cold action came before the first counted run (batch.json's `config.cold_when`).
+    pub cold_first: bool,
     /// Things noticed while reading (a cut last line, no batch.json, no warm run).
     pub notes: Vec<String>,
     /// batch.json's `config.cold_when` is `every_counted_run`: no run of the batch is warm,
@@ -468,6 +470,7 @@ fn boot_and_penalty(doc: &Fields<'_>, row: &mut BatchRow) {
     row.verdict = verdict_fields(doc);
     row.warmups = doc.u64(BatchFields::WARMUP).unwrap_or(0);
     row.prepare = doc.str(BatchFields::PREPARE).is_some();
+    row.cold_first = doc.str(BatchFields::COLD_WHEN).is_some();
     row.cycles = doc.f64(BatchFields::CYCLES_PENALTY_NS).is_some()
         || doc.str(BatchFields::COLD_WHEN) == Some("first_run_of_each_cycle");
     // A `--cold-cycles` batch's measured penalty is its cycles'; any other's, the verdict's.
@@ -683,6 +686,7 @@ impl OldRuns {
             cycles: row.cycles,
             prepare: row.prepare,
             cold_every_run: row.every_run_cold,
+            cold_first: row.cold_first,
             tick_ns: this_kernels_tick_ns(),
         };
         verdict::decide(self.first, &self.rest, &self.disturbed, setting)
@@ -707,8 +711,8 @@ impl OldRuns {
                         index: figures.index,
                         anomaly: crate::record::run::Anomaly {
                             kind,
-                            metric: "read_bytes",
-                            value: 0.0,
+                            metric: "block_in",
+                            value: figures.read_bytes.unwrap_or(0.0) / 512.0,
                             reference: 0.0,
                             rule: "",
                             mapped_by: None,

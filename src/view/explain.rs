@@ -66,7 +66,15 @@ pub fn notes(outcome: &BatchOutcome) -> Vec<Note> {
     if let Some(ws) = &outcome.working_set {
         notes.extend(crate::view::cause::working_set_sentence(ws, rest).map(Note::plain));
     }
-    anomaly_notes(&mut notes, &outcome.anomalies, rest);
+    // A run the verdict left out of the warm reference is said once, in its note.
+    let left_out = &outcome.verdict.left_out;
+    let anomalies: Vec<RunAnomaly> = outcome
+        .anomalies
+        .iter()
+        .filter(|a| !left_out.iter().any(|l| l.index == a.index))
+        .cloned()
+        .collect();
+    anomaly_notes(&mut notes, &anomalies, rest);
     if let Some(noise) = &outcome.warm_noise {
         // Judged over the runs after the first (batch.json's `warm_noise`), whatever they were.
         let rule = noise.rule.replace("warm wall", &format!("{rest} wall"));

@@ -199,7 +199,13 @@ fn metric_grid(outcome: &BatchOutcome, view: &MetricView, style: &Style) -> Grid
     // The runs after the first: warm, or cold when a cold action came before every counted
     // run (explained under the table).
     let rest = crate::view::explain::rest_word(outcome);
-    grid = if has_warm {
+    // No run was first (warm-ups ran before the counted runs): no first column, no ratio.
+    let has_first = rejected.is_some() || outcome.summaries.iter().any(|s| s.first.is_some());
+    grid = if has_warm && !has_first {
+        grid.column(&format!("{rest}\nmedian"), Align::Right)
+            .optional(&format!("{rest}\nmean ± σ"), Align::Right, 1)
+            .optional(&format!("{rest}\nmin … max"), Align::Right, 0)
+    } else if has_warm {
         grid.column(first, Align::Right)
             .column(&format!("{rest}\nmedian"), Align::Right)
             .optional(&format!("{rest}\nmean ± σ"), Align::Right, 1)
@@ -241,7 +247,13 @@ fn metric_grid(outcome: &BatchOutcome, view: &MetricView, style: &Style) -> Grid
                 "—"
             },
         };
-        grid.row(row.cells(has_warm, style));
+        let mut cells = row.cells(has_warm, style);
+        if has_warm && !has_first {
+            // The first column and the ratio: nothing was first.
+            cells.remove(2);
+            cells.pop();
+        }
+        grid.row(cells);
     }
     grid
 }

@@ -13,7 +13,7 @@
 #![forbid(unsafe_code)]
 
 use crate::record::metrics::{number_at, record_path, Metric, COUNTER_NUMBERS, RECORD_NUMBERS};
-use crate::view::export::hyperfine::{summary as summarise, Measured, MEMORY, WALL};
+use crate::view::export::hyperfine::{first_run, summary as summarise, Measured, MEMORY, WALL};
 use crate::view::export::part::Part;
 use serde_json::Value;
 use std::io::{self, Write};
@@ -143,7 +143,9 @@ fn number(value: Option<f64>) -> String {
     value.map_or(String::new(), |v| v.to_string())
 }
 
-/// `--export-csv`: hyperfine 2.0's summary, one row per command.
+/// `--export-csv`: hyperfine 2.0's summary, one row per command, over the runs the screen's
+/// statistics cover; the first run's figures (`first_run_time_wall_clock`, …) at the end where
+/// a command keeps it apart.
 pub fn summary(w: &mut dyn Write, parts: &[Part<'_>]) -> io::Result<()> {
     let runs = parts
         .iter()
@@ -166,6 +168,12 @@ pub fn summary(w: &mut dyn Write, parts: &[Part<'_>]) -> io::Result<()> {
     });
     let parameters = parameters.unwrap_or_default();
     head.extend(parameters.iter().map(|n| format!("parameter_{n}")));
+    // The first run, where a command keeps it apart: in columns of its own, after hyperfine's.
+    let firsts: Vec<_> = metrics
+        .iter()
+        .filter(|(m, _)| runs.iter().any(|r| first_run(m, r).is_some()))
+        .collect();
+    head.extend(firsts.iter().map(|(m, _)| format!("first_run_{}", m.0)));
     writeln!(w, "{}", line(&head))?;
     for (part, runs) in parts.iter().zip(&runs) {
         let mut row = vec![part.shown().to_string()];
@@ -180,6 +188,7 @@ pub fn summary(w: &mut dyn Write, parts: &[Part<'_>]) -> io::Result<()> {
             let value = part.parameters.iter().find(|(n, _)| n == name);
             row.push(value.map_or(String::new(), |(_, v)| v.to_string()));
         }
+        row.extend(firsts.iter().map(|(m, _)| number(first_run(m, runs))));
         writeln!(w, "{}", line(&row))?;
     }
     Ok(())

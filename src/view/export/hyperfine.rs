@@ -5,14 +5,15 @@
 //! value with its unit, and `exit_code`), `parameters` (when scanned) and `summary` (per metric:
 //! `count`, `mean`, `stddev`, `median`, `min`, `max`, in base units). hyperfine's own scripts
 //! (`scripts/*.py` of its crate) read it. It reshapes what was recorded (its statistics through
-//! record's [`Summary`]); it measures nothing, adds no field of coldtrace's own, and opens no
-//! file (the caller replaces it).
+//! record's [`Summary`]); it measures nothing and opens no file (the caller replaces it).
 //!
 //! [`Measured`] (the counted runs as hyperfine counts them) and [`METRICS`] also serve the
 //! Markdown and summary CSV exports, which 2.0 makes of the same figures.
 //!
-//! Over the counted runs, the first one included, as hyperfine counts them; warm-ups and
-//! rejected runs are left out. `memory_peak_resident` is each run's own wait4 max RSS; a perf
+//! `measurements` holds every counted run, the first one included; warm-ups and rejected runs
+//! are left out. `summary` covers what coldtrace's screen covers: the runs after the first
+//! where the batch keeps its first run apart, every counted run where it has none (warm-ups
+//! ran); `summary_covers` says which — the one key of coldtrace's own. `memory_peak_resident` is each run's own wait4 max RSS; a perf
 //! counter (`--counters`) is in a run only where it was counted, and in `summary` only when
 //! every run has it, as hyperfine requires. `metadata.hyperfine_version` is `null`: hyperfine
 //! did not run.
@@ -46,6 +47,8 @@ pub struct Measured {
     /// `COUNTERS`' values, in its order (`None`: not counted).
     counters: [Option<f64>; 5],
     exit_code: Option<i64>,
+    /// The batch's first run, kept apart: in `measurements`, not in `summary`.
+    first: bool,
 }
 
 /// hyperfine 2.0's metrics (`Metric::ALL`, in its order): name, base unit as the JSON names it
@@ -78,7 +81,7 @@ pub const MEMORY: MetricOf = METRICS[4];
 impl Measured {
     /// A counted run's record, as hyperfine would have measured it (`None`: not counted, or
     /// no wall time).
-    fn of(record: &Value) -> Option<Measured> {
+    fn of(record: &Value, first_index: Option<u64>) -> Option<Measured> {
         if record["counted"] != true {
             return None;
         }
@@ -102,24 +105,45 @@ impl Measured {
                 Some("exited") => record["outcome"]["code"].as_i64(),
                 _ => None,
             },
+            first: first_index.is_some() && record["index"].as_u64() == first_index,
         })
     }
 
-    /// The counted runs of `part`, in order.
+    /// The counted runs of `part`, in order; its first run marked when the batch keeps it
+    /// apart (the verdict has a first run: no warm-up came before it).
     pub fn all(part: &Part<'_>) -> io::Result<Vec<Measured>> {
+        let first_index = part.outcome.verdict.first_index;
         let mut runs = Vec::new();
         part.each_record(|record| {
-            runs.extend(Measured::of(record));
+            runs.extend(Measured::of(record, first_index));
             Ok(())
         })?;
         Ok(runs)
     }
 }
 
-/// `metric` over `runs`, as hyperfine summarises it: only when every run has it.
+/// `metric` over the runs the screen's statistics cover, as hyperfine summarises it (only when
+/// every one has it): the runs after the first where the batch keeps its first run apart, as
+/// the table's columns do; every counted run where it has no first run.
 pub fn summary(metric: &MetricOf, runs: &[Measured]) -> Option<Summary> {
-    let values: Option<Vec<f64>> = runs.iter().map(metric.2).collect();
+    let values: Option<Vec<f64>> = runs.iter().filter(|m| !m.first).map(metric.2).collect();
     Summary::of(&values?)
+}
+
+/// `metric` of the first run, where the batch keeps it apart.
+pub fn first_run(metric: &MetricOf, runs: &[Measured]) -> Option<f64> {
+    runs.iter().find(|m| m.first).and_then(metric.2)
+}
+
+/// What `summary` covers, said in the document (hyperfine's scripts compute their own figures
+/// from `measurements`, which hold every counted run).
+fn covers(runs: &[Measured]) -> &'static str {
+    if runs.iter().any(|m| m.first) {
+        "the runs after the first (measurements[1..]): the first run, measurements[0], is kept \
+         apart, as on coldtrace's screen"
+    } else {
+        "every counted run"
+    }
 }
 
 /// `{"value": V, "unit": U}` (a count has no unit).
@@ -204,6 +228,7 @@ impl Serialize for Entry<'_> {
             .collect();
         summary.sort_by_key(|(name, _)| *name);
         map.serialize_entry("summary", &ByName(summary))?;
+        map.serialize_entry("summary_covers", covers(&self.runs))?;
         map.end()
     }
 }

@@ -1,13 +1,15 @@
 //! `--export-markdown FILE`: hyperfine 2.0's Markdown table, as hyperfine 2.0.0 writes it
 //! (`tests/golden/hyperfine-2.0.0/*.md`): `Command | Mean Wall Time [UNIT] | Change | Factor`,
-//! one row per command — the mean ± σ of its counted runs' wall time in one unit for the whole
+//! then `First Run [UNIT]` where a command keeps its first run apart, one row per command — the
+//! mean ± σ of the wall time of the runs the screen's figures cover (the runs after the first,
+//! where it is kept apart) in one unit for the whole
 //! table (chosen by the first command's mean), its change against the first command in per
 //! cent and, beyond 1.3× either way, the factor in words. It lays out figures of the records
 //! ([`Measured`]); coldtrace's own table is on the terminal and in `report --markdown`.
 #![forbid(unsafe_code)]
 
 use crate::record::stats::Summary;
-use crate::view::export::hyperfine::{summary, Measured, WALL};
+use crate::view::export::hyperfine::{first_run, summary, Measured, WALL};
 use crate::view::export::part::Part;
 use std::io;
 
@@ -85,12 +87,13 @@ fn row(cells: &[&str]) -> String {
     format!("| {} |\n", cells.join(" | "))
 }
 
-/// The table of every command's counted runs.
+/// The table of every command's counted runs: hyperfine's columns over the runs the screen's
+/// statistics cover (the runs after the first where the batch keeps its first run apart), and
+/// the first run's wall time in a column of its own at the end when a command has one.
 pub fn table(parts: &[Part<'_>]) -> io::Result<String> {
-    let stats: Vec<Option<Summary>> = parts
-        .iter()
-        .map(|part| Ok(summary(&WALL, &Measured::all(part)?)))
-        .collect::<io::Result<_>>()?;
+    let runs: Vec<Vec<Measured>> = parts.iter().map(Measured::all).collect::<io::Result<_>>()?;
+    let stats: Vec<Option<Summary>> = runs.iter().map(|r| summary(&WALL, r)).collect();
+    let firsts: Vec<Option<f64>> = runs.iter().map(|r| first_run(&WALL, r)).collect();
     // One unit for the table, from the first mean that is not 0.
     let unit = unit_for(
         stats
@@ -100,29 +103,50 @@ pub fn table(parts: &[Part<'_>]) -> io::Result<String> {
             .find(|m| *m != 0.0)
             .unwrap_or(0.0),
     );
-    let mut out = row(&[
-        "Command",
-        &format!("Mean Wall Time [{}]", unit.0),
-        "Change",
-        "Factor",
-    ]);
-    out.push_str("|:---|---:|---:|:---|\n");
+    let with_first = firsts.iter().any(Option::is_some);
+    let mut head = vec![
+        "Command".to_string(),
+        format!("Mean Wall Time [{}]", unit.0),
+        "Change".into(),
+        "Factor".into(),
+    ];
+    let mut divider = "|:---|---:|---:|:---|".to_string();
+    if with_first {
+        head.push(format!("First Run [{}]", unit.0));
+        divider.push_str("---:|");
+    }
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    let mut out = row(&head);
+    out.push_str(&divider);
+    out.push('\n');
     let reference = stats.first().copied().flatten();
     for (i, (part, stat)) in parts.iter().zip(&stats).enumerate() {
         let command = code(&part.shown().replace('|', "\\|"));
-        let Some(stat) = stat else {
-            out.push_str(&row(&[&command, "no counted run", "", ""]));
-            continue;
+        let first = firsts[i].map_or(String::new(), |v| value_in(v, unit));
+        let mut cells = match stat {
+            None => vec![
+                command,
+                "no counted run".into(),
+                String::new(),
+                String::new(),
+            ],
+            Some(stat) => {
+                let mean = match stat.stddev {
+                    Some(sd) => format!("{} ± {}", value_in(stat.mean, unit), value_in(sd, unit)),
+                    None => value_in(stat.mean, unit),
+                };
+                let (change, factor) = match (i, reference) {
+                    (1.., Some(r)) => (change(stat.mean, r.mean), factor(stat.mean, r.mean)),
+                    _ => (String::new(), String::new()),
+                };
+                vec![command, mean, change, factor]
+            }
         };
-        let mean = match stat.stddev {
-            Some(sd) => format!("{} ± {}", value_in(stat.mean, unit), value_in(sd, unit)),
-            None => value_in(stat.mean, unit),
-        };
-        let (change, factor) = match (i, reference) {
-            (1.., Some(r)) => (change(stat.mean, r.mean), factor(stat.mean, r.mean)),
-            _ => (String::new(), String::new()),
-        };
-        out.push_str(&row(&[&command, &mean, &change, &factor]));
+        if with_first {
+            cells.push(first);
+        }
+        let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
+        out.push_str(&row(&cells));
     }
     Ok(out)
 }
