@@ -196,6 +196,25 @@ fn report_shows_the_boots(b: &Box_) {
     let boots = &json["boots"][0];
     assert_eq!(boots["rows"].as_array().unwrap().len(), 2);
     assert_eq!(boots["penalty"]["boots"], 2);
+    // The picture has the boots' panel, and is well-formed XML.
+    ct(
+        b.tmp.path(),
+        [
+            "report",
+            "--svg",
+            "boots.svg",
+            "--html",
+            "boots.html",
+            "res",
+        ],
+    )
+    .run()
+    .expect_code(0);
+    let svg = std::fs::read_to_string(b.tmp.join("boots.svg")).unwrap();
+    roxmltree::Document::parse(&svg).expect("well-formed SVG");
+    assert!(svg.contains("boots of res: the first run after each boot"));
+    let html = std::fs::read_to_string(b.tmp.join("boots.html")).unwrap();
+    assert!(html.contains("boots of res: the first run after each boot"));
 }
 
 #[test]
@@ -493,4 +512,46 @@ fn arming_warns_when_another_user_could_replace_what_runs_at_boot() {
     let b = Box_::new("boot-tight");
     let out = b.boot("arm", &["-o", "res", "--", "true"]);
     assert!(!out.stdout.contains("warning: "), "{}", out.stdout);
+}
+
+#[test]
+fn a_change_of_the_command_between_boots_is_flagged_by_report() {
+    let b = Box_::new("boot-change");
+    let script = b.tmp.join("workload.sh");
+    common::write_file(&script, b"#!/bin/sh\nexit 0\n", 0o755);
+    let shown = script.display().to_string();
+    b.boot(
+        "arm",
+        &["--boots", "2", "-o", "res", "-n", "3", "--", &shown],
+    )
+    .expect_code(0);
+    b.as_if_rebooted();
+    b.boot("run", &[]).expect_code(0);
+    // Replaced between the boots: a new file (another inode), longer.
+    std::fs::remove_file(&script).unwrap();
+    common::write_file(&script, b"#!/bin/sh\n# updated\nexit 0\n", 0o755);
+    b.as_if_rebooted();
+    let out = b.boot("run", &[]);
+    assert!(
+        out.stdout.contains("all 2 boots have run"),
+        "{}",
+        out.describe()
+    );
+    let report = ct(b.tmp.path(), ["report", "res"])
+        .env("COLUMNS", "100")
+        .run();
+    // As a person reads it: the folded lines joined.
+    let text = report
+        .stdout
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    // The freed inode may be given to the new file: its size and mtime differ whatever.
+    let said = format!("changed before boot 2: {shown} changed (");
+    let after = text
+        .split(&said)
+        .nth(1)
+        .unwrap_or_else(|| panic!("{}", report.stdout));
+    let what = after.split(')').next().unwrap();
+    assert!(what.contains("size") && what.contains("mtime"), "{what}");
 }
