@@ -148,7 +148,7 @@ fn a_dentry_cold_first_run_is_kernel_cpu_with_no_storage_reads() {
         (cpu_said - cpu).abs() <= cpu * 0.01 && blocked_said < cpu_said / 4.0,
         "CPU, not blocked: {penalty}"
     );
-    let sys_said = figure_after(penalty, "(sys ≈")
+    let sys_said = figure_after(penalty, "sys ≈")
         .unwrap_or_else(|| panic!("the system time is named: {penalty}"));
     assert!(sys_said > cpu_said / 2.0, "mostly system time: {penalty}");
     // At most a few pages of du's own files, whose inodes went with the drop.
