@@ -218,7 +218,13 @@ fn every_document_keeps_its_golden_shape() {
         &[doc(&dir.join("failing/batch.json"))],
     );
     shape += &shape_of("compare batch.json", &[doc(&dir.join("cmp/batch.json"))]);
-    shape += &shape_of("run --json (single run)", &[single.json()]);
+    // Whether `true` pages anything in depends on the page cache (another process may have
+    // evicted its binary): its `page_ins.top` files have the batch's shape, and are left out.
+    let mut single_doc = single.json();
+    if let Some(top) = single_doc.pointer_mut("/page_ins/top") {
+        *top = serde_json::Value::Array(Vec::new());
+    }
+    shape += &shape_of("run --json (single run)", &[single_doc]);
     shape += &shape_of("report --json", &[report.json()]);
     shape += &shape_of("context --json", &[context.json()]);
     // The exports hold the documents above: their own keys only, two levels down.

@@ -4,10 +4,10 @@
 
 use crate::batch::command::CommandBatch;
 use crate::batch::error::{BatchError, NotRun};
-use crate::batch::progress::Observer;
+use crate::batch::progress::{Observer, Ticker};
 use crate::batch::shared::Shared;
 use crate::batch::signals::Signals;
-use crate::measure::cache::{self, CacheError, EvictReport, FileSet};
+use crate::measure::cache::{self, EvictReport, FileTable, StayedFiles};
 use crate::plan::ColdWhen;
 use crate::record::run::{ColdAction, Role, StayedRecord};
 
@@ -20,48 +20,6 @@ pub const DROP_CACHES_REACH: &str =
     "--drop-caches empties the page cache for every process on this host";
 /// What `--evict` says at its first eviction.
 pub const EVICT_REACH: &str = "--evict drops the files' cached pages for every process on the host";
-
-/// How often a slow step is said again while it goes on.
-const TICK_NS: u64 = 250_000_000;
-
-/// Tells an observer what a slow step is doing, when it begins and then every [`TICK_NS`],
-/// from the per-file checks of the walk and the eviction (which only borrow it).
-struct Ticker<'o> {
-    observer: std::cell::RefCell<&'o mut dyn Observer>,
-    began: u64,
-    last: std::cell::Cell<Option<u64>>,
-}
-
-impl<'o> Ticker<'o> {
-    fn new(observer: &'o mut dyn Observer, began: u64) -> Ticker<'o> {
-        Ticker {
-            observer: std::cell::RefCell::new(observer),
-            began,
-            last: std::cell::Cell::new(None),
-        }
-    }
-
-    /// `what` is under way: said at once the first time, then at most every [`TICK_NS`].
-    fn tick(&self, what: &'static str) {
-        let now = crate::measure::clock::monotonic_ns();
-        if self
-            .last
-            .get()
-            .is_none_or(|t| now.saturating_sub(t) >= TICK_NS)
-        {
-            self.last.set(Some(now));
-            if let Ok(mut observer) = self.observer.try_borrow_mut() {
-                observer.preparing(what, now.saturating_sub(self.began));
-            }
-        }
-    }
-
-    /// `what` begins now.
-    fn say(&self, what: &'static str) {
-        self.last.set(None);
-        self.tick(what);
-    }
-}
 
 impl CommandBatch<'_> {
     /// Whether a run of `role` starts cold (the plan evicts or drops before it). Every run
@@ -89,35 +47,30 @@ impl CommandBatch<'_> {
         if !self.cold_due(role) {
             return Ok(None);
         }
+        // The first cold action walks the watched trees: evicting them takes the walk.
         let began = crate::measure::clock::monotonic_ns();
+        self.walk_watched(signals, observer)?;
         let mut action = ColdAction::default();
         let ticker = Ticker::new(observer, began);
-        let stop = || {
-            ticker.tick("evicting");
-            signals.pending_interrupt()
-        };
         if !plan.cold.evict.is_empty() {
-            let set = match FileSet::collect_until(&plan.cold.evict, &stop) {
-                Ok(set) => set,
-                Err(CacheError::Interrupted(sig)) => return Err(NotRun::Interrupted(sig)),
-                Err(e) => return Err(BatchError::own(format!("--evict: {e}")).into()),
+            // Each file under an --evict root is evicted, then probed, with one open: the check
+            // of the whole tree that follows the eviction is the one before this run.
+            let mut stayed = StayedFiles::new(STAYED_TOP);
+            let checked = self
+                .check_watched(true, signals, &ticker, &mut |c| {
+                    if c.file.under_evict() {
+                        stayed.add(c.file, c.probe, c.fs_type);
+                    }
+                })
+                .map_err(NotRun::Interrupted)?;
+            let Some(check) = checked else {
+                return Err(BatchError::own("--evict: the paths were not walked").into());
             };
-            let report = set
-                .evict_until(&stop)
-                .map_err(|(_, sig)| NotRun::Interrupted(sig))?;
-            self.say_evict_shortfall(set.is_empty(), &report);
-            // A signal during the probe that follows stops the batch before the run, as one
-            // during the eviction does.
-            let caught = std::cell::Cell::new(None);
-            let stop_and_keep = || {
-                let sig = stop();
-                caught.set(caught.get().or(sig));
-                sig
-            };
-            let stayed = set.stayed_cached(STAYED_TOP, &stop_and_keep);
-            if let Some(sig) = caught.get() {
-                return Err(NotRun::Interrupted(sig));
-            }
+            let report = check.evicted.unwrap_or_else(EvictReport::none);
+            let files = self.table.as_ref().map_or(0, FileTable::evicted_files);
+            self.say_evict_shortfall(files == 0, &report);
+            self.say_slow("evicting", files, began, &ticker);
+            let stayed = stayed.finish(check.residency.method);
             if self.first_stayed.is_none() {
                 self.first_stayed = Some(stayed.clone());
             }
@@ -125,11 +78,14 @@ impl CommandBatch<'_> {
             action.evicted_files = Some(report.files);
             action.evicted_bytes = Some(report.bytes);
             action.evict_failed_files = Some(report.failed);
+            self.fresh_check = Some(check.residency);
         }
         if plan.cold.drop_caches {
             ticker.say("dropping caches");
             cache::drop_caches().map_err(|e| NotRun::from(BatchError::own(e.to_string())))?;
             action.dropped_caches = true;
+            // What the eviction's check found is no longer so.
+            self.fresh_check = None;
         }
         action.took_ns = crate::measure::clock::monotonic_ns().saturating_sub(began);
         Ok(Some(action))

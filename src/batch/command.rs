@@ -10,8 +10,9 @@ use crate::batch::program::{lossy, resolve, sh_program};
 use crate::batch::shared::Shared;
 use crate::batch::signals::Signals;
 use crate::batch::sink::{StderrSink, StdoutFile};
-use crate::measure::cache::{self, CacheError, FileSet, FileSetIdentity, Ledger, Stayed};
+use crate::measure::cache::{self, FileSet, FileTable, Residency, Stayed};
 use crate::measure::context::{Capabilities, EnvMarkers, ProgramInfo, SystemContext};
+use crate::measure::page_ins::FileKeys;
 use crate::plan::{ColdWhen, OutputMode, Plan, StdinMode};
 use crate::record::anomaly::OnlineCheck;
 use crate::record::artifacts::BatchDir;
@@ -76,8 +77,26 @@ pub struct CommandBatch<'p> {
     pub(super) notices_said: usize,
     /// Why some watched files' residency is unknown, the first time it was.
     pub(super) cache_unknown: Option<String>,
-    /// Each watched file's residency before the current run (a memfd, not the heap).
-    pub(super) ledger: Option<Ledger>,
+    /// The watched files, walked once at the first run (`None` before, and without
+    /// `--watch`/`--evict`).
+    pub(super) table: Option<FileTable>,
+    /// The last whole check of the watched files and the run it was made for.
+    pub(super) checked: Option<(Residency, u64)>,
+    /// The whole check the cold action made right before the current run.
+    pub(super) fresh_check: Option<Residency>,
+    /// The current run checks the whole tree (see `watch.rs`).
+    pub(super) run_whole: bool,
+    /// The working set's descriptors may stay open (the children are not cloned by coldtrace).
+    pub(super) keep_open: bool,
+    /// The current run's page-in ledger's files found in the walk: path, under `--evict`.
+    pub(super) located: crate::batch::page_ins::Located,
+    /// Page-in ledger files looked for in the walk and not found there.
+    pub(super) outside: FileKeys,
+    /// Why the page-in ledger's files cannot be put in the watched trees (`None` inside: they
+    /// can; `None`: not walked yet).
+    pub(super) split_unknown: Option<Option<String>>,
+    /// The slow steps said once already.
+    pub(super) slow_said: Vec<&'static str>,
     /// What the first run brought into the page cache.
     pub(super) first_paged_in: Option<FirstPagedIn>,
     /// Judges each run as it ends against the runs before it.
@@ -92,7 +111,7 @@ pub struct CommandBatch<'p> {
     pub(super) survivors: SurvivorsSeen,
     /// File pages refaulted system-wide during the first counted run.
     pub(super) first_refaults: Option<u64>,
-    /// What the first run brought into the page cache, file by file (a memfd).
+    /// What the first run brought into the page cache, grown by later runs.
     pub(super) working_set: Option<crate::measure::cache::WorkingSet>,
     /// That set's residency right before the current run.
     pub(super) working_set_before: Option<crate::measure::cache::WorkingSetResidency>,
@@ -110,7 +129,6 @@ pub struct Checked<'p> {
     program: Program,
     around: AroundPrograms,
     stdin_file_path: Option<PathBuf>,
-    file_set: Option<FileSetIdentity>,
     stdout_file: Option<StdoutFile>,
 }
 
@@ -118,10 +136,10 @@ impl<'p> Checked<'p> {
     /// Checks everything that can be checked before a run (program, `--prepare` and the others, cold-state
     /// paths, stdin). Creates nothing: a comparison checks every command before it creates
     /// any directory, so a command that cannot run leaves nothing behind.
-    pub fn check(plan: &'p Plan, signals: &Signals) -> Result<Checked<'p>, BatchError> {
+    pub fn check(plan: &'p Plan) -> Result<Checked<'p>, BatchError> {
         let program = resolve(plan)?;
         let around = AroundPrograms::of(plan)?;
-        let file_set = check_cold_state(plan, signals)?;
+        check_cold_state(plan)?;
         let stdin_file_path = check_stdin(plan)?;
         // `--output FILE` is opened (made) last: a check that fails leaves no file behind.
         let stdout_file = match &plan.output {
@@ -133,7 +151,6 @@ impl<'p> Checked<'p> {
             program,
             around,
             stdin_file_path,
-            file_set,
             stdout_file,
         })
     }
@@ -149,7 +166,6 @@ impl<'p> Checked<'p> {
             program,
             around,
             stdin_file_path,
-            file_set,
             stdout_file,
         } = self;
         let argv: Vec<String> = plan.argv.iter().map(|a| lossy(a)).collect();
@@ -158,7 +174,7 @@ impl<'p> Checked<'p> {
             .ok()
             .map(|p| p.display().to_string());
         let mut notices = first_notices(shared);
-        let context = batch_context(&program, shared, file_set);
+        let context = batch_context(&program, shared);
         notices.extend(script_notice(&argv, &context.program));
         // Every output that is neither the terminal nor kept: stderr's tail in memory.
         let stderr_sink = match plan.output {
@@ -204,11 +220,15 @@ impl<'p> Checked<'p> {
             notices,
             notices_said: 0,
             cache_unknown: None,
-            ledger: if plan.cold.watch.is_empty() {
-                None
-            } else {
-                Ledger::new()
-            },
+            table: None,
+            checked: None,
+            fresh_check: None,
+            run_whole: false,
+            keep_open: false,
+            located: Default::default(),
+            outside: Default::default(),
+            split_unknown: None,
+            slow_said: Vec::new(),
             first_paged_in: None,
             online: OnlineCheck::default(),
             evict_said: false,
@@ -237,13 +257,15 @@ fn first_target(plan: &Plan) -> u32 {
 
 impl<'p> CommandBatch<'p> {
     /// Checks everything that can be checked before a run (see [`Checked::check`]), then
-    /// claims the batch directory `out_dir` (see [`BatchDir::create`]).
+    /// claims the batch directory `out_dir` (see [`BatchDir::create`]) — unless a signal asked
+    /// coldtrace to stop meanwhile: then nothing is created.
     pub fn new(
         plan: &'p Plan,
         out_dir: Option<&Path>,
         shared: &Shared<'_>,
     ) -> Result<Self, BatchError> {
-        let checked = Checked::check(plan, shared.signals)?;
+        let checked = Checked::check(plan)?;
+        stopped_before_anything(shared.signals)?;
         let dir = out_dir.map(BatchDir::create).transpose()?;
         checked.open(dir, shared)
     }
@@ -376,39 +398,32 @@ impl AroundPrograms {
     }
 }
 
-/// Refuses a cold state that cannot be established (before anything runs). A signal during
-/// the walk ends coldtrace at once, 128+N, before anything was created.
-/// Returns the watched set's identity (`None` without `--watch`/`--evict`).
-fn check_cold_state(plan: &Plan, signals: &Signals) -> Result<Option<FileSetIdentity>, BatchError> {
+/// Refuses a cold state that cannot be established (before anything runs): `--drop-caches`
+/// without the right, a root of `--evict` or `--watch` that is missing, unreadable or neither a
+/// file nor a directory. The trees below the roots are walked once, at the first run (where
+/// the progress line can say how far the walk has come).
+fn check_cold_state(plan: &Plan) -> Result<(), BatchError> {
     if plan.cold.drop_caches {
         // Why it cannot: not root, or root with a read-only /proc/sys (a container), or none.
         cache::check_drop_caches().map_err(|e| BatchError::own(e.to_string()))?;
     }
-    // The file sets are walked afresh each time and dropped at once: a tree of 40,000 files
-    // held for the whole batch would add megabytes to coldtrace's resident set, and so to
-    // the floor under every child's max RSS. Walking them here reports a bad path early.
-    let mut identity = None;
     for (flag, roots) in [("--evict", &plan.cold.evict), ("--watch", &plan.cold.watch)] {
-        if roots.is_empty() {
-            continue;
-        }
-        match FileSet::collect_until(roots, &|| signals.pending_interrupt()) {
-            // The watched set is the evicted paths and the --watch ones.
-            Ok(set) if flag == "--watch" => identity = Some(set.identity(roots)),
-            Ok(_) => {}
-            Err(CacheError::Interrupted(sig)) => {
-                return Err(BatchError {
-                    message: format!(
-                        "interrupted by {sig} while walking the {flag} paths; nothing ran"
-                    ),
-                    exit_code: 128u8.saturating_add(sig.raw() as u8),
-                    cannot_start: None,
-                })
-            }
-            Err(e) => return Err(BatchError::own(format!("{flag}: {e}"))),
-        }
+        FileSet::check_roots(roots).map_err(|e| BatchError::own(format!("{flag}: {e}")))?;
     }
-    Ok(identity)
+    Ok(())
+}
+
+/// The error of a signal that asked coldtrace to stop before anything was created (exit
+/// 128+N).
+pub(crate) fn stopped_before_anything(signals: &Signals) -> Result<(), BatchError> {
+    match signals.pending_interrupt() {
+        Some(sig) => Err(BatchError {
+            message: format!("interrupted by {sig} before the first run; nothing ran"),
+            exit_code: 128u8.saturating_add(sig.raw() as u8),
+            cannot_start: None,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The `--stdin FILE` path, examined now without opening it (it is opened afresh for every
@@ -426,11 +441,7 @@ fn check_stdin(plan: &Plan) -> Result<Option<PathBuf>, BatchError> {
 
 /// What the batch document says about the machine, the program and coldtrace, read once
 /// before the first run.
-fn batch_context(
-    program: &Program,
-    shared: &Shared<'_>,
-    file_set: Option<FileSetIdentity>,
-) -> BatchContext {
+fn batch_context(program: &Program, shared: &Shared<'_>) -> BatchContext {
     let program_path =
         Path::new(std::ffi::OsStr::from_bytes(program.path().to_bytes())).to_path_buf();
     BatchContext {
@@ -442,7 +453,8 @@ fn batch_context(
         coldtrace_version: env!("CARGO_PKG_VERSION"),
         floor_reset_unavailable: shared.floor.unavailable_reason().map(str::to_owned),
         boot_marker: shared.boot_marker().clone(),
-        file_set,
+        // Known once the watched files are walked, at the first run.
+        file_set: None,
     }
 }
 

@@ -62,8 +62,9 @@ pub fn run_compare(
     let checked = plan
         .plans
         .iter()
-        .map(|p| Checked::check(p, signals))
+        .map(Checked::check)
         .collect::<Result<Vec<_>, _>>()?;
+    crate::batch::command::stopped_before_anything(signals)?;
     // The comparison's directory and each command's under commands/, made relative to the
     // directory's descriptor (see record/dir.rs).
     let root = plan.out_dir.as_deref().map(claim_out_dir).transpose()?;

@@ -77,7 +77,7 @@ impl Findings {
                 .map(|m| cycles::summarise(columns.first(), &AllRows(columns), m, runs_per_cycle)),
             cause: batch.cold_facts().map(|f| cold_cause(&f)),
             working_set: batch.working_set.as_ref().and_then(|ws| {
-                let (files, bytes) = ws.size();
+                let (files, bytes) = ws.first_run();
                 working_set::summarise(files, bytes, &AllRows(columns), cold_every_run)
             }),
         }

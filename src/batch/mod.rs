@@ -41,7 +41,7 @@ pub use outcome::{
     SurvivorsSeen,
 };
 pub use program::exit_code_for_start_failure;
-pub use progress::{BatchStart, Observer, RunEnd, RunStart, Unobserved};
+pub use progress::{BatchStart, Observer, Preparing, RunEnd, RunStart, Unobserved};
 pub use shared::Shared;
 pub use signals::{hold_file_size_signal, Signals};
 pub use watch::PAGED_IN_TOP;

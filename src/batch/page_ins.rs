@@ -12,7 +12,10 @@ use crate::measure::page_ins::{FileKey, Ledger};
 use crate::record::page_ins::{PageInFile, PageInsRecord, Under};
 use crate::record::run::Role;
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::path::PathBuf;
 
 /// The ledger's events, and the leaf they were opened on (or tried on).
 pub(crate) struct PageInEvents {
@@ -70,9 +73,15 @@ impl Shared<'_> {
     }
 }
 
+/// The files of a run's page-in ledger found in the walk of the watched trees: the path each
+/// was found under, and whether that is under an `--evict` root.
+pub(crate) type Located = HashMap<FileKey, (PathBuf, bool), BuildHasherDefault<DefaultHasher>>;
+
 impl CommandBatch<'_> {
     /// The record of a run's `ledger` (`None` when none was tried: `--minimal`); `why` says
-    /// why there is none. For the first run, every file goes to `runs/NNN/page_ins.tsv`.
+    /// why there is none. Its files are put in their trees by what the watch of the run found
+    /// ([`CommandBatch::located`]). For the first run, every file goes to
+    /// `runs/NNN/page_ins.tsv`.
     pub(super) fn page_ins_record(
         &mut self,
         ledger: Option<Ledger>,
@@ -83,19 +92,12 @@ impl CommandBatch<'_> {
             (None, Some(why)) => return Some(PageInsRecord::unknown(why)),
             (None, None) => return None,
         };
-        let wanted: Vec<FileKey> = match &ledger {
-            Ok(ins) => ins.files.keys().copied().collect(),
-            Err(_) => Vec::new(),
-        };
-        let split_unknown = self.page_in_split_unknown();
-        let found = match (&mut self.ledger, split_unknown.is_some()) {
-            (Some(files), false) => files.find(&wanted),
-            _ => Default::default(),
-        };
-        let evict = &self.plan.cold.evict;
+        let split_unknown = self.split_unknown.clone().flatten();
+        let located = &self.located;
         let mut locate = |key: FileKey| {
-            let path = found.get(&key)?;
-            Some((path.clone(), under(path, evict)))
+            let (path, evicted) = located.get(&key)?;
+            let under = if *evicted { Under::Evict } else { Under::Watch };
+            Some((path.clone(), under))
         };
         let first = self.role_of(self.next_index) == Role::First;
         let mut all = Vec::new();
@@ -114,27 +116,6 @@ impl CommandBatch<'_> {
             self.write_page_ins(all);
         }
         Some(record)
-    }
-
-    /// Why the ledger's files cannot be put in the watched trees: a watched root on btrfs or
-    /// overlayfs, where the page cache names files by another device than `stat` gives.
-    fn page_in_split_unknown(&self) -> Option<String> {
-        const BTRFS_MAGIC: rustix::fs::FsWord = 0x9123_683e;
-        if self.watches_files() && self.ledger.is_none() {
-            return Some("the list of watched files could not be kept (no memfd)".into());
-        }
-        self.plan.cold.watch.iter().find_map(|root| {
-            let kind = match rustix::fs::statfs(root).ok()?.f_type {
-                crate::measure::cache::OVERLAYFS_MAGIC => "overlayfs",
-                BTRFS_MAGIC => "btrfs",
-                _ => return None,
-            };
-            Some(format!(
-                "{} is on {kind}, where the page cache names a file by another device than \
-                 stat gives: its page-ins cannot be told from others",
-                root.display()
-            ))
-        })
     }
 
     /// Writes every file the first run paged in, largest first, to `runs/NNN/page_ins.tsv`
@@ -165,12 +146,21 @@ impl CommandBatch<'_> {
     }
 }
 
-/// The watched tree of a file found under the watched roots: an `--evict` root's, else a
-/// `--watch` root's (the walk's paths begin with the root they were found under).
-fn under(path: &Path, evict: &[PathBuf]) -> Under {
-    if evict.iter().any(|root| path.starts_with(root)) {
-        Under::Evict
-    } else {
-        Under::Watch
-    }
+/// Why the page-in ledger's files cannot be put in the watched trees (`None`: they can): a
+/// watched root on btrfs or overlayfs, where the page cache names a file by another device
+/// than `stat` gives.
+pub(crate) fn split_unknown(roots: &[PathBuf]) -> Option<String> {
+    const BTRFS_MAGIC: rustix::fs::FsWord = 0x9123_683e;
+    roots.iter().find_map(|root| {
+        let kind = match rustix::fs::statfs(root).ok()?.f_type {
+            crate::measure::cache::OVERLAYFS_MAGIC => "overlayfs",
+            BTRFS_MAGIC => "btrfs",
+            _ => return None,
+        };
+        Some(format!(
+            "{} is on {kind}, where the page cache names a file by another device than stat \
+             gives: its page-ins cannot be told from others",
+            root.display()
+        ))
+    })
 }

@@ -38,6 +38,82 @@ pub struct RunEnd {
     pub counted: bool,
 }
 
+/// A slow step before a run, as far as it has come.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Preparing {
+    /// What it does: "walking" (the watched files), "evicting", "checking" (them),
+    /// "dropping caches".
+    pub what: &'static str,
+    /// How long it has taken so far.
+    pub for_ns: u64,
+    /// Files done so far, and in all when that is known.
+    pub files: Option<(u64, Option<u64>)>,
+}
+
+/// How often a slow step is said again while it goes on.
+const TICK_NS: u64 = 250_000_000;
+
+/// Tells an observer what a slow step is doing, when it begins and then every [`TICK_NS`],
+/// from the per-file checks of a walk, an eviction or a probe (which only borrow it).
+pub struct Ticker<'o> {
+    observer: std::cell::RefCell<&'o mut dyn Observer>,
+    began: u64,
+    last: std::cell::Cell<Option<u64>>,
+}
+
+impl<'o> Ticker<'o> {
+    /// A ticker for a step that began at `began` (CLOCK_MONOTONIC).
+    pub fn new(observer: &'o mut dyn Observer, began: u64) -> Ticker<'o> {
+        Ticker {
+            observer: std::cell::RefCell::new(observer),
+            began,
+            last: std::cell::Cell::new(None),
+        }
+    }
+
+    /// `what` is under way, `files` done so far (and in all): said at once the first time,
+    /// then at most every [`TICK_NS`].
+    pub fn tick(&self, what: &'static str, files: Option<(u64, Option<u64>)>) {
+        let now = crate::measure::clock::monotonic_ns();
+        if self
+            .last
+            .get()
+            .is_none_or(|t| now.saturating_sub(t) >= TICK_NS)
+        {
+            self.last.set(Some(now));
+            if let Ok(mut observer) = self.observer.try_borrow_mut() {
+                observer.preparing(&Preparing {
+                    what,
+                    for_ns: now.saturating_sub(self.began),
+                    files,
+                });
+            }
+        }
+    }
+
+    /// As [`Ticker::tick`], once the step has taken [`TICK_NS`]: a step that is usually quick
+    /// is said only when it is not.
+    pub fn tick_if_slow(&self, what: &'static str, files: Option<(u64, Option<u64>)>) {
+        let now = crate::measure::clock::monotonic_ns();
+        if now.saturating_sub(self.began) >= TICK_NS {
+            self.tick(what, files);
+        }
+    }
+
+    /// `what` begins now.
+    pub fn say(&self, what: &'static str) {
+        self.last.set(None);
+        self.tick(what, None);
+    }
+
+    /// A notice, now.
+    pub fn notice(&self, text: &str) {
+        if let Ok(mut observer) = self.observer.try_borrow_mut() {
+            observer.notice(text);
+        }
+    }
+}
+
 /// Receives a batch's events as they happen: between runs, and (`running`) from the waiting
 /// loop of a long run, never between the clock reads of a short one (see
 /// [`crate::measure::waiting`]).
@@ -62,11 +138,10 @@ pub trait Observer {
         let _ = running_ns;
     }
 
-    /// Before the run starts, a slow step of its own is under way (`what`: "evicting",
-    /// "dropping caches") and has taken `for_ns` so far: said when it begins, then a few times
-    /// a second while it goes on.
-    fn preparing(&mut self, what: &'static str, for_ns: u64) {
-        let _ = (what, for_ns);
+    /// Before the run starts, a slow step of its own is under way and has come this far: said
+    /// when it begins, then a few times a second while it goes on.
+    fn preparing(&mut self, step: &Preparing) {
+        let _ = step;
     }
 
     /// A run ended and is recorded.

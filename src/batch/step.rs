@@ -206,6 +206,7 @@ impl CommandBatch<'_> {
             shared.sampler.forget();
             self.say_cold_reach(shared);
         }
+        self.walk_watched(shared.signals, observer)?;
         let io = self.wire_io(shared, index)?;
         // A run that never started leaves nothing: its output was never more than two memfds.
         let measured = self
@@ -310,8 +311,11 @@ impl CommandBatch<'_> {
             shared.open_tree(plan.trace_tree);
             shared.follow_page_ins();
         }
-        // Before the streams are borrowed for the spawn; only their wiring comes between.
-        let residency_before = self.watch_before(&|| shared.signals.pending_interrupt())?;
+        // Before the streams are borrowed for the spawn; only their wiring comes between. The
+        // working set's descriptors stay open where the spawner clones the children (a clone
+        // by coldtrace would copy them).
+        self.keep_open = shared.spawner.is_some();
+        let residency_before = self.watch_before(shared.signals, observer)?;
         let sinks = Sinks {
             dev_null_in: shared.dev_null_in.as_ref(),
             dev_null_out: shared.dev_null_out.as_ref(),
@@ -396,7 +400,14 @@ impl CommandBatch<'_> {
             caught.set(caught.get().or(sig));
             sig
         };
-        let (cache, paged_in) = self.watch_after(residency_before, &stop_and_keep).unzip();
+        let page_ins = ledger.as_ref().and_then(|l| l.as_ref().ok());
+        let read_storage = result.rusage.is_some_and(|u| u.block_in > 0)
+            || result
+                .child_io
+                .is_some_and(|io| io.read_bytes.is_some_and(|b| b > 0));
+        let (cache, paged_in) = self
+            .watch_after(residency_before, page_ins, read_storage, &stop_and_keep)
+            .unzip();
         if let Some(sig) = caught.get() {
             result.interrupted_by.get_or_insert(sig);
         }

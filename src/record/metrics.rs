@@ -391,6 +391,7 @@ pub const RECORD_NUMBERS: &[(&str, &str)] = &[
     ("cache.after.unknown_files", "count"),
     ("cache.paged_in_bytes", "bytes"),
     ("cache.paged_in_files", "count"),
+    ("cache.tree_checked_at_run", "run index"),
     ("page_ins.bytes", "bytes"),
     ("page_ins.files", "count"),
     ("page_ins.evicted.files", "count"),

@@ -168,16 +168,26 @@ pub struct CacheRecord {
     pub paged_in_bytes: Option<u64>,
     /// Files that gained pages.
     pub paged_in_files: Option<u64>,
+    /// Where `paged_in_*` come from: `page-in ledger` (every watched file, from the run's
+    /// page-in ledger), `every watched file` (each one's residency before and after), or
+    /// `working set` (the residency of the files earlier runs read; others are not seen).
+    pub paged_in_from: Option<&'static str>,
     /// Right before the run, how much of what the first run brought into the page cache was
     /// cached (`null` for the first run, and when it brought nothing in).
     pub working_set_before: Option<WorkingSetRecord>,
+    /// The run whose whole check of the watched files the figures come from: this run's index
+    /// when every file was probed for it; otherwise only the working set was probed, and the
+    /// other files are as that run's check found them.
+    pub tree_checked_at_run: Option<u64>,
 }
 serialize_struct!(CacheRecord {
     before,
     after,
     paged_in_bytes,
     paged_in_files,
-    working_set_before
+    paged_in_from,
+    working_set_before,
+    tree_checked_at_run
 });
 
 /// The first run's working set, cached before a later run, as records write it.

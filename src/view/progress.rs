@@ -10,7 +10,7 @@
 //! second, from the waiting loop a few times a second (see [`crate::measure::waiting`]).
 #![forbid(unsafe_code)]
 
-use crate::batch::{BatchStart, Observer, RunEnd, RunStart};
+use crate::batch::{BatchStart, Observer, Preparing, RunEnd, RunStart};
 use crate::measure::clock::monotonic_ns;
 use crate::record::metrics::Unit;
 use crate::record::run::Role;
@@ -80,8 +80,9 @@ pub struct Progress {
     pub current: Option<RunStart>,
     /// How long it has been running, once the waiting loop says so.
     pub running_ns: Option<u64>,
-    /// A slow step before it (an eviction) and how long it has taken so far.
-    pub preparing: Option<(&'static str, u64)>,
+    /// A slow step before it (an eviction), how long it has taken so far, and how many files
+    /// it has done.
+    pub preparing: Option<Preparing>,
     /// Time since the current run's turn began (its `--prepare`, cold action and the run), for
     /// the time left.
     pub in_run_ns: Option<u64>,
@@ -118,8 +119,14 @@ impl Progress {
         if let Some(run) = &self.current {
             tail.push_str(&format!(" {}", role_word(run)));
         }
-        if let Some((what, ns)) = self.preparing {
-            tail.push_str(&format!(" · {what} {:.1} s", ns as f64 / 1e9));
+        if let Some(step) = self.preparing {
+            tail.push_str(&format!(" · {}", step.what));
+            match step.files {
+                Some((done, Some(all))) => tail.push_str(&format!(" {done}/{all} files")),
+                Some((done, None)) => tail.push_str(&format!(" {done} files")),
+                None => {}
+            }
+            tail.push_str(&format!(" {:.1} s", step.for_ns as f64 / 1e9));
         } else if let Some(ns) = self.running_ns {
             tail.push_str(&format!(" {:.1} s", ns as f64 / 1e9));
         }
@@ -264,8 +271,8 @@ impl Observer for ProgressLine {
         self.tick();
     }
 
-    fn preparing(&mut self, what: &'static str, for_ns: u64) {
-        self.state.preparing = Some((what, for_ns));
+    fn preparing(&mut self, step: &Preparing) {
+        self.state.preparing = Some(*step);
         if self.draw && self.state.total > 1 {
             self.tick();
         }
@@ -406,7 +413,11 @@ mod tests {
             total: 10,
             done: 4,
             current: run(0, Role::Cold, true),
-            preparing: Some(("evicting", 1_200_000_000)),
+            preparing: Some(Preparing {
+                what: "evicting",
+                for_ns: 1_200_000_000,
+                files: None,
+            }),
             in_run_ns: Some(1_200_000_000),
             warm: vec![Running::default()],
             first_ns: vec![Some(500_000_000)],
@@ -419,5 +430,19 @@ mod tests {
             line.contains(" 5/10 cold · evicting 1.2 s  first 500 ms  ETA 00:11"),
             "{line}"
         );
+        let files = Progress {
+            preparing: Some(Preparing {
+                what: "evicting",
+                for_ns: 1_200_000_000,
+                files: Some((12_288, Some(46_526))),
+            }),
+            ..p
+        };
+        let line = files.line(80);
+        assert!(
+            line.contains(" 5/10 cold · evicting 12288/46526 files 1.2 s  first 500 ms"),
+            "{line}"
+        );
+        assert!(display_width(&line) < 80, "{line}");
     }
 }

@@ -1,15 +1,16 @@
 #![forbid(unsafe_code)]
 //! Times `FileSet::collect`, `residency` and `evict` on a tree of ~10,000 small files on a
-//! disk-backed directory, and on the Python site-packages if there is one; and the per-file
-//! attribution of a run (`Ledger::before` and `Ledger::after`: each file's residency kept in a
-//! memfd before the run, compared file by file after it).
+//! disk-backed directory, and on the Python installation (`sys.base_prefix`) if there is one;
+//! and a batch's bookkeeping: `FileTable::walk` (the one walk of a batch), `FileTable::check`
+//! (every file's residency, then and now, without walking) and the eviction's check (each file
+//! evicted and probed with one open).
 //!
 //! `cargo run --release --example cache_bench [ROUNDS]`; prints a Markdown table (median of
 //! ROUNDS, default 7). The tree is kept in /var/tmp/coldtrace-bench-tree for later runs.
 
-use coldtrace::measure::cache::{cachestat_available, is_tmpfs, FileSet, Ledger};
+use coldtrace::measure::cache::{cachestat_available, is_tmpfs, FileSet, FileTable};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const TREE: &str = "/var/tmp/coldtrace-bench-tree";
 const DIRS: usize = 100;
@@ -47,38 +48,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         load.trim()
     );
     println!("- rounds: {rounds} (median shown); each round warms every file by reading it,");
-    println!("  then times residency, evict, and residency again (cold)\n");
-    println!("| tree | files | MiB | collect ms | residency ms | evict ms | residency after evict ms | ratio before → after | ledger before ms | ledger after ms |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|");
+    println!("  then times residency, evict, and residency again (cold)");
+    println!("- every figure is the thread's CPU time (user + system), not wall time\n");
+    println!("| tree | files | MiB | collect ms | residency ms | evict ms | residency after evict ms | ratio before → after | table walk ms | table check ms | table evict + check ms |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|");
     bench(&tree, rounds)?;
-    match site_packages() {
+    match python_prefix() {
         Some(dir) => bench(&dir, rounds)?,
-        None => println!("\n(no python3 site-packages found)"),
+        None => println!("\n(no python3 prefix found)"),
     }
     Ok(())
 }
 
 fn bench(root: &Path, rounds: usize) -> Result<(), Box<dyn std::error::Error>> {
     let (mut collect, mut residency, mut evict, mut cold) = (vec![], vec![], vec![], vec![]);
-    let (mut ledger_before, mut ledger_after) = (vec![], vec![]);
-    let mut ledger = Ledger::new().ok_or("no memfd")?;
+    let (mut walk, mut check, mut evict_check) = (vec![], vec![], vec![]);
+    let roots = [root.to_path_buf()];
     let mut ratios = (None, None);
     let mut last = None;
     for _ in 0..rounds {
-        let t = Instant::now();
+        let t = Cpu::now();
         let set = FileSet::collect(&[root.to_path_buf()])?;
         collect.push(t.elapsed());
         // Warm the files so that the eviction has work to do.
         for f in set.files() {
             let _ = std::fs::read(&f.path);
         }
-        let t = Instant::now();
+        let t = Cpu::now();
         let before = set.residency();
         residency.push(t.elapsed());
-        let t = Instant::now();
+        let t = Cpu::now();
         let report = set.evict();
         evict.push(t.elapsed());
-        let t = Instant::now();
+        let t = Cpu::now();
         let after = set.residency();
         cold.push(t.elapsed());
         if report.failed > 0 {
@@ -88,19 +90,26 @@ fn bench(root: &Path, rounds: usize) -> Result<(), Box<dyn std::error::Error>> {
             );
         }
         ratios = (before.resident_ratio, after.resident_ratio);
-        // Attribution around a run that reads nothing: both passes over every (cold) file.
-        let t = Instant::now();
-        let _ = ledger.before(&set, &|| None);
-        ledger_before.push(t.elapsed());
-        let t = Instant::now();
-        let _ = ledger.after(20, &|| None, &mut |_, _| {});
-        ledger_after.push(t.elapsed());
+        // A batch's bookkeeping: one walk into the table, a whole check (each file's residency
+        // then and now), and the eviction with the check that follows it (one open each).
+        let t = Cpu::now();
+        let mut table = FileTable::walk(&roots, &roots, &|| None, &|_| {})?;
+        walk.push(t.elapsed());
+        for f in set.files() {
+            let _ = std::fs::read(&f.path);
+        }
+        let t = Cpu::now();
+        let _ = table.check(false, &|| None, &mut |_| {}, &|_| {});
+        check.push(t.elapsed());
+        let t = Cpu::now();
+        let _ = table.check(true, &|| None, &mut |_| {}, &|_| {});
+        evict_check.push(t.elapsed());
         last = Some(set);
     }
     let set = last.ok_or("no rounds")?;
     let ratio = |r: Option<f64>| r.map_or("unknown".to_owned(), |r| format!("{:.1}%", r * 100.0));
     println!(
-        "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} → {} | {:.1} | {:.1} |",
+        "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} → {} | {:.1} | {:.1} | {:.1} |",
         root.display(),
         set.len(),
         set.total_bytes() as f64 / (1 << 20) as f64,
@@ -110,10 +119,26 @@ fn bench(root: &Path, rounds: usize) -> Result<(), Box<dyn std::error::Error>> {
         median_ms(&mut cold),
         ratio(ratios.0),
         ratio(ratios.1),
-        median_ms(&mut ledger_before),
-        median_ms(&mut ledger_after),
+        median_ms(&mut walk),
+        median_ms(&mut check),
+        median_ms(&mut evict_check),
     );
     Ok(())
+}
+
+/// This thread's CPU time (user and system, `CLOCK_THREAD_CPUTIME_ID`): what the step cost
+/// coldtrace, whatever else the machine runs (its wall time grows with the load).
+struct Cpu(Duration);
+
+impl Cpu {
+    fn now() -> Cpu {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        Cpu(Duration::new(t.tv_sec as u64, t.tv_nsec as u32))
+    }
+
+    fn elapsed(&self) -> Duration {
+        Cpu::now().0.saturating_sub(self.0)
+    }
 }
 
 fn median_ms(samples: &mut [Duration]) -> f64 {
@@ -141,9 +166,9 @@ fn build_tree(tree: &Path) -> std::io::Result<()> {
     std::fs::write(marker, b"")
 }
 
-fn site_packages() -> Option<PathBuf> {
+fn python_prefix() -> Option<PathBuf> {
     let out = std::process::Command::new("python3")
-        .args(["-c", "import site; print(site.getsitepackages()[0])"])
+        .args(["-c", "import sys; print(sys.base_prefix)"])
         .output()
         .ok()?;
     let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());

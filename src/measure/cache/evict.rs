@@ -8,7 +8,7 @@ use super::open::Opener;
 use super::residency::{cachestat_available, choose_method, FsTypes, Method};
 use coldtrace_syscalls::cache as raw;
 use coldtrace_syscalls::{Errno, Signal};
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::Advice;
 use std::path::Path;
 
@@ -73,19 +73,24 @@ fn evict_one(
     cachestat: bool,
 ) -> Result<(), String> {
     let fd = opener.open(file).map_err(|e| format!("open: {e}"))?;
+    evict_open(fd.as_fd(), choose_method(fs_types.of(file, &fd), cachestat))
+}
+
+/// Evicts the file open as `fd`, whose file system takes `method`: writes back its dirty pages,
+/// then `POSIX_FADV_DONTNEED` over it. `Err` says which step failed.
+pub(super) fn evict_open(fd: BorrowedFd<'_>, method: Method) -> Result<(), String> {
     // fdatasync on a clean file can still cost a journal round trip, so only when needed;
     // where cachestat cannot tell (no cachestat; overlayfs, where it sees no pages) write back
     // unconditionally.
-    let cachestat = choose_method(fs_types.of(file, &fd), cachestat) == Method::Cachestat;
-    let dirty = !cachestat
-        || match raw::cachestat(fd.as_fd(), 0, 0) {
+    let dirty = method != Method::Cachestat
+        || match raw::cachestat(fd, 0, 0) {
             Ok(stat) => stat.nr_dirty + stat.nr_writeback > 0,
             Err(_) => true,
         };
     if dirty {
-        rustix::fs::fdatasync(&fd).map_err(|e| format!("fdatasync: {}", Errno::from(e)))?;
+        rustix::fs::fdatasync(fd).map_err(|e| format!("fdatasync: {}", Errno::from(e)))?;
     }
-    rustix::fs::fadvise(&fd, 0, None, Advice::DontNeed)
+    rustix::fs::fadvise(fd, 0, None, Advice::DontNeed)
         .map_err(|e| format!("fadvise(DONTNEED): {}", Errno::from(e)))
 }
 
@@ -101,6 +106,18 @@ pub struct EvictReport {
     /// The first failure, naming the file.
     pub first_error: Option<String>,
 }
+impl EvictReport {
+    /// Nothing evicted, nothing failed.
+    pub fn none() -> EvictReport {
+        EvictReport {
+            files: 0,
+            bytes: 0,
+            failed: 0,
+            first_error: None,
+        }
+    }
+}
+
 crate::serialize_struct!(EvictReport {
     files,
     bytes,

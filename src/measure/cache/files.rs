@@ -4,8 +4,11 @@
 
 use super::error::{CacheError, Stop};
 use coldtrace_syscalls::Signal;
+use rustix::fs::Dir;
+use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::BuildHasherDefault;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -29,6 +32,20 @@ pub struct WatchedFile {
     pub(super) dev: u64,
     /// Its inode (with `dev`, how `/proc/PID/maps` names a mapped file).
     pub(super) ino: u64,
+    /// Found under an `--evict` root (see [`FileSet::collect_watched`]).
+    pub(super) evicted: bool,
+}
+
+impl WatchedFile {
+    /// Found under an `--evict` root (see [`FileSet::collect_watched`]).
+    pub fn under_evict(&self) -> bool {
+        self.evicted
+    }
+
+    /// Its device (`st_dev`) and inode.
+    pub fn dev_ino(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
 }
 
 /// The identity of a watched file set (see [`FileSet::identity`]).
@@ -60,7 +77,12 @@ pub struct FileSet {
     first_unreadable: Option<String>,
     unreached: u64,
     first_unreached: Option<String>,
+    /// Of those, under an `--evict` root, and the first of them.
+    unreached_evicted: u64,
+    first_unreached_evicted: Option<String>,
     skipped_dir_symlinks: u64,
+    /// The files being added are under an `--evict` root.
+    walking_evicted: bool,
 }
 
 impl FileSet {
@@ -87,41 +109,36 @@ impl FileSet {
     /// # Errors
     /// As [`FileSet::collect`]; [`CacheError::Interrupted`] when `stop` said so.
     pub fn collect_until(roots: &[PathBuf], stop: Stop<'_>) -> Result<FileSet, CacheError> {
+        FileSet::collect_watched(&[], roots, stop, &|_| {})
+    }
+
+    /// [`FileSet::collect_until`] over the `watch` roots, marking the files found under the
+    /// `evict` ones (walk them first: a file is marked by the first root it is found under),
+    /// and telling `found` how many files were found so far, as often as `stop` is asked.
+    ///
+    /// # Errors
+    /// As [`FileSet::collect_until`].
+    pub fn collect_watched(
+        evict: &[PathBuf],
+        watch: &[PathBuf],
+        stop: Stop<'_>,
+        found: &dyn Fn(u64),
+    ) -> Result<FileSet, CacheError> {
         let mut set = FileSet::default();
         let mut seen = Seen::default();
         // Directories too, so that overlapping roots are walked once.
         let mut seen_dirs = Seen::default();
         let mut dirs: Vec<PathBuf> = Vec::new();
-        for root in roots {
-            let meta = std::fs::metadata(root).map_err(|error| {
-                if error.kind() == std::io::ErrorKind::NotFound {
-                    CacheError::MissingRoot { path: root.clone() }
-                } else {
-                    CacheError::Root {
-                        path: root.clone(),
-                        error,
-                    }
-                }
-            })?;
+        for root in watch {
+            let meta = check_root(root)?;
+            set.walking_evicted = evict.contains(root);
             if meta.is_file() {
-                set.add(&mut seen, root.clone(), &meta);
-            } else if meta.is_dir() {
-                if let Err(error) = std::fs::read_dir(root) {
-                    return Err(CacheError::RootUnreadable {
-                        path: root.clone(),
-                        error,
-                    });
-                }
-                if seen_dirs.insert((meta.dev(), meta.ino())) {
-                    dirs.push(root.clone());
-                }
-            } else {
-                return Err(CacheError::RootKind {
-                    path: root.clone(),
-                    kind: kind_name(&meta),
-                });
+                set.add(&mut seen, root.clone(), Found::of_metadata(&meta));
+            } else if seen_dirs.insert((meta.dev(), meta.ino())) {
+                dirs.push(root.clone());
             }
             while let Some(dir) = dirs.pop() {
+                found(set.files.len() as u64);
                 if let Some(sig) = stop() {
                     return Err(CacheError::Interrupted(sig));
                 }
@@ -132,6 +149,18 @@ impl FileSet {
         Ok(set)
     }
 
+    /// Checks each root as [`FileSet::collect`] would, without walking below it.
+    ///
+    /// # Errors
+    /// As [`FileSet::collect`].
+    pub fn check_roots(roots: &[PathBuf]) -> Result<(), CacheError> {
+        roots.iter().try_for_each(|root| check_root(root).map(drop))
+    }
+
+    /// Lists `dir` and examines each entry relative to the directory's descriptor
+    /// ([fstatat(2)]): the kernel resolves one name per entry, not the whole path again.
+    ///
+    /// [fstatat(2)]: https://man7.org/linux/man-pages/man2/fstatat.2.html
     fn walk_dir(
         &mut self,
         dir: &Path,
@@ -140,15 +169,19 @@ impl FileSet {
         dirs: &mut Vec<PathBuf>,
         stop: Stop<'_>,
     ) -> Result<(), Signal> {
-        let entries = match std::fs::read_dir(dir) {
+        use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let mut entries = match rustix::fs::open(dir, flags, Mode::empty()).and_then(Dir::new) {
             Ok(entries) => entries,
             Err(e) => {
-                self.note_unreadable(dir, &e);
+                self.note_unreadable(dir, &e.into());
                 return Ok(());
             }
         };
-        for (n, entry) in entries.enumerate() {
-            if n % 1024 == 1023 {
+        let mut n = 0u64;
+        while let Some(entry) = entries.read() {
+            n += 1;
+            if n % 1024 == 0 {
                 if let Some(sig) = stop() {
                     return Err(sig);
                 }
@@ -156,49 +189,58 @@ impl FileSet {
             let entry = match entry {
                 Ok(entry) => entry,
                 Err(e) => {
-                    self.note_unreadable(dir, &e);
+                    self.note_unreadable(dir, &e.into());
                     continue;
                 }
             };
-            let path = entry.path();
-            let file_type = match entry.file_type() {
-                Ok(t) => t,
-                Err(e) => {
-                    self.note_unreadable(&path, &e);
-                    continue;
-                }
+            let name = entry.file_name();
+            if matches!(name.to_bytes(), b"." | b"..") {
+                continue;
+            }
+            let path = dir.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
+            let Ok(fd) = entries.fd() else { break };
+            let stat = |follow: bool| {
+                let flags = if follow {
+                    AtFlags::empty()
+                } else {
+                    AtFlags::SYMLINK_NOFOLLOW
+                };
+                rustix::fs::statat(fd, name, flags).map(|s| Found::of(&s))
             };
-            if file_type.is_dir() {
-                match entry.metadata() {
-                    Ok(meta) if seen_dirs.insert((meta.dev(), meta.ino())) => dirs.push(path),
-                    Ok(_) => {}
-                    Err(e) => self.note_unreadable(&path, &e),
+            let kind = match entry.file_type() {
+                FileType::Unknown => stat(false).map(|f| f.kind),
+                known => Ok(known),
+            };
+            let found = match kind {
+                Ok(FileType::Directory | FileType::RegularFile) => stat(false),
+                Ok(FileType::Symlink) => stat(true),
+                Ok(_) => continue,
+                Err(e) => Err(e),
+            };
+            match found {
+                Ok(f) if f.kind == FileType::RegularFile => self.add(seen, path, f),
+                Ok(f) if f.kind != FileType::Directory => {}
+                Ok(_) if kind == Ok(FileType::Symlink) => self.skipped_dir_symlinks += 1,
+                Ok(f) => {
+                    if seen_dirs.insert((f.dev, f.ino)) {
+                        dirs.push(path);
+                    }
                 }
-            } else if file_type.is_file() {
-                match entry.metadata() {
-                    Ok(meta) => self.add(seen, path, &meta),
-                    Err(e) => self.note_unreadable(&path, &e),
-                }
-            } else if file_type.is_symlink() {
-                match std::fs::metadata(&path) {
-                    Ok(meta) if meta.is_file() => self.add(seen, path, &meta),
-                    Ok(meta) if meta.is_dir() => self.skipped_dir_symlinks += 1,
-                    Ok(_) => {}
-                    Err(e) => self.note_unreadable(&path, &e),
-                }
+                Err(e) => self.note_unreadable(&path, &e.into()),
             }
         }
         Ok(())
     }
 
-    fn add(&mut self, seen: &mut Seen, path: PathBuf, meta: &std::fs::Metadata) {
-        if seen.insert((meta.dev(), meta.ino())) {
+    fn add(&mut self, seen: &mut Seen, path: PathBuf, found: Found) {
+        if seen.insert((found.dev, found.ino)) {
             self.files.push(WatchedFile {
                 path,
-                size_bytes: meta.len(),
-                owner_uid: meta.uid(),
-                dev: meta.dev(),
-                ino: meta.ino(),
+                size_bytes: found.size,
+                owner_uid: found.uid,
+                dev: found.dev,
+                ino: found.ino,
+                evicted: self.walking_evicted,
             });
         }
     }
@@ -212,6 +254,12 @@ impl FileSet {
         // else (EACCES on a directory) may hide files that are then neither evicted nor probed.
         if error.kind() != std::io::ErrorKind::NotFound {
             self.unreached += 1;
+            if self.walking_evicted {
+                self.unreached_evicted += 1;
+                if self.first_unreached_evicted.is_none() {
+                    self.first_unreached_evicted = Some(format!("{}: {error}", path.display()));
+                }
+            }
             if self.first_unreached.is_none() {
                 self.first_unreached = Some(format!("{}: {error}", path.display()));
             }
@@ -225,12 +273,23 @@ impl FileSet {
     /// `DATA` in two directories is two sets; the size tells apart a file that was replaced by
     /// another of a different size at the same path (a file that grows is then a new set).
     pub fn identity(&self, roots: &[PathBuf]) -> FileSetIdentity {
-        let mut keyed: Vec<(Vec<u8>, u64)> = self
+        let mut keyed: Vec<(Cow<'_, [u8]>, u64)> = self
             .files
             .iter()
             .map(|f| {
-                let path = std::path::absolute(&f.path).unwrap_or_else(|_| f.path.clone());
-                (path.into_os_string().into_encoded_bytes(), f.size_bytes)
+                let bytes = f.path.as_os_str().as_bytes();
+                // Most paths are absolute and normal already: kept as they are.
+                let normal = f.path.is_absolute()
+                    && !bytes.windows(2).any(|w| w == b"//")
+                    && !bytes.windows(3).any(|w| w == b"/./")
+                    && !bytes.ends_with(b"/.");
+                let path = if normal {
+                    Cow::Borrowed(bytes)
+                } else {
+                    let path = std::path::absolute(&f.path).unwrap_or_else(|_| f.path.clone());
+                    Cow::Owned(path.into_os_string().into_encoded_bytes())
+                };
+                (path, f.size_bytes)
             })
             .collect();
         keyed.sort_unstable();
@@ -286,6 +345,14 @@ impl FileSet {
         self.unreached
     }
 
+    /// Of [`FileSet::unreached`], those under an `--evict` root ([`FileSet::collect_watched`]).
+    pub fn unreached_evicted(&self) -> (u64, Option<&str>) {
+        (
+            self.unreached_evicted,
+            self.first_unreached_evicted.as_deref(),
+        )
+    }
+
     /// The first of [`FileSet::unreached`] and why, for a message.
     pub fn first_unreached(&self) -> Option<&str> {
         self.first_unreached.as_deref()
@@ -295,6 +362,68 @@ impl FileSet {
     pub fn skipped_dir_symlinks(&self) -> u64 {
         self.skipped_dir_symlinks
     }
+}
+
+/// What the walk keeps of an entry's status.
+#[derive(Clone, Copy)]
+struct Found {
+    kind: rustix::fs::FileType,
+    size: u64,
+    uid: u32,
+    dev: u64,
+    ino: u64,
+}
+
+impl Found {
+    fn of(stat: &rustix::fs::Stat) -> Found {
+        Found {
+            kind: rustix::fs::FileType::from_raw_mode(stat.st_mode),
+            size: stat.st_size.max(0) as u64,
+            uid: stat.st_uid,
+            dev: stat.st_dev,
+            ino: stat.st_ino,
+        }
+    }
+
+    fn of_metadata(meta: &std::fs::Metadata) -> Found {
+        Found {
+            kind: rustix::fs::FileType::RegularFile,
+            size: meta.len(),
+            uid: meta.uid(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+}
+
+/// A root's metadata: a regular file, or a directory that can be listed.
+fn check_root(root: &Path) -> Result<std::fs::Metadata, CacheError> {
+    let meta = std::fs::metadata(root).map_err(|error| {
+        if error.kind() == std::io::ErrorKind::NotFound {
+            CacheError::MissingRoot {
+                path: root.to_path_buf(),
+            }
+        } else {
+            CacheError::Root {
+                path: root.to_path_buf(),
+                error,
+            }
+        }
+    })?;
+    if meta.is_dir() {
+        if let Err(error) = std::fs::read_dir(root) {
+            return Err(CacheError::RootUnreadable {
+                path: root.to_path_buf(),
+                error,
+            });
+        }
+    } else if !meta.is_file() {
+        return Err(CacheError::RootKind {
+            path: root.to_path_buf(),
+            kind: kind_name(&meta),
+        });
+    }
+    Ok(meta)
 }
 
 /// What a root that is neither a file nor a directory is, for the message.

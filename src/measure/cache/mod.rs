@@ -1,5 +1,7 @@
-//! Page-cache residency and eviction of a watched set of files: the file set, probing, evicting.
-//! It measures and acts on the cache; it knows nothing of runs, records or batches.
+//! Page-cache residency and eviction of a watched set of files: the file set, the table it is
+//! walked into once per batch and checked whole from, the working set probed in between,
+//! probing, evicting. It measures and acts on the cache; it knows nothing of runs, records or
+//! batches.
 //!
 //! A "cold" run is only cold if the files it reads are not in the page cache, so coldtrace
 //! measures residency before a run and can evict the files without root. Residency comes from
@@ -23,19 +25,19 @@
 mod error;
 mod evict;
 mod files;
-mod ledger;
 mod open;
 mod residency;
 mod stayed;
+mod table;
 mod working_set;
 
 pub use error::{CacheError, Stop};
 pub use evict::{check_drop_caches, drop_caches, drop_caches_permitted, is_tmpfs, EvictReport};
 pub use files::{FileSet, FileSetIdentity, WatchedFile};
-pub use ledger::{FoundFiles, Ledger, PagedFile, PagedIn};
 pub use residency::{
     aggregate, cachestat_available, choose_method, FileProbe, Method, Prober, Residency, Totals,
     UnknownReason, OVERLAYFS_MAGIC,
 };
-pub use stayed::{StayReason, Stayed, StayedFile};
-pub use working_set::{mapped_by, WorkingSet, WorkingSetResidency};
+pub use stayed::{StayReason, Stayed, StayedFile, StayedFiles};
+pub use table::{key_of, Check, Checked, FileTable, PagedFile, PagedIn};
+pub use working_set::{mapped_by, Gained, WorkingSet, WorkingSetResidency};

@@ -8,7 +8,7 @@ use super::open::Opener;
 use crate::untrusted::OpenError;
 use coldtrace_syscalls::cache as raw;
 use coldtrace_syscalls::{Errno, Signal};
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Access, AtFlags, Mode, OFlags, CWD};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -20,43 +20,18 @@ impl FileSet {
     /// Each file is probed with the method that tells the truth on its file system (see
     /// [`choose_method`]). Never fails: a file that cannot be probed is unknown, and then the
     /// whole residency is unknown (see [`aggregate`]).
+    /// Entries the walk could not read are unknown: the files under them were not measured.
     pub fn residency(&self) -> Residency {
-        match self.residency_until(&|| None) {
-            Ok(r) | Err((r, _)) => r,
-        }
-    }
-
-    /// [`FileSet::residency`], asking `stop` every 256 files whether to give up. Entries the
-    /// walk could not read are unknown: the files under them were not measured.
-    ///
-    /// # Errors
-    /// What was measured so far and the signal, when `stop` said so.
-    pub fn residency_until(&self, stop: Stop<'_>) -> Result<Residency, (Residency, Signal)> {
         let mut prober = Prober::new();
         let fallback = prober.default_method();
-        let mut interrupted = None;
         let probes = self
             .files
             .iter()
-            .enumerate()
-            .map_while(|(n, file)| {
-                interrupted = prober.interrupted();
-                if interrupted.is_none() && n % 256 == 255 {
-                    interrupted = stop();
-                }
-                match interrupted {
-                    Some(_) => None,
-                    None => Some((file.size_bytes, prober.probe(file, stop))),
-                }
-            })
+            .map(|file| (file.size_bytes, prober.probe(file, &|| None)))
             .chain(
                 (0..self.unreached()).map(|_| (0, FileProbe::Unknown(UnknownReason::Unreadable))),
             );
-        let residency = aggregate(fallback, page_size(), probes);
-        match interrupted.or(prober.interrupted()) {
-            Some(sig) => Err((residency, sig)),
-            None => Ok(residency),
-        }
+        aggregate(fallback, page_size(), probes)
     }
 }
 
@@ -170,6 +145,17 @@ impl Prober {
     /// [`MINCORE_PIECE`] bytes; when it says to stop, this file and every later one are
     /// unknown and [`Prober::interrupted`] has the signal.
     pub fn probe(&mut self, file: &WatchedFile, stop: Stop<'_>) -> FileProbe {
+        self.probe_after(file, stop, &mut |_, _| {})
+    }
+
+    /// [`Prober::probe`], with `first` given the open descriptor and the method its file
+    /// system takes before the probe (an eviction, with one open for both).
+    pub(super) fn probe_after(
+        &mut self,
+        file: &WatchedFile,
+        stop: Stop<'_>,
+        first: &mut dyn FnMut(BorrowedFd<'_>, Method),
+    ) -> FileProbe {
         if let Some(sig) = self.interrupted {
             return FileProbe::Unknown(UnknownReason::Interrupted(sig));
         }
@@ -177,14 +163,47 @@ impl Prober {
             Ok(fd) => fd,
             Err(e) => return FileProbe::Unknown(UnknownReason::Open(e)),
         };
-        let probe = match choose_method(self.fs_types.of(file, &fd), self.cachestat) {
-            Method::Cachestat => probe_cachestat(fd.as_fd()),
-            Method::Mincore => probe_mincore(fd.as_fd(), file, self.opener.euid, stop),
+        let method = choose_method(self.fs_types.of(file, &fd), self.cachestat);
+        first(fd.as_fd(), method);
+        self.probe_open(file, fd.as_fd(), method, stop)
+    }
+
+    /// The residency of `file`, open as `fd` (kept open across runs); `None` when the file
+    /// was replaced or truncated since it was opened (its descriptor no longer says what the
+    /// path holds).
+    pub(super) fn probe_fd(
+        &mut self,
+        file: &WatchedFile,
+        fd: &OwnedFd,
+        stop: Stop<'_>,
+    ) -> FileProbe {
+        if let Some(sig) = self.interrupted {
+            return FileProbe::Unknown(UnknownReason::Interrupted(sig));
+        }
+        let method = choose_method(self.fs_types.of(file, fd), self.cachestat);
+        self.probe_open(file, fd.as_fd(), method, stop)
+    }
+
+    fn probe_open(
+        &mut self,
+        file: &WatchedFile,
+        fd: BorrowedFd<'_>,
+        method: Method,
+        stop: Stop<'_>,
+    ) -> FileProbe {
+        let probe = match method {
+            Method::Cachestat => probe_cachestat(fd),
+            Method::Mincore => probe_mincore(fd, file, self.opener.euid, stop),
         };
         if let FileProbe::Unknown(UnknownReason::Interrupted(sig)) = probe {
             self.interrupted = Some(sig);
         }
         probe
+    }
+
+    /// Opens `file` as a probe would (to keep it open across runs).
+    pub(super) fn open(&mut self, file: &WatchedFile) -> Result<OwnedFd, OpenError> {
+        self.opener.open(file)
     }
 }
 
@@ -375,6 +394,9 @@ pub struct Residency {
     pub unknown_files: u64,
     /// How many files are unknown and why, when any are.
     pub unknown_reason: Option<String>,
+    /// The files' sizes, each rounded up to whole pages: the most that can be resident (the
+    /// ratio's denominator; not in records).
+    pub page_rounded_bytes: u64,
 }
 crate::serialize_struct!(Residency {
     method,
@@ -386,6 +408,23 @@ crate::serialize_struct!(Residency {
     unknown_files,
     unknown_reason,
 });
+
+impl Residency {
+    /// `self` as measured before a probe that a signal stopped: every file unknown, and why.
+    pub fn interrupted(&self, sig: Signal) -> Residency {
+        Residency {
+            resident_bytes: None,
+            resident_ratio: None,
+            dirty_bytes: None,
+            unknown_files: self.files,
+            unknown_reason: Some(format!(
+                "residency unknown for {} files: not probed: interrupted by {sig}",
+                self.files
+            )),
+            ..self.clone()
+        }
+    }
+}
 
 /// Combines per-file probes into a [`Residency`] — pure, so that the "any unknown file means
 /// no figure" rule can be tested without a file the kernel refuses to describe.
@@ -497,6 +536,7 @@ impl Totals {
             dirty_bytes: None,
             unknown_files,
             unknown_reason: None,
+            page_rounded_bytes: self.total_page_bytes,
         };
         if unknown_files > 0 {
             let reasons: Vec<String> = self
@@ -568,6 +608,7 @@ mod tests {
             owner_uid: rustix::process::geteuid().as_raw(),
             dev: 0,
             ino: 0,
+            evicted: false,
         };
         (file, watched, dir)
     }

@@ -10,9 +10,9 @@
 //! [proc_pid_maps(5)]: https://man7.org/linux/man-pages/man5/proc_pid_maps.5.html
 #![forbid(unsafe_code)]
 
-use super::files::FileSet;
+use super::files::{FileSet, WatchedFile};
 use super::residency::Residency;
-use super::residency::{page_size, Prober, Totals, OVERLAYFS_MAGIC};
+use super::residency::{page_size, FileProbe, Prober, Totals, OVERLAYFS_MAGIC};
 use crate::measure::procfs::read_text;
 use std::path::PathBuf;
 
@@ -85,41 +85,81 @@ impl FileSet {
     /// `stop` is asked as [`Prober::probe`] asks it (the files not probed are unknown).
     pub fn stayed_cached(&self, top: usize, stop: super::error::Stop<'_>) -> Stayed {
         let mut prober = Prober::new();
-        let fallback = prober.default_method();
-        let mut totals = Totals::new(page_size());
-        let mut files = 0u64;
-        let mut largest: Vec<(u64, usize, Option<rustix::fs::FsWord>)> = Vec::new();
-        for (i, file) in self.files.iter().enumerate() {
+        let mut stayed = StayedFiles::new(top);
+        for file in &self.files {
             let probe = prober.probe(file, stop);
-            let bytes = totals.resident_bytes(file.size_bytes, &probe).unwrap_or(0);
-            totals.add(file.size_bytes, probe);
-            if bytes == 0 {
-                continue;
-            }
-            files += 1;
-            let at = largest.partition_point(|(b, ..)| *b >= bytes);
-            if at < top {
-                largest.truncate(top.saturating_sub(1));
-                largest.insert(at.min(largest.len()), (bytes, i, prober.last_fs_type()));
-            }
+            stayed.add(file, probe, prober.last_fs_type());
         }
-        let wanted: Vec<(u64, u64)> = largest
+        stayed.finish(prober.default_method())
+    }
+}
+
+/// What stayed cached, gathered one just-evicted file at a time (the files holding the most
+/// are kept with their file system, their reasons found at the end).
+pub struct StayedFiles {
+    totals: Totals,
+    files: u64,
+    top: usize,
+    largest: Vec<(u64, WatchedFile, Option<rustix::fs::FsWord>)>,
+}
+
+impl StayedFiles {
+    /// Nothing yet; the `top` files holding the most will be named.
+    pub fn new(top: usize) -> StayedFiles {
+        StayedFiles {
+            totals: Totals::new(page_size()),
+            files: 0,
+            top,
+            largest: Vec::new(),
+        }
+    }
+
+    /// One evicted file, probed right after its eviction, on a file system of `fs_type`.
+    pub fn add(
+        &mut self,
+        file: &WatchedFile,
+        probe: FileProbe,
+        fs_type: Option<rustix::fs::FsWord>,
+    ) {
+        let bytes = self
+            .totals
+            .resident_bytes(file.size_bytes, &probe)
+            .unwrap_or(0);
+        self.totals.add(file.size_bytes, probe);
+        if bytes == 0 {
+            return;
+        }
+        self.files += 1;
+        let at = self.largest.partition_point(|(b, ..)| *b >= bytes);
+        if at < self.top {
+            self.largest.truncate(self.top.saturating_sub(1));
+            let at = at.min(self.largest.len());
+            self.largest.insert(at, (bytes, file.clone(), fs_type));
+        }
+    }
+
+    /// What stayed, with a reason for each file named (`/proc/*/maps` read once, only when
+    /// something stayed); `fallback` names the method when no file was probed.
+    pub fn finish(self, fallback: &'static str) -> Stayed {
+        let wanted: Vec<(u64, u64)> = self
+            .largest
             .iter()
-            .map(|&(_, i, _)| (self.files[i].dev, self.files[i].ino))
+            .map(|(_, f, _)| (f.dev, f.ino))
             .collect();
         let mapped = mapping_processes(&wanted);
-        let top = largest
-            .iter()
+        let top = self
+            .largest
+            .into_iter()
             .zip(mapped)
-            .map(|(&(bytes, i, fs_type), mapper)| StayedFile {
-                path: self.files[i].path.clone(),
+            .map(|((bytes, file, fs_type), mapper)| StayedFile {
+                path: file.path,
                 bytes,
                 reason: reason(fs_type, mapper),
             })
             .collect();
         Stayed {
-            residency: totals.finish(fallback),
-            files,
+            residency: self.totals.finish(fallback),
+            files: self.files,
             top,
         }
     }

@@ -54,6 +54,9 @@ pub struct FileKey {
 /// kernel for random bytes and panics where it cannot have them.
 pub type PagesByFile = HashMap<FileKey, u64, BuildHasherDefault<DefaultHasher>>;
 
+/// A set of files, hashed as [`PagesByFile`] is.
+pub type FileKeys = std::collections::HashSet<FileKey, BuildHasherDefault<DefaultHasher>>;
+
 /// What one run's processes brought into the page cache.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PageIns {
