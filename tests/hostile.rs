@@ -11,10 +11,14 @@ mod common;
 mod crashes;
 #[path = "hostile/files.rs"]
 mod files;
+#[path = "hostile/hangs.rs"]
+mod hangs;
 #[path = "hostile/memory.rs"]
 mod memory;
 #[path = "hostile/processes.rs"]
 mod processes;
+#[path = "hostile/recorded.rs"]
+mod recorded;
 #[path = "hostile/signals.rs"]
 mod signals;
 #[path = "hostile/truth.rs"]

@@ -150,6 +150,9 @@ pub(crate) fn describe(outcome: &Outcome) -> String {
             "stopped by {stop} for a tracer (it called PTRACE_TRACEME; coldtrace is none): \
              killed with SIGKILL"
         ),
+        Outcome::Unmeasured { status } => {
+            format!("ran but was not measured (the spawner ended while starting it), {status}")
+        }
     }
 }
 
@@ -225,7 +228,9 @@ pub fn named_processes(
 /// The exit code of a single run: the child's code, 128+N for signal N.
 pub(crate) fn single_exit_code(outcome: &Outcome) -> u8 {
     match outcome {
-        Outcome::Finished(status) | Outcome::TimedOut { status, .. } => {
+        Outcome::Finished(status)
+        | Outcome::TimedOut { status, .. }
+        | Outcome::Unmeasured { status } => {
             if let Some(code) = status.code() {
                 code as u8
             } else if let Some(sig) = status.signal() {

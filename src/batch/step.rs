@@ -377,6 +377,11 @@ impl CommandBatch<'_> {
         };
         let mut result = runner::measure(&self.program, &options, via, &limits, &mut watching);
         let ledger = page_ins.and_then(|t| t.borrow_mut().end());
+        // Asked to stop while the spawner was starting it, and nothing was started.
+        if let (Outcome::FailedToStart { .. }, Some(sig)) = (result.outcome, result.interrupted_by)
+        {
+            return Err(sig);
+        }
         self.take_survivors(shared, &mut result);
         Ok(self.after_run(shared, result, before, residency_before, ledger))
     }
@@ -625,7 +630,10 @@ impl CommandBatch<'_> {
         // A single run is reported like `time` reports it, success or not; a batch rejects failures.
         let ran =
             result.rusage.is_some() && !matches!(result.outcome, Outcome::FailedToStart { .. });
+        // A run that was not measured has nothing to count, whatever `-i` says.
+        let measured = !matches!(result.outcome, Outcome::Unmeasured { .. });
         role != Role::Warmup
+            && measured
             && (self.accepted(&result.outcome) || (self.plan.is_single_run() && ran))
     }
 
@@ -638,7 +646,10 @@ impl CommandBatch<'_> {
         first
             && self.plan.ignore_failure == IgnoreFailure::No
             && !self.plan.is_single_run()
-            && !matches!(outcome, Outcome::FailedToStart { .. })
+            && !matches!(
+                outcome,
+                Outcome::FailedToStart { .. } | Outcome::Unmeasured { .. }
+            )
             && !outcome.succeeded()
     }
 

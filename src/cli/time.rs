@@ -167,7 +167,10 @@ type Ran = (Ending, Option<u64>, Option<ResourceUsage>);
 
 fn ending_of(plan: &Plan, run: SingleRun) -> Result<Ran, BatchError> {
     let status = match run.outcome {
-        Outcome::Finished(status) | Outcome::TimedOut { status, .. } => status,
+        // Unmeasured: it ran, so its status is the command's; its times are unknown.
+        Outcome::Finished(status)
+        | Outcome::TimedOut { status, .. }
+        | Outcome::Unmeasured { status } => status,
         // GNU time's "cannot fork": coldtrace could not create the child at all.
         Outcome::FailedToStart {
             stage: ChildStage::Clone,

@@ -17,6 +17,7 @@ use crate::measure::tree::source::{TreeResult, TreeSource};
 use crate::measure::waiting::{TickSchedule, WhileWaiting};
 use crate::measure::zombie::{ChildIo, ChildSched, ChildStat};
 use coldtrace_syscalls::spawn::{ChildStage, SpawnError};
+use coldtrace_syscalls::spawner::ReplyWatch;
 use coldtrace_syscalls::{
     Child, ChildStack, Errno, Program, ResourceUsage, Signal, SignalFd, SpawnOptions, Subreaper,
     WaitEvent, WaitStatus,
@@ -109,6 +110,12 @@ pub enum Outcome {
         /// The final wait status (killed by SIGKILL).
         status: WaitStatus,
     },
+    /// The child ran (it reached `execve`) but was not measured: the spawner ended while it
+    /// started it, before saying when (see `measure/spawner.rs`). The status is wait4's.
+    Unmeasured {
+        /// The final wait status.
+        status: WaitStatus,
+    },
     /// The program never started.
     FailedToStart {
         /// The failed step.
@@ -137,6 +144,9 @@ impl Outcome {
             Outcome::Unreaped { errno } => Some(format!("could not be reaped: {errno}")),
             Outcome::Traced { stop, .. } => Some(format!(
                 "stopped by {stop} for a tracer (PTRACE_TRACEME); killed"
+            )),
+            Outcome::Unmeasured { status } => Some(format!(
+                "ran but not measured (the spawner ended while starting it); {status}"
             )),
         }
     }
@@ -272,10 +282,15 @@ pub struct Via<'a> {
 }
 
 /// Runs `program` once and measures it: the steps of the module's note, in that order.
+///
+/// A child the spawner made but did not answer for (it ended in the clone's vfork wait) is
+/// this run's all the same: it is never started again, it is awaited and reaped as any other
+/// (its `--timeout` counted from the request), and the run is [`Outcome::Unmeasured`] — or
+/// [`Outcome::FailedToStart`] when the exec pipe says it failed before `execve`.
 pub fn measure(
     program: &Program,
     options: &SpawnOptions<'_>,
-    via: Via<'_>,
+    mut via: Via<'_>,
     limits: &RunLimits<'_>,
     watcher: &mut dyn WhileWaiting,
 ) -> RunResult {
@@ -284,14 +299,24 @@ pub fn measure(
     if let Some(t) = tree {
         t.begin();
     }
-    let (spawned, start_ns, floor_reading, session) = spawn(program, options, via, limits);
+    let requested_ns = crate::measure::clock::monotonic_ns();
+    let mut watch = ReplyWatch {
+        signals: limits.signals,
+        ..ReplyWatch::default()
+    };
+    let (spawned, start_ns, floor_reading, session) =
+        spawn(program, options, &mut via, limits, &mut watch);
+    let unmeasured = start_ns.is_none();
+    let start_ns = start_ns.unwrap_or(requested_ns);
     let child = match spawned {
         Ok(child) => child,
         Err(failure) => {
             if let Some(t) = tree {
                 t.abandon();
             }
-            return not_started(failure, floor_reading, session);
+            let mut result = not_started(failure, floor_reading, session);
+            result.interrupted_by = watch.requests[0];
+            return result;
         }
     };
     if let Some(t) = tree {
@@ -300,9 +325,15 @@ pub fn measure(
     say_fallbacks_once();
     let group = options.new_process_group;
     let mut waiting = Waiting::new(child, limits, group, start_ns, watcher.wants_ticks());
+    // Requests to stop that came while the spawner was awaited: the first is passed on, a
+    // second kills the tree, as in the wait.
+    for sig in watch.requests.into_iter().flatten() {
+        waiting.on_stop_request(sig);
+    }
     waiting.until_exit(watcher);
-    let wall_ns = waiting.end_ns.map(|end| end.saturating_sub(start_ns));
-    let tree = tree.and_then(|t| match waiting.end_ns {
+    let wall_ns = waiting.end_ns.filter(|_| !unmeasured);
+    let wall_ns = wall_ns.map(|end| end.saturating_sub(start_ns));
+    let tree = tree.and_then(|t| match waiting.end_ns.filter(|_| !unmeasured) {
         Some(end) => t.end(end),
         None => {
             t.abandon();
@@ -314,7 +345,10 @@ pub fn measure(
     let (interrupted_by, stopped_by) = (waiting.interrupted_by, waiting.stopped_by);
     let mut tree_killed = waiting.tree_killed;
     let grace_ns = waiting.grace_deadline();
-    let (outcome, rusage) = waiting.reap();
+    let (mut outcome, rusage) = waiting.reap();
+    if unmeasured {
+        outcome = unmeasured_outcome(outcome, via.spawner.as_ref());
+    }
     let sweep = limits.orphans.map(Subreaper::reap_orphans);
     let orphans_reaped = sweep.map_or(0, |s| s.reaped as u64);
     let no_descendant_left = sweep.is_some_and(|s| s.no_descendant_left);
@@ -341,6 +375,25 @@ pub fn measure(
         survivors,
         cgroup: None,
         tree,
+    }
+}
+
+/// The outcome of a run whose child the spawner did not answer for: [`Outcome::FailedToStart`]
+/// when the child wrote a failure before `execve` to the exec pipe, else it ran:
+/// [`Outcome::Unmeasured`] with its status.
+fn unmeasured_outcome(reaped: Outcome, spawner: Option<&BatchSpawner>) -> Outcome {
+    if let Some(e) = spawner.and_then(BatchSpawner::failed_before_exec) {
+        return Outcome::FailedToStart {
+            stage: e.stage,
+            errno: e.errno,
+        };
+    }
+    match reaped {
+        Outcome::Finished(status)
+        | Outcome::TimedOut { status, .. }
+        | Outcome::WaitFailed { status, .. }
+        | Outcome::Traced { status, .. } => Outcome::Unmeasured { status },
+        other => other,
     }
 }
 
@@ -381,11 +434,12 @@ fn survivors_of<'a>(
 fn spawn(
     program: &Program,
     options: &SpawnOptions<'_>,
-    via: Via<'_>,
+    via: &mut Via<'_>,
     limits: &RunLimits<'_>,
+    watch: &mut ReplyWatch<'_>,
 ) -> (
     Result<Child, SpawnError>,
-    u64,
+    Option<u64>,
     FloorReading,
     Option<PerfSession>,
 ) {
@@ -394,9 +448,18 @@ fn spawn(
     };
     if let Some(spawner) = via.spawner.as_mut() {
         let session = counters(Some(spawner.pid()));
-        match spawner.spawn(program, options) {
+        match spawner.spawn(program, options, watch) {
             Started::Child(child, start_ns, floor) => return (Ok(child), start_ns, floor, session),
-            Started::Failed(e, floor) => return (Err(e), 0, floor, session),
+            Started::Failed(e, floor) => return (Err(e), Some(0), floor, session),
+            // Asked to stop while the spawner was awaited, and it started nothing: nor does
+            // coldtrace.
+            Started::InProcess if watch.requests[0].is_some() => {
+                let e = SpawnError {
+                    stage: ChildStage::Clone,
+                    errno: Errno::INTR,
+                };
+                return (Err(e), Some(0), FloorReading::default(), session);
+            }
             Started::InProcess => {}
         }
     }
@@ -406,7 +469,7 @@ fn spawn(
     let start_ns = crate::measure::clock::monotonic_ns();
     (
         image.spawn(options, via.stack),
-        start_ns,
+        Some(start_ns),
         floor_reading,
         session,
     )

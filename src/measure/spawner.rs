@@ -14,8 +14,8 @@
 use crate::measure::floor::{statm_resident_pages, FloorReading, SpawnedBy};
 use crate::measure::procfs::ProcFile;
 use coldtrace_syscalls::spawn::SpawnError;
-use coldtrace_syscalls::spawner::{Spawner, SpawnerFailure, StartError};
-use coldtrace_syscalls::{Child, ChildStack, Program, SpawnOptions};
+use coldtrace_syscalls::spawner::{ReplyWatch, Spawner, SpawnerFailure, StartError};
+use coldtrace_syscalls::{Child, ChildStack, Errno, Program, SpawnOptions};
 
 /// The spawner program, as the build made it (empty where it could not).
 const EXECUTABLE: &[u8] = include_bytes!(env!("COLDTRACE_SPAWNER"));
@@ -66,8 +66,12 @@ impl SpawnerUsage {
 
 /// What a spawn through the spawner gave.
 pub enum Started {
-    /// A started child, the clock before the clone, and the floor.
-    Child(Child, u64, FloorReading),
+    /// A started child, the clock before the clone, and the floor. The clock is `None` for a
+    /// child the spawner made but did not answer for (it ended in the clone's vfork wait): the
+    /// child is coldtrace's own and may have run; the run cannot be measured, and must not be
+    /// started again ([`BatchSpawner::failed_before_exec`] tells, once it has exited, whether
+    /// it reached `execve`).
+    Child(Child, Option<u64>, FloorReading),
     /// The program did not start (the spawner is fine).
     Failed(SpawnError, FloorReading),
     /// Start this one in-process (options the spawner does not carry, or the spawner is gone:
@@ -102,24 +106,47 @@ impl BatchSpawner {
         self.spawner.pid()
     }
 
-    /// Starts `program` through the spawner.
-    pub fn spawn(&mut self, program: &Program, options: &SpawnOptions<'_>) -> Started {
+    /// Starts `program` through the spawner, watching `watch` while it waits for the reply.
+    pub fn spawn(
+        &mut self,
+        program: &Program,
+        options: &SpawnOptions<'_>,
+        watch: &mut ReplyWatch<'_>,
+    ) -> Started {
         // The spawner has no shell fallback for a script without #! (`coldtrace time`'s).
         if self.broken.is_some() || program.through_shell() {
             return Started::InProcess;
         }
-        match self.spawner.spawn(program, options) {
-            Ok((child, start_ns)) => {
+        match self.spawner.spawn(program, options, watch) {
+            Ok(spawned) if spawned.start_ns.is_none() => {
+                self.broken = Some("it ended while starting a run".into());
+                let floor = FloorReading {
+                    spawned_by: SpawnedBy::Spawner,
+                    ..FloorReading::default()
+                };
+                Started::Child(spawned.child, None, floor)
+            }
+            Ok(spawned) => {
                 self.runs += 1;
-                Started::Child(child, start_ns, self.floor())
+                Started::Child(spawned.child, spawned.start_ns, self.floor())
             }
             Err(SpawnerFailure::Program(e)) => Started::Failed(e, self.floor()),
             Err(SpawnerFailure::Unsupported) => Started::InProcess,
             Err(SpawnerFailure::Broken(errno)) => {
-                self.broken = Some(format!("it stopped answering ({errno})"));
+                self.broken = Some(match errno {
+                    Errno::AGAIN => "it was found stopped, and killed".into(),
+                    Errno::INTR => "a request to stop came while it started a run".into(),
+                    errno => format!("it stopped answering ({errno})"),
+                });
                 Started::InProcess
             }
         }
+    }
+
+    /// For the child of a [`Started::Child`] without a clock, once it has exited: the step
+    /// that failed before `execve`, if one did.
+    pub fn failed_before_exec(&self) -> Option<SpawnError> {
+        self.spawner.failed_before_exec()
     }
 
     /// The spawner's resident set now (after the child's `execve`): the child's floor.

@@ -136,6 +136,11 @@ impl Serialize for OutcomeRecord {
                 m.serialize_entry("status_kind", status_kind_name(status.kind()))?;
                 serialize_status(&mut m, status.kind())?;
             }
+            Outcome::Unmeasured { status } => {
+                m.serialize_entry("kind", "unmeasured")?;
+                m.serialize_entry("status_kind", status_kind_name(status.kind()))?;
+                serialize_status(&mut m, status.kind())?;
+            }
             Outcome::Unreaped { errno } => {
                 m.serialize_entry("kind", "unreaped")?;
                 m.serialize_entry("errno", &errno.raw())?;

@@ -9,7 +9,7 @@
 
 mod common;
 
-use coldtrace_syscalls::spawner::{Spawner, SpawnerFailure};
+use coldtrace_syscalls::spawner::{ReplyWatch, Spawner, SpawnerFailure};
 use coldtrace_syscalls::{
     Child, ChildStack, Program, Signal, SpawnOptions, WaitEvent, WaitStatusKind,
 };
@@ -59,9 +59,13 @@ fn spawner_program() -> &'static [u8] {
 
 /// Through `spawner`, or in-process where it answers `Unsupported`, as a caller does.
 fn spawn_through(spawner: &Mutex<Spawner>, program: &Program, options: &SpawnOptions<'_>) -> Child {
-    let tried = spawner.lock().expect("the spawner").spawn(program, options);
+    let mut watch = ReplyWatch::default();
+    let tried = spawner
+        .lock()
+        .expect("the spawner")
+        .spawn(program, options, &mut watch);
     match tried {
-        Ok((child, _)) => child,
+        Ok(spawned) => spawned.child,
         Err(SpawnerFailure::Unsupported) => program
             .spawn(options, &mut ChildStack::new().expect("a stack"))
             .expect("spawn in-process"),
@@ -80,11 +84,11 @@ fn a_script_to_run_through_sh_is_left_to_the_caller() {
     let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
     std::fs::set_permissions(&script, mode).expect("chmod");
     let asked = program(script.to_str().expect("a path"), &["script"], &[]).scripts_through_shell();
-    let tried = spawner.spawn(&asked, &SpawnOptions::default());
+    let tried = spawner.spawn(&asked, &SpawnOptions::default(), &mut ReplyWatch::default());
     assert!(
         matches!(tried, Err(SpawnerFailure::Unsupported)),
         "the spawner has no shell fallback: {:?}",
-        tried.map(|(child, _)| child.reap())
+        tried.map(|spawned| spawned.child.reap())
     );
     let (status, _) = spawner.stop().expect("stop the spawner");
     assert_eq!(status.code(), Some(0));

@@ -43,6 +43,7 @@ pub mod nr {
         pub const RECVMSG: usize = 47;
         pub const SENDMSG: usize = 46;
         pub const CLOCK_GETTIME: usize = 228;
+        pub const MMAP: usize = 9;
     }
     #[cfg(target_arch = "aarch64")]
     mod arch {
@@ -73,6 +74,7 @@ pub mod nr {
         pub const RECVMSG: usize = 212;
         pub const SENDMSG: usize = 211;
         pub const CLOCK_GETTIME: usize = 113;
+        pub const MMAP: usize = 222;
     }
     pub use arch::*;
     pub const PIDFD_SEND_SIGNAL: usize = 424;
@@ -95,6 +97,9 @@ pub mod clone_flags {
     /// The child's parent is the caller's parent (the spawner's children are coldtrace's);
     /// it inherits the caller's exit signal (`clone3` wants `exit_signal = 0` with it).
     pub const CLONE_PARENT: u64 = 0x0000_8000;
+    /// The kernel stores the child's PID through `parent_tid` (`clone`: the same argument as
+    /// `CLONE_PIDFD`'s slot, so one or the other) before the child runs.
+    pub const CLONE_PARENT_SETTID: u64 = 0x0010_0000;
     /// `clone3` only (Linux ≥ 5.5): every signal with a handler is reset to `SIG_DFL` in the
     /// child by the kernel, before it runs; ignored signals stay ignored.
     pub const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
@@ -169,6 +174,12 @@ pub const F_DUPFD_CLOEXEC: usize = 1030;
 pub const O_CLOEXEC: usize = 0o200_0000;
 /// `clock_gettime(2)`: the clock coldtrace times runs with.
 pub const CLOCK_MONOTONIC: usize = 1;
+/// `prctl(2)`: set the calling thread's name (`comm`, 15 bytes and a NUL).
+pub const PR_SET_NAME: usize = 15;
+/// `mmap(2)`: `PROT_READ | PROT_WRITE`.
+pub const PROT_READ_WRITE: usize = 3;
+/// `mmap(2)`: `MAP_SHARED`.
+pub const MAP_SHARED: usize = 1;
 
 /// `struct iovec` (`<linux/uio.h>`): one buffer of `readv`/`recvmsg`.
 #[repr(C)]

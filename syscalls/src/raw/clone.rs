@@ -8,6 +8,7 @@ use crate::abi::{clone_flags as cf, nr, CloneArgs, MaskHow};
 use crate::child_plan::CloneCall;
 use core::ffi::c_int;
 use core::marker::PhantomData;
+use core::sync::atomic::AtomicI32;
 
 /// Every signal is blocked in the calling thread: the rule a clone rests on. The child starts
 /// with this thread's mask, so with every signal blocked, a signal aimed at the child stays
@@ -105,6 +106,9 @@ impl<'a> StackRegion<'a> {
 /// this thread. Returns the raw return register: the child's PID or `-errno`. See [clone(2)],
 /// [clone3(2)].
 ///
+/// With a `tid_slot`, the kernel stores the child's PID there before it runs
+/// (`CLONE_PARENT_SETTID`; `clone` then asks for no pidfd: one argument holds either slot).
+///
 /// [clone(2)]: https://man7.org/linux/man-pages/man2/clone.2.html
 /// [clone3(2)]: https://man7.org/linux/man-pages/man2/clone3.2.html
 pub(crate) fn clone_child(
@@ -112,6 +116,7 @@ pub(crate) fn clone_child(
     stack: StackRegion<'_>,
     flags: u64,
     pidfd_slot: Option<&mut c_int>,
+    tid_slot: Option<&AtomicI32>,
     _blocked: &SignalsBlocked,
 ) -> usize {
     let call = inputs.call();
@@ -122,6 +127,8 @@ pub(crate) fn clone_child(
         0
     };
     let slot = pidfd_slot.map_or(0, |s| s as *mut c_int as usize);
+    let tid = tid_slot.map_or(0, |t| t as *const AtomicI32 as usize);
+    let tid_flag = if tid != 0 { cf::CLONE_PARENT_SETTID } else { 0 };
     let cgroup = match call {
         CloneCall::Clone3 { cgroup } => cgroup,
         CloneCall::Clone => None,
@@ -138,8 +145,9 @@ pub(crate) fn clone_child(
         cf::SIGCHLD
     };
     let args = CloneArgs {
-        flags: base | pidfd_flag | cf::CLONE_CLEAR_SIGHAND | cgroup_flag,
+        flags: base | pidfd_flag | tid_flag | cf::CLONE_CLEAR_SIGHAND | cgroup_flag,
         pidfd: slot as u64,
+        parent_tid: tid as u64,
         exit_signal,
         stack: stack.low as u64,
         stack_size: stack.top.wrapping_sub(stack.low) as u64,
@@ -154,17 +162,18 @@ pub(crate) fn clone_child(
                 [&args as *const CloneArgs as usize, size, 0, 0, 0],
             )
         }
-        // clone(flags, newsp, parent_tid, …): the pidfd slot is `parent_tid` on both arches.
-        CloneCall::Clone => (
-            nr::CLONE,
-            [
-                (base | pidfd_flag | cf::SIGCHLD) as usize,
-                stack.top,
-                slot,
-                0,
-                0,
-            ],
-        ),
+        // clone(flags, newsp, parent_tid, …): the tid slot, else the pidfd slot, on both arches.
+        CloneCall::Clone => {
+            let (flag, ptid) = if tid != 0 {
+                (tid_flag, tid)
+            } else {
+                (pidfd_flag, slot)
+            };
+            (
+                nr::CLONE,
+                [(base | flag | cf::SIGCHLD) as usize, stack.top, ptid, 0, 0],
+            )
+        }
     };
     let inputs = inputs as *mut ChildInputs<'_>;
     // SAFETY: the contract of `clone_into_child`, point by point:
@@ -173,11 +182,13 @@ pub(crate) fn clone_child(
     //   from a `&mut [u8; N]`), top 16-byte aligned, at least MIN_STACK_BYTES (compile time),
     //   above the child's deepest frame (disassembly test), as no guard page lies below it.
     // - Lives long enough: `inputs`, `args` and the pidfd slot are in this thread's frames, and
-    //   CLONE_VFORK (always set) suspends this thread until the child has exec'd or exited.
+    //   CLONE_VFORK (always set) suspends this thread until the child has exec'd or exited
+    //   (the tid slot, borrowed for the call, is written before the child runs).
     // - No aliasing: this thread leaves `inputs` alone until the return (the child's `&mut` is
     //   the only reference); the vfork completion orders the child's writes before it resumes.
     //   The kernel may write the pidfd slot on a clone that then fails (a refused cgroup), so
-    //   callers read it only after a successful return.
+    //   callers read it only after a successful return. The tid slot is an `AtomicI32`: the
+    //   kernel's aligned store through a shared borrow is interior mutability.
     // - No flag beyond CALLER_FLAGS: a process with its own descriptors and signal handlers.
     // - No handler runs in the child: every signal is blocked in this thread (`_blocked`, made
     //   only by blocking them), and the handlers are reset as the call requires: by the kernel

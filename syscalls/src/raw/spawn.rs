@@ -197,6 +197,7 @@ pub(crate) fn clone(
         stack.region(),
         flags,
         pidfd.then_some(&mut slot),
+        None,
         blocked,
     );
     let (memory_shared, stage, errno) = inputs.report();

@@ -13,7 +13,7 @@ mod clone;
 use crate::abi::{self, clone_flags as cf, nr, IoVec, MsgHdr};
 use crate::child_plan::{ChildPlan, CloneCall};
 use crate::image::Image;
-use crate::protocol::{HEADER, MAX_FDS};
+use crate::protocol::{StartPage, HEADER, MAX_FDS, START_PAGE};
 use child::{errno_of, syscall6, ChildInputs, ExecPointers};
 pub(crate) use clone::SignalsBlocked;
 use core::ffi::{c_char, c_int};
@@ -57,24 +57,30 @@ fn take_buffers() -> Option<&'static mut Buffers> {
     Some(unsafe { &mut *core::ptr::addr_of_mut!(BUFFERS) })
 }
 
-/// The C runtime's entry (musl's `__libc_start_main` calls it): the socket's descriptor is
-/// `argv[1]` and the PID of the process it clones children for (its parent, coldtrace) is
-/// `argv[2]`, both in decimal.
+/// The C runtime's entry (musl's `__libc_start_main` calls it), with four decimal arguments:
+/// the socket's descriptor, the PID of the process it clones children for (its parent,
+/// coldtrace), the exec pipe's write end and the start page's memfd.
 #[no_mangle]
 pub extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
-    let socket = if argc >= 3 { argument(argv, 1) } else { None };
-    let parent = if argc >= 3 { argument(argv, 2) } else { None };
-    match (socket, parent, take_buffers()) {
-        (Some(socket), Some(parent), Some(buffers)) => crate::serve(socket, parent, buffers),
+    let mut args = [None; 4];
+    if argc >= 5 {
+        for (k, arg) in args.iter_mut().enumerate() {
+            *arg = argument(argv, k + 1);
+        }
+    }
+    match (args, take_buffers()) {
+        ([Some(socket), Some(parent), Some(pipe), Some(page)], Some(buffers)) => {
+            crate::serve([socket, pipe, page], parent, buffers)
+        }
         _ => exit_group(2),
     }
 }
 
-/// `argv[k]` (k < 3) as a non-negative number.
+/// `argv[k]` (1 ≤ k ≤ 4; the caller checked `argc ≥ 5`) as a non-negative number.
 fn argument(argv: *const *const c_char, k: usize) -> Option<c_int> {
     // SAFETY: valid and aligned: the C runtime passes the `argv` that `execve` built, an array
-    // of `argc` pointers (the caller checked `argc >= 3`, and `k < 3`) followed by a null one.
-    let arg = unsafe { *argv.add(k.min(2)) };
+    // of `argc` pointers (the caller checked `argc >= 5`, and `k <= 4`) followed by a null one.
+    let arg = unsafe { *argv.add(k.min(4)) };
     if arg.is_null() {
         return None;
     }
@@ -89,6 +95,35 @@ fn argument(argv: *const *const c_char, k: usize) -> Option<c_int> {
         fd = fd * 10 + c_int::from(d - b'0');
     }
     Some(fd)
+}
+
+/// `mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)`: the start page, mapped for the
+/// rest of the program; `None` when the call fails. See
+/// [mmap(2)](https://man7.org/linux/man-pages/man2/mmap.2.html).
+pub(crate) fn map_start_page(fd: c_int) -> Option<&'static StartPage> {
+    let args = [0, START_PAGE, abi::PROT_READ_WRITE, abi::MAP_SHARED, fd as usize, 0];
+    // SAFETY: integer arguments only; no address is given, so the kernel places the new
+    // mapping where nothing of this program lies.
+    let ret = unsafe { syscall6(nr::MMAP, args) };
+    if errno_of(ret) != 0 {
+        return None;
+    }
+    // SAFETY: valid and aligned: a new mapping starts on a page boundary and spans a page,
+    // more than `StartPage`'s 8 bytes (align 4). Initialised: a memfd's bytes, and every bit
+    // pattern is a valid atomic. Lives long enough: nothing unmaps it, so `'static`. No
+    // aliasing: only shared references to it exist, and its fields are atomics, the type for
+    // memory that others write meanwhile (the kernel's `CLONE_PARENT_SETTID` store, coldtrace's
+    // own mapping of the memfd, if it ever made one).
+    Some(unsafe { &*(ret as *const StartPage) })
+}
+
+/// `prctl(PR_SET_NAME, name)`: the name `ps` and `pgrep` show. See
+/// [prctl(2)](https://man7.org/linux/man-pages/man2/prctl.2.html).
+pub(crate) fn set_name(name: &core::ffi::CStr) {
+    let args = [abi::PR_SET_NAME, name.as_ptr() as usize, 0, 0, 0, 0];
+    // SAFETY: `name` is a live, NUL-terminated borrowed string the kernel only reads (16 bytes
+    // at most).
+    let _ = unsafe { syscall6(nr::PRCTL, args) };
 }
 
 /// What one `recvmsg` brought.
@@ -252,9 +287,9 @@ pub(crate) fn monotonic_ns() -> u64 {
     (s as u64).wrapping_mul(1_000_000_000).wrapping_add(ns as u64)
 }
 
-/// `fcntl(fd, F_DUPFD_CLOEXEC, 3)`: a copy numbered ≥ 3, or an errno.
-pub(crate) fn dup_above_stdio(fd: c_int) -> Result<c_int, i32> {
-    let args = [fd as usize, abi::F_DUPFD_CLOEXEC, 3, 0, 0, 0];
+/// `fcntl(fd, F_DUPFD_CLOEXEC, least)`: a copy numbered ≥ `least`, or an errno.
+pub(crate) fn dup_at_least(fd: c_int, least: c_int) -> Result<c_int, i32> {
+    let args = [fd as usize, abi::F_DUPFD_CLOEXEC, least as usize, 0, 0, 0];
     // SAFETY: integer arguments only; adds a descriptor to this process's table.
     let ret = unsafe { syscall6(nr::FCNTL, args) };
     match errno_of(ret) {
@@ -299,7 +334,9 @@ pub(crate) struct Started {
 /// Starts `image` on `stack` as a child of this process's parent (`CLONE_PARENT`, whose PID
 /// `parent` is: the child checks it after asking for a parent-death signal), sharing
 /// this memory until it calls `execve` (`CLONE_VM | CLONE_VFORK`), with a pidfd for it when
-/// `with_pidfd` (`CLONE_PIDFD`; a kernel before 5.2 ignores the flag and leaves -1).
+/// `with_pidfd` (`CLONE_PIDFD`; a kernel before 5.2 ignores the flag and leaves -1), the
+/// child's PID stored in `page` by the kernel before it runs, and `error_pipe` (close-on-exec)
+/// for the child to report a failure before `execve` to.
 pub(crate) fn spawn(
     image: &Image<'_>,
     plan: &ChildPlan<'_>,
@@ -308,6 +345,7 @@ pub(crate) fn spawn(
     with_pidfd: bool,
     parent: c_int,
     blocked: &SignalsBlocked,
+    (page, error_pipe): (&StartPage, c_int),
 ) -> Started {
     let exec = ExecPointers {
         path: image.path(),
@@ -325,12 +363,12 @@ pub(crate) fn spawn(
     // - `plan.vouched` is `Some(0)`: the spawner installs no signal handler, and `execve`
     //   reset every one it could have inherited, so no signal has one (with `clone` the child
     //   resets just `to_default`; with `clone3` the kernel clears handlers anyway).
-    let mut inputs = unsafe { ChildInputs::new(exec, plan, call, -1, !0, parent) };
+    let mut inputs = unsafe { ChildInputs::new(exec, plan, call, error_pipe, !0, parent) };
     let region = clone::StackRegion::new(&mut stack.0);
     let flags = cf::CLONE_VM | cf::CLONE_PARENT;
     let mut pidfd: c_int = -1;
     let slot = if with_pidfd { Some(&mut pidfd) } else { None };
-    let ret = clone::clone_child(&mut inputs, region, flags, slot, blocked);
+    let ret = clone::clone_child(&mut inputs, region, flags, slot, Some(&page.pid), blocked);
     let (memory_shared, stage, errno) = inputs.report();
     Started {
         ret,

@@ -30,6 +30,7 @@ mod raw;
 
 use child_plan::{ChildPlan, CloneCall, Closing};
 use core::ffi::c_int;
+use core::sync::atomic::Ordering;
 use protocol::{Reply, Request, HEADER};
 use raw::{Buffers, Received};
 
@@ -39,7 +40,10 @@ fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
 }
 
 /// The descriptor the socket is moved to.
-const SOCKET: c_int = 3;
+const SOCKET: c_int = protocol::SOCKET_FD;
+/// The descriptor the exec pipe's write end is moved to: below the socket, so that the child's
+/// one `close_range` above its stdio leaves it alone without a second call.
+const EXEC_PIPE: c_int = protocol::EXEC_PIPE_FD;
 /// The table's most programs.
 const SLOTS: usize = 256;
 /// `SIGPIPE`'s bit: Rust's runtime ignores it in coldtrace, and the spawner inherits that.
@@ -75,18 +79,27 @@ struct State {
     close_range: bool,
     /// Every signal is blocked in this (the only) thread.
     blocked: raw::SignalsBlocked,
+    /// The start page, and the number of the last `START` received.
+    page: &'static protocol::StartPage,
+    starts: u32,
 }
 
 /// Every descriptor above the socket's: the child keeps 0, 1, 2 only.
 static ABOVE_STDIO: [[usize; 2]; 1] = [[3, u32::MAX as usize]];
 
-/// Serves requests until the socket ends; called by the entry point with the buffers.
-fn serve(socket: c_int, parent: c_int, buffers: &'static mut Buffers) -> ! {
+/// Serves requests until the socket ends; called by the entry point with the descriptors of
+/// its socket, exec pipe and start page (see `protocol.rs`), and the buffers.
+fn serve(fds: [c_int; 3], parent: c_int, buffers: &'static mut Buffers) -> ! {
     // Every signal stays blocked for the spawner's life: the rule each clone rests on.
     let Ok(blocked) = raw::SignalsBlocked::block() else {
         raw::exit_group(4)
     };
-    settle(socket);
+    raw::set_name(c"coldtrace-spawn");
+    let [socket, pipe, page] = fds;
+    let Some(page) = raw::map_start_page(page) else {
+        raw::exit_group(4)
+    };
+    settle(socket, pipe);
     // The top of the children's stack, written once: no child takes a fault on it.
     let stack = &mut buffers.stack.0;
     let top = stack.len() - 8192;
@@ -110,6 +123,8 @@ fn serve(socket: c_int, parent: c_int, buffers: &'static mut Buffers) -> ! {
         parent,
         close_range: matches!(closing, Closing::Ranges(_)),
         blocked,
+        page,
+        starts: 0,
     };
     loop {
         let mut header = [0u8; HEADER];
@@ -141,7 +156,7 @@ fn serve(socket: c_int, parent: c_int, buffers: &'static mut Buffers) -> ! {
 fn release(got: &Received, pidfd: c_int, close_range: bool) {
     let received = got.fds.iter().take(got.nfds);
     // One put where this program's own 0, 1 or 2 was closed lies below the range.
-    for &fd in received.clone().filter(|&&fd| (0..SOCKET).contains(&fd)) {
+    for &fd in received.clone().filter(|&&fd| (0..EXEC_PIPE).contains(&fd)) {
         raw::close(fd);
     }
     if close_range && raw::close_range(SOCKET + 1, u32::MAX) == 0 {
@@ -152,14 +167,21 @@ fn release(got: &Received, pidfd: c_int, close_range: bool) {
     }
 }
 
-/// Moves the socket to descriptor 3 and closes everything else above 2 (the memfd this
-/// program was started from, if it is still open).
-fn settle(socket: c_int) {
-    if socket != SOCKET && raw::dup_to(socket, SOCKET) != 0 {
+/// Moves the exec pipe to descriptor 3 and the socket to 4 (close-on-exec both: the children's
+/// copies go at their `execve`) and closes everything else above 2 (the memfds this program was
+/// started from and mapped, if they are still open). Copies above 4 are made first, so that
+/// neither move overwrites the other descriptor.
+fn settle(socket: c_int, pipe: c_int) {
+    let above = SOCKET + 1;
+    let (Ok(socket), Ok(pipe)) = (raw::dup_at_least(socket, above), raw::dup_at_least(pipe, above))
+    else {
+        raw::exit_group(3)
+    };
+    if raw::dup_to(pipe, EXEC_PIPE) != 0 || raw::dup_to(socket, SOCKET) != 0 {
         raw::exit_group(3);
     }
-    if raw::close_range(SOCKET + 1, u32::MAX) != 0 {
-        for fd in SOCKET + 1..1024 {
+    if raw::close_range(above, u32::MAX) != 0 {
+        for fd in above..1024 {
             raw::close(fd);
         }
     }
@@ -179,7 +201,10 @@ fn answer(request: &Request, got: &Received, state: &mut State, b: &mut Buffers)
             state.table.defining = None;
             Reply::default()
         }
-        protocol::OP_START => start(request, got, state, b),
+        protocol::OP_START => {
+            state.starts = state.starts.wrapping_add(1);
+            start(request, got, state, b)
+        }
         _ => Reply::error(EINVAL),
     }
 }
@@ -235,7 +260,7 @@ fn start(request: &Request, got: &Received, state: &mut State, b: &mut Buffers) 
         if request.flags & (protocol::START_STDIN << i) != 0 {
             match fds.next() {
                 Some(fd) if fd >= 3 => *slot = fd,
-                Some(fd) => match raw::dup_above_stdio(fd) {
+                Some(fd) => match raw::dup_at_least(fd, 3) {
                     // One below 3 was put where this program's own 0, 1 or 2 is closed:
                     // installing it could clobber another, so a copy above 2 is installed.
                     Ok(high) => (*slot, *copy) = (high, high),
@@ -291,9 +316,12 @@ fn clone_with_fallback(
     state: &mut State,
 ) -> Reply {
     loop {
+        // In this order: a page that names this START has no PID of an earlier one.
+        state.page.pid.store(0, Ordering::Relaxed);
+        state.page.start.store(state.starts, Ordering::Release);
         let start_ns = raw::monotonic_ns();
-        let (pidfds, parent) = (state.pidfds, state.parent);
-        let started = raw::spawn(image, plan, stack, call, pidfds, parent, &state.blocked);
+        let (pidfds, parent, page) = (state.pidfds, state.parent, (state.page, EXEC_PIPE));
+        let started = raw::spawn(image, plan, stack, call, pidfds, parent, &state.blocked, page);
         let errno = raw::child::errno_of(started.ret);
         if errno != 0 && CLONE3_REFUSED.contains(&errno) {
             if call == (CloneCall::Clone3 { cgroup: None }) {

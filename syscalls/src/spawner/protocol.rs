@@ -14,7 +14,21 @@
 //!   `execve`: it has exec'd), whether the child's write reached the spawner's memory, the
 //!   `CLOCK_MONOTONIC` time right before the clone, and, when the kernel made one, the child's
 //!   pidfd (`SCM_RIGHTS`, `REPLY_PIDFD`).
+//!
+//! Two things outlive the spawner, for a `START` whose reply never comes (the spawner was
+//! killed, or had to be, in the clone's vfork wait, while the child went on to `execve`):
+//! - the start page ([`StartPage`]), 8 bytes of a memfd that both ends share: right before each
+//!   clone the spawner stores 0 as the PID and the `START`'s number (1, 2, …), and the clone
+//!   (`CLONE_PARENT_SETTID`) has the kernel store the child's PID there before the child runs.
+//!   Once the spawner is dead, the page says whether the last `START` made a child, and which:
+//!   a child of coldtrace's own (`CLONE_PARENT`), never to be started again.
+//! - the exec pipe: every child holds its write end (the spawner's descriptor
+//!   [`EXEC_PIPE_FD`], close-on-exec) until `execve`, and one that fails before writes its stage
+//!   and errno there (8 bytes) as it exits. After such a child has exited, an empty pipe proves
+//!   that it reached `execve`.
 #![forbid(unsafe_code)]
+
+use core::sync::atomic::{AtomicI32, AtomicU32};
 
 /// Bytes of a request's header; a `DEFINE` chunk follows it.
 pub const HEADER: usize = 24;
@@ -24,6 +38,25 @@ pub const REPLY: usize = 24;
 pub const CHUNK: usize = 32 * 1024;
 /// The most descriptors one request carries.
 pub const MAX_FDS: usize = 4;
+
+/// The spawner's descriptor of the exec pipe's write end.
+pub const EXEC_PIPE_FD: i32 = 3;
+/// The spawner's descriptor of its socket.
+pub const SOCKET_FD: i32 = 4;
+
+/// The start page as the spawner maps it (`MAP_SHARED`); coldtrace reads its 8 bytes with
+/// `pread` (the PID at 0, the number at 4, native byte order).
+#[repr(C)]
+pub struct StartPage {
+    /// The last clone's child, stored by the kernel (0: none yet).
+    pub pid: AtomicI32,
+    /// The number of the `START` that last reached the clone.
+    pub start: AtomicU32,
+}
+
+/// Bytes of the start page.
+pub const START_PAGE: usize = 8;
+const _: () = assert!(core::mem::size_of::<StartPage>() == START_PAGE);
 
 /// Define a program (a chunk of it).
 pub const OP_DEFINE: u32 = 1;
