@@ -239,6 +239,23 @@ impl Leaf {
         run
     }
 
+    /// Makes it ready for another run, if it can be: a leaf is reused from run to run, and a
+    /// command can freeze its own (`cgroup.freeze`), which would freeze the next command at
+    /// its birth, before `execve`. A frozen leaf (`cgroup.events` `frozen 1`) is thawed
+    /// (`cgroup.freeze` 0) and read again; `false` when it stays frozen, or `cgroup.events`
+    /// cannot be read: then it must not be reused.
+    fn ready_again(&self) -> bool {
+        let mut buf = [0u8; SMALL];
+        match keyed(read_small(self.files[4].as_ref(), &mut buf), "frozen") {
+            Some(0) => return true,
+            Some(_) => {}
+            None => return false,
+        }
+        let thawed = procfs::open_for_writing(self.path.join("cgroup.freeze"))
+            .and_then(|fd| rustix::io::write(&fd, b"0"));
+        thawed.is_ok() && keyed(read_small(self.files[4].as_ref(), &mut buf), "frozen") == Some(0)
+    }
+
     /// Whether a live process is in it (`cgroup.events` `populated 1`).
     pub fn populated(&self) -> bool {
         let mut buf = [0u8; SMALL];
@@ -318,10 +335,8 @@ impl BatchGroup {
     /// # Errors
     /// Why it cannot be had, in words.
     pub fn create(own: &Path) -> Result<BatchGroup, String> {
-        let me = rustix::process::getpid().as_raw_nonzero().get();
-        let start = Proc::read(me).map_or(0, |p| p.start_ticks);
-        let dir = own.join(format!("{PREFIX}{me}-{start}"));
-        let held = hold_new_group(&dir).map_err(|e| cannot_create(own, e))?;
+        let (pid, start) = own_identity();
+        let (dir, held) = hold_new_group(own, &format!("{PREFIX}{pid}-{start}"))?;
         // A child born in it is moved from coldtrace's cgroup: that takes write access to the
         // cgroup.procs of their common ancestor, coldtrace's own (cgroups(7), delegation).
         let procs = own.join("cgroup.procs");
@@ -354,12 +369,17 @@ impl BatchGroup {
         self.psi_unavailable.as_deref()
     }
 
-    /// The leaf the next run is born in: the last one if it is empty, else a new one
-    /// (`run-NNN`, numbered by the run that first used it).
+    /// The leaf the next run is born in: the last one if it is empty and not frozen (thawed
+    /// if it was), else a new one (`run-NNN`, numbered by the run that first used it).
     ///
     /// # Errors
     /// Why no leaf could be made.
     pub fn leaf(&mut self, index: u64) -> Result<&mut Leaf, String> {
+        if self.leaf.as_ref().is_some_and(|leaf| !leaf.ready_again()) {
+            // Kept, not removed: a frozen leaf may still hold a process on its way out.
+            self.kept.extend(self.leaf.take());
+            self.next = self.next.max(index);
+        }
         if self.leaf.is_none() {
             self.next = self.next.max(index);
             let path = self.dir.join(format!("run-{:03}", self.next));
@@ -421,33 +441,63 @@ impl Drop for BatchGroup {
     }
 }
 
-/// Makes the group's directory and locks it. Another batch's [`leftovers`] may find the
-/// directory between the two and, the lock being free, remove it as abandoned: the directory
-/// is made again then (a few times at most), until the one locked is the one at `dir`.
-fn hold_new_group(dir: &Path) -> rustix::io::Result<OwnedFd> {
-    let mut last = rustix::io::Errno::NOENT;
-    for _ in 0..4 {
-        match rustix::fs::mkdir(dir, Mode::from_raw_mode(0o755)) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-            Err(e) => return Err(e),
+/// This process's PID and start time as `/proc/self/stat` gives them: the PID in the
+/// namespace of the `/proc` mounted here (under `unshare --pid` with the host's `/proc`, the
+/// host's PID, not 1), so that two batches beside each other name their groups apart.
+fn own_identity() -> (i32, u64) {
+    let mut buf = Vec::with_capacity(512);
+    let text = procfs::read_small_once("/proc/self/stat", &mut buf).unwrap_or_default();
+    let pid = std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| rustix::process::getpid().as_raw_nonzero().get());
+    let start = crate::measure::descendants::parse_stat(pid, text).map_or(0, |p| p.start_ticks);
+    (pid, start)
+}
+
+/// Makes a new group directory below `own`, named `name` (or `name-2`, `name-3`… when that
+/// exists: another batch's, in another PID namespace, or a directory left by one), and locks
+/// it. Nothing here waits: a lock already taken on the directory just made (another batch's
+/// [`leftovers`] looking at it, or anyone else: any user can lock a directory they can read)
+/// makes this try the next name, and the one made is removed. A directory found removed after
+/// the lock (by such a look, finding it empty) is made again.
+fn hold_new_group(own: &Path, name: &str) -> Result<(PathBuf, OwnedFd), String> {
+    let mut why = String::new();
+    for attempt in 1..=8u32 {
+        let dir = match attempt {
+            1 => own.join(name),
+            n => own.join(format!("{name}-{n}")),
+        };
+        match rustix::fs::mkdir(&dir, Mode::from_raw_mode(0o755)) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::EXIST) => {
+                why = format!("{} exists", dir.display());
+                continue;
+            }
+            Err(e) => return Err(cannot_create(own, e)),
         }
-        let held = match lock_group(dir, rustix::fs::FlockOperation::LockExclusive) {
+        let held = match lock_group(&dir, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(fd) => fd,
             Err(e) => {
-                last = e;
+                why = format!("{} was locked by another process ({e})", dir.display());
+                let _ = rustix::fs::rmdir(&dir);
                 continue;
             }
         };
         // Still the directory at `dir` (not removed, nor made again by someone else)?
-        let same = rustix::fs::stat(dir)
+        let same = rustix::fs::stat(&dir)
             .ok()
             .zip(rustix::fs::fstat(&held).ok());
         if same.is_some_and(|(at, locked)| (at.st_dev, at.st_ino) == (locked.st_dev, locked.st_ino))
         {
-            return Ok(held);
+            return Ok((dir, held));
         }
+        why = format!("{} was removed as it was made", dir.display());
     }
-    Err(last)
+    Err(format!(
+        "no group of its own could be made below {} (last: {why})",
+        own.display()
+    ))
 }
 
 /// A group's directory, opened and locked with `operation` ([flock(2)]).

@@ -5,12 +5,12 @@
 //! batch's group is never one another process holds — under `unshare --pid` with the host's
 //! `/proc`, where every batch once took the same name, nor between two such batches.
 
-use super::common::{read_batch, Output, TempDir};
+use super::common::{read_batch, Output, TempDir, BIN};
 use super::recorded::{executions, sh, signal_in_clone, spawner_of, start};
 use super::{assert_no_raw_controls, assert_records_whole, DEADLINE};
 use rustix::process::{Pid, Signal};
 use std::path::{Path, PathBuf};
-use std::process::Child;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Records in `dir/runs.jsonl` so far (0 before it exists).
@@ -223,4 +223,131 @@ fn a_frozen_spawner_does_not_hold_a_request_to_stop() {
         out.describe()
     );
     assert_each_run_recorded(&dir, &out);
+}
+
+#[test]
+fn a_leaf_its_command_froze_is_thawed_before_the_next_run_is_born_in_it() {
+    let Some((root, _)) = cgroups("the frozen leaf") else {
+        return;
+    };
+    let dir = TempDir::new("hangleaf");
+    // The command leaves its leaf for the root, freezes the leaf, and exits: the leaf is empty
+    // and frozen, and a child born in it would be frozen before its execve.
+    let body = format!(
+        "leaf={root}$(sed -n 's/^0:://p' /proc/self/cgroup); echo $$ > {root}/cgroup.procs; \
+         echo 1 > $leaf/cgroup.freeze",
+        root = root.display()
+    );
+    let (child, shown) = batch(&dir, 4, &body);
+    let out = super::common::finish(child, shown, Instant::now(), DEADLINE);
+    assert_no_raw_controls(&out);
+    out.expect_code(0);
+    let records = assert_each_run_recorded(&dir, &out);
+    assert_eq!(records.len(), 4, "{}", out.describe());
+    // It froze its leaf indeed (born in a leaf of the batch's group).
+    let leaf = records[0]["cgroup"]["path"].as_str().unwrap_or_default();
+    assert!(leaf.contains("/run-"), "{}", records[0]);
+}
+
+/// `unshare --pid --fork coldtrace ARGS` in `dir` (the host's `/proc` stays mounted: every
+/// PID coldtrace reads there is the host's, but `getpid()` says 1), started.
+fn in_pid_namespace(dir: &TempDir, args: &[&str]) -> (Child, String) {
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--pid", "--fork", BIN])
+        .args(args)
+        .current_dir(dir.path())
+        .env("COLDTRACE_STATE_DIR", "")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let shown = format!("unshare --pid --fork coldtrace {}", args.join(" "));
+    (cmd.spawn().expect("spawn unshare"), shown)
+}
+
+/// The start time of the host's PID 1 (field 22 of `/proc/1/stat`).
+fn start_of_pid_1() -> u64 {
+    let stat = std::fs::read_to_string("/proc/1/stat").unwrap();
+    let (_, rest) = stat.rsplit_once(") ").unwrap();
+    rest.split(' ').nth(19).unwrap().parse().unwrap()
+}
+
+/// The cgroup path `batch.json` of `dir` records.
+fn group_of(dir: &Path) -> String {
+    let doc = read_batch(dir);
+    doc["context"]["cgroup"]["path"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_group_directory_another_process_holds_never_holds_a_batch_in_a_pid_namespace() {
+    let Some((_, own)) = cgroups("the held group directory") else {
+        return;
+    };
+    let dir = TempDir::new("hangheld");
+    // The name every batch took under `unshare --pid` with the host's /proc: held, shared,
+    // by another process (any user may lock a directory it can read).
+    let held = own.join(format!("coldtrace-1-{}", start_of_pid_1()));
+    std::fs::create_dir(&held).expect("make the held directory");
+    let mut holder = Command::new("flock")
+        .args(["--shared"])
+        .arg(&held)
+        .args(["sleep", "60"])
+        .spawn()
+        .expect("spawn flock");
+    std::thread::sleep(Duration::from_millis(200));
+    let (child, shown) = in_pid_namespace(&dir, &["run", "-n", "2", "-o", "b", "--", "true"]);
+    let out = super::common::finish(child, shown, Instant::now(), Duration::from_secs(15));
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let _ = std::fs::remove_dir(&held);
+    assert_no_raw_controls(&out);
+    out.expect_code(0);
+    let group = group_of(&dir.join("b"));
+    assert!(!group.is_empty(), "no group{}", out.describe());
+    assert_ne!(group, held.display().to_string(), "{}", out.describe());
+}
+
+#[test]
+fn two_batches_in_pid_namespaces_with_the_hosts_proc_never_wait_for_each_other() {
+    let Some(_) = cgroups("two batches in PID namespaces") else {
+        return;
+    };
+    let dir = TempDir::new("hangtwo");
+    let (first, first_shown) =
+        in_pid_namespace(&dir, &["run", "-n", "1", "-o", "a", "--", "sleep", "3"]);
+    // Once the first batch's command sleeps in its leaf, the second starts.
+    let until = Instant::now() + Duration::from_secs(10);
+    while !super::common::processes_running(&["sleep", "3"])
+        .iter()
+        .any(|p| std::fs::read_to_string(p.join("cgroup")).is_ok_and(|c| c.contains("/run-")))
+    {
+        assert!(
+            Instant::now() < until,
+            "the first batch never ran its command"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (second, second_shown) =
+        in_pid_namespace(&dir, &["run", "-n", "1", "-o", "b", "--", "true"]);
+    let second = super::common::finish(second, second_shown, Instant::now(), DEADLINE);
+    let first = super::common::finish(first, first_shown, Instant::now(), DEADLINE);
+    assert_no_raw_controls(&second);
+    second.expect_code(0);
+    first.expect_code(0);
+    // The second never waited for the first's 3 s.
+    assert!(
+        second.elapsed < Duration::from_secs(2),
+        "{}",
+        second.describe()
+    );
+    let (a, b) = (group_of(&dir.join("a")), group_of(&dir.join("b")));
+    assert!(
+        !a.is_empty() && !b.is_empty(),
+        "{}{}",
+        first.describe(),
+        second.describe()
+    );
+    assert_ne!(a, b, "one group for two batches");
 }
