@@ -321,6 +321,9 @@ pub struct Plan {
     pub ignore_failure: IgnoreFailure,
     /// Which metrics the table shows.
     pub view: MetricView,
+    /// `--explain`: every sentence under the table, not only the verdict's line (the table
+    /// says everything anyway when there is something to explain).
+    pub explain: bool,
     /// Free-text label stored in every record.
     pub label: Option<String>,
     /// No table, no progress, no notices on stderr.

@@ -43,9 +43,12 @@ struct Walked {
 /// Outside quotes, a shell's operators, expansions and globs.
 const UNQUOTED_SYNTAX: &[u8] = b"|&;<>()$`*?[";
 
-/// After `$`, what makes it an expansion inside double quotes.
+/// After `$`, what makes it an expansion inside double quotes: a name, a digit, an opening
+/// brace (by its code, so that no brace stands unmatched in this file's text), `(`, or a special
+/// parameter.
 fn expands(next: Option<u8>) -> bool {
-    next.is_some_and(|b| b.is_ascii_alphanumeric() || b"_{(@*#?$!-".contains(&b))
+    const OPEN_BRACE: u8 = 0x7b;
+    next.is_some_and(|b| b.is_ascii_alphanumeric() || b == OPEN_BRACE || b"_(@*#?$!-".contains(&b))
 }
 
 /// Splits `text` into words as [`split_bytes`] documents, noting the first shell syntax.

@@ -418,7 +418,7 @@ fn a_comparison_shows_each_command_with_its_interval_and_the_html_loads_nothing(
         let bar = bars.iter().find(|t| t.starts_with(&label));
         let bar = bar.unwrap_or_else(|| panic!("no bar for {label}: {bars:#?}"));
         assert!(
-            bar.ends_with("(too few runs for an interval), n = 5"),
+            bar.contains("(too few runs for an interval), n = 5; first run "),
             "{bar}"
         );
     }
@@ -708,12 +708,12 @@ fn the_html_opens_with_a_summary_and_cold_cycles_draw_their_penalty_and_paged_in
     assert!(
         words
             .iter()
-            .any(|t| t == "summary: the warm runs' median wall time"),
+            .any(|t| t == "summary: the warm runs' median wall time, and the first run"),
         "{words:#?}"
     );
     let bar = texts(&summary, "title")
         .into_iter()
-        .find(|t| t.ends_with(", n = 12"))
+        .find(|t| t.contains(", n = 12; first run "))
         .unwrap_or_else(|| panic!("no bar over 12 warm runs: {summary_svg}"));
     assert!(
         bar.contains(" [") && bar.contains("–"),
@@ -724,4 +724,60 @@ fn the_html_opens_with_a_summary_and_cold_cycles_draw_their_penalty_and_paged_in
         1 + 1,
         "the batch's bar and the legend's key{summary_svg}"
     );
+}
+
+#[test]
+fn the_summary_marks_each_first_run_and_names_batches_that_share_a_command() {
+    let tmp = TempDir::new("picture-summary");
+    // Two batches of one command, one of 5 runs (4 warm: a box, no histogram) and one of 12
+    // (11 warm: a histogram).
+    for (dir, runs) in [("five", "5"), ("twelve", "12")] {
+        let out = ct(
+            tmp.path(),
+            ["run", "-q", "-n", runs, "-o", dir, "--", "true"],
+        )
+        .run();
+        out.expect_code(0);
+    }
+    let html = tmp.join("page.html");
+    let out = ct(
+        tmp.path(),
+        ["report", "--html", html.to_str().unwrap(), "five", "twelve"],
+    )
+    .run();
+    out.expect_code(0);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let svgs: Vec<String> = page
+        .split("<svg ")
+        .skip(1)
+        .map(|f| format!("<svg {}", &f[..f.find("</svg>").unwrap() + "</svg>".len()]))
+        .collect();
+    assert_eq!(svgs.len(), 3, "the summary, then one figure per batch");
+    let summary = parse(&svgs[0]);
+    let tips = texts(&summary, "title");
+    for dir in ["five", "twelve"] {
+        // The same command twice: each bar named by its directory too, with its first run.
+        let bar = tips
+            .iter()
+            .find(|t| t.starts_with(&format!("{dir}: true: ")) && t.contains("; first run "));
+        assert!(bar.is_some(), "{dir}: {tips:#?}");
+        let first = format!("{dir}: true: first run ");
+        assert!(tips.iter().any(|t| t.starts_with(&first)), "{tips:#?}");
+    }
+    // Two first-run marks and the legend's.
+    assert_eq!(class_count(&summary, "first"), 2 + 1, "{}", svgs[0]);
+    let five = parse(&svgs[1]);
+    assert_eq!(
+        class_count(&five, "bar"),
+        0,
+        "no histogram of 4 runs: {}",
+        svgs[1]
+    );
+    assert!(
+        texts(&five, "text").contains(&"4 warm runs: a histogram from 10".to_string()),
+        "{}",
+        svgs[1]
+    );
+    let twelve = parse(&svgs[2]);
+    assert!(class_count(&twelve, "bar") > 0, "{}", svgs[2]);
 }

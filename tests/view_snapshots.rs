@@ -12,6 +12,7 @@ use coldtrace::plan::MetricView;
 use coldtrace::record::batch::{BatchContext, Counts, FailedRun};
 use coldtrace::record::compare::{CommandEntry, MetricComparison, Ratio};
 use coldtrace::record::metrics::{metrics_for, Metric, MAX_RSS};
+use coldtrace::view::table::Told;
 
 /// The metrics of a batch that counted the default perf events (`--counters`).
 fn metrics() -> Vec<Metric> {
@@ -234,6 +235,93 @@ fn cold_batch() -> BatchOutcome {
     o
 }
 
+/// Figures of a warm batch: nothing read from storage, no major fault, the first run among the
+/// others.
+const WARM: &[(&str, f64, &[f64])] = &[
+    ("wall_ns", 20.4e6, &[20.9e6, 19.6e6, 21.4e6, 20.1e6]),
+    ("user_us", 14370.0, &[14450.0, 14570.0, 14040.0, 14010.0]),
+    ("sys_us", 4000.0, &[4000.0, 4000.0, 4000.0, 4000.0]),
+    ("max_rss_kib", 9380.0, &[9402.0, 9410.0, 9396.0, 9404.0]),
+    ("minor_faults", 1082.0, &[1082.0, 1080.0, 1084.0, 1083.0]),
+    ("major_faults", 0.0, &[0.0, 0.0, 0.0, 0.0]),
+    ("block_in", 0.0, &[0.0, 0.0, 0.0, 0.0]),
+    ("voluntary_switches", 2.0, &[2.0, 2.0, 2.0, 2.0]),
+    ("read_bytes", 0.0, &[0.0, 0.0, 0.0, 0.0]),
+    ("runqueue_wait_ns", 78e3, &[82e3, 73e3, 56e3, 30e3]),
+    ("resident_ratio_before", 0.0, &[0.0, 0.0, 0.0, 0.0]),
+    ("psi_io_some_us", 0.0, &[0.0, 0.0, 0.0, 0.0]),
+    ("cpu_us", 18370.0, &[18450.0, 18570.0, 18040.0, 18010.0]),
+    ("task-clock", 18.46e6, &[18.46e6, 18.5e6, 18.1e6, 17.9e6]),
+];
+
+/// An ordinary warm batch: no cold action, nothing disturbed, the first run not told apart.
+fn warm_batch() -> BatchOutcome {
+    let counts = Counts {
+        recorded: 5,
+        counted: 5,
+        ..Counts::default()
+    };
+    let mut o = outcome(summaries(WARM, None), counts);
+    let rest: Vec<Figures> = [(1, 20.9), (2, 19.6), (3, 21.4), (4, 20.1)]
+        .iter()
+        .map(|&(i, wall)| figures(i, wall, 0.0, 0.0))
+        .collect();
+    o.verdict = verdict(Some(figures(0, 20.4, 0.0, 0.0)), &rest);
+    o.spawner = Some(coldtrace::measure::spawner::SpawnerUsage {
+        runs: 5,
+        resident_kib: Some(56),
+        cpu_ns: Some(800_000),
+        unavailable: None,
+    });
+    o
+}
+
+#[test]
+fn a_warm_batch_is_told_in_hyperfines_size_and_a_cold_one_whole() {
+    let title = "coldtrace: 5 runs of python3 -c 'import json'";
+    let warm = warm_batch();
+    let told = Told::of(&warm, &MetricView::Compact, false);
+    assert_eq!(told, Told::Brief);
+    let brief = table::table(&warm, title, &MetricView::Compact, told, false, 100);
+    let lines: Vec<&str> = brief.lines().collect();
+    assert_eq!(
+        lines.last(),
+        Some(&"  first run not distinguishable from the warm runs at n = 5"),
+        "{brief}"
+    );
+    // The title, two header lines, wall, CPU, max RSS, task-clock (these metrics are a
+    // batch's with --counters) and the verdict: no zero row, no sentence about coldtrace's
+    // own cost.
+    assert_eq!(lines.len(), 8, "{brief}");
+    assert!(
+        !brief.contains("major faults") && !brief.contains("spawner"),
+        "{brief}"
+    );
+    // Asked, everything: the zero rows and coldtrace's cost.
+    let asked = Told::of(&warm, &MetricView::Compact, true);
+    let all = table::table(&warm, title, &MetricView::Compact, asked, false, 100);
+    assert!(
+        all.contains("major faults") && all.contains("spawner: 5 children"),
+        "{all}"
+    );
+    assert!(all.lines().count() > lines.len(), "{all}");
+    // A cold batch says everything without being asked: the penalty, its split, its cause,
+    // what it paged in.
+    let cold = cold_batch();
+    let told = Told::of(&cold, &MetricView::Compact, false);
+    assert_eq!(told, Told::Everything);
+    let text = table::table(&cold, title, &MetricView::Compact, told, false, 100);
+    let prose = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for said in [
+        "first-run penalty: storage",
+        "first run +153 ms over the warm median",
+        "the first run brought 13.63 MiB of the watched files into the page cache",
+        "records: cold/runs.jsonl",
+    ] {
+        assert!(prose.contains(said), "{said:?} in:\n{text}");
+    }
+}
+
 fn many_rejected() -> BatchOutcome {
     let counts = Counts {
         recorded: 300,
@@ -432,6 +520,7 @@ fn render(width: usize) -> String {
         &cold_batch(),
         &title("5 runs", "python3 -c 'import json'", " [cold]"),
         &MetricView::Compact,
+        Told::Everything,
         false,
         width,
     );
@@ -439,6 +528,7 @@ fn render(width: usize) -> String {
         &cold_batch(),
         &title("5 runs", "python3 -c 'import json'", " [cold]"),
         &MetricView::All,
+        Told::Everything,
         false,
         width,
     );
@@ -446,6 +536,7 @@ fn render(width: usize) -> String {
         &many_rejected(),
         &title("13 runs", LONG_COMMAND, ""),
         &MetricView::All,
+        Told::Everything,
         false,
         width,
     );
@@ -453,6 +544,7 @@ fn render(width: usize) -> String {
         &all_rejected(),
         &title("no counted run", "false", ""),
         &MetricView::Compact,
+        Told::Everything,
         false,
         width,
     );
@@ -460,6 +552,16 @@ fn render(width: usize) -> String {
         &single_run(),
         &title("1 run", "true", ""),
         &MetricView::Compact,
+        Told::Everything,
+        false,
+        width,
+    );
+    // An ordinary warm batch, told briefly.
+    out += &table::table(
+        &warm_batch(),
+        &title("5 runs", "python3 -c 'import json'", ""),
+        &MetricView::Compact,
+        Told::of(&warm_batch(), &MetricView::Compact, false),
         false,
         width,
     );

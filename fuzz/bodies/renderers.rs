@@ -342,7 +342,8 @@ pub fn draw(data: &[u8]) -> Reached {
         1 => coldtrace::plan::MetricView::All,
         _ => coldtrace::plan::MetricView::List(vec!["max_rss_kib", "wall_ns", "task-clock"]),
     };
-    let drawn = table::table(&outcome, &title, &view, false, width);
+    let told = table::Told::of(&outcome, &view, outcome.exit_code % 2 == 0);
+    let drawn = table::table(&outcome, &title, &view, told, false, width);
     check_no_controls("table", &drawn);
     check_width("table", &drawn, width);
     check_no_controls("table markdown", &table::markdown(&outcome, &title));

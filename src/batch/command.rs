@@ -75,6 +75,9 @@ pub struct CommandBatch<'p> {
     pub(super) notices: Vec<String>,
     /// How many of `notices` the observer has been told.
     pub(super) notices_said: usize,
+    /// That the command is a script, said once a run of it has started (not before an error
+    /// that nothing could start).
+    pub(super) script_notice: Option<String>,
     /// Why some watched files' residency is unknown, the first time it was.
     pub(super) cache_unknown: Option<String>,
     /// The watched files, walked once at the first run (`None` before, and without
@@ -173,9 +176,9 @@ impl<'p> Checked<'p> {
         let cwd = std::env::current_dir()
             .ok()
             .map(|p| p.display().to_string());
-        let mut notices = first_notices(shared);
+        let notices = first_notices(shared);
         let context = batch_context(&program, shared);
-        notices.extend(script_notice(&argv, &context.program));
+        let script_notice = script_notice(&argv, &context.program);
         // Every output that is neither the terminal nor kept: stderr's tail in memory.
         let stderr_sink = match plan.output {
             OutputMode::Inherit | OutputMode::Keep => None,
@@ -219,6 +222,7 @@ impl<'p> Checked<'p> {
             last_wall_ns: None,
             notices,
             notices_said: 0,
+            script_notice,
             cache_unknown: None,
             table: None,
             checked: None,

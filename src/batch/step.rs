@@ -237,6 +237,9 @@ impl CommandBatch<'_> {
         let wall_ns = measured.result.wall_ns;
         let counted_before = self.counts.counted;
         let step = self.record_run(index, role, slot, cold_action, measured, kept)?;
+        if self.start_failure.is_none() {
+            self.notices.extend(self.script_notice.take());
+        }
         if let Some(e) = unkept {
             return Err(e.into());
         }

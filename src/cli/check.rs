@@ -91,6 +91,7 @@ pub(crate) fn check_run(raw: RawRun) -> Result<Plan, UsageError> {
         cleanup: raw.cleanup,
         ignore_failure: ignore_failure(raw.ignore_failure.as_ref())?,
         view,
+        explain: raw.explain,
         label: raw.label,
         quiet: raw.quiet,
         cold,

@@ -57,6 +57,8 @@ pub(crate) struct RawRun {
     pub(crate) tree: Option<OsString>,
     /// `--metrics`: the table's rows.
     pub(crate) metrics: Option<String>,
+    /// `--explain`: every sentence under the table.
+    pub(crate) explain: bool,
     /// `--export-json`, `--export-coldtrace-json`, `--export-csv`, `--export-markdown`.
     pub(crate) exports: crate::plan::Exports,
     /// What to say once about how the flags were read.
@@ -132,6 +134,7 @@ pub(crate) fn raw_flags(read: &Read, sub: Sub) -> RawRun {
         minimal: read.has("--minimal"),
         tree: std::env::var_os(crate::plan::TREE_VAR),
         metrics: read.text("--metrics"),
+        explain: read.has("--explain"),
         exports: crate::plan::Exports {
             coldtrace_json: first("--export-coldtrace-json").map(PathBuf::from),
             hyperfine_json: first("--export-json").map(PathBuf::from),

@@ -114,10 +114,12 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
         let tail = format!("{}{tail}", label(40));
         let lead = format!("coldtrace: {} of ", runs_done(plan, &outcome));
         let title = table::heading(&lead, &command, &tail, width);
+        let told = table::Told::of(&outcome, &plan.view, plan.explain);
         out.show(&table::table(
             &outcome,
             &title,
             &plan.view,
+            told,
             out.colour(),
             width,
         ));

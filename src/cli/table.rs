@@ -581,6 +581,18 @@ static OPTIONS: &[OptSpec] = &[
             --counters or --events.",
     },
     opt! {
+        long: "explain", short: [], values: [], repeat: LastWins,
+        subs: &[Sub::Run], category: Output,
+        help: "every sentence under the table, not only the verdict",
+        description: "Say everything under the table: the first run's verdict in full, with \
+            the split of its time, what made it cold, what it paged in, the runs left out of \
+            the warm reference, coldtrace's own cost. Without it an ordinary warm batch \
+            gets hyperfine's size of answer: the table (rows that are 0 in every run left \
+            out) and the verdict in one line; a batch with something to explain (a \
+            first-run penalty, a cold action, watched files, a disturbed run) says everything \
+            anyway, and so does --metrics all.",
+    },
+    opt! {
         long: "label", short: [], values: ["TEXT"], repeat: LastWins,
         subs: RUN_COMPARE, category: Output,
         help: "a label stored in every record and shown by `report`",
@@ -935,7 +947,7 @@ static FOREIGN: &[Foreign] = &[
     Foreign {
         flag: "-v",
         origin: Origin::GnuTime,
-        instead: "GNU time's -v report is `coldtrace time -v`; `run` always records every field",
+        instead: "GNU time's -v report is `coldtrace time -v`; `run --explain` says all it knows",
     },
     Foreign {
         flag: "--verbose",

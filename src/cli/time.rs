@@ -98,6 +98,7 @@ fn single_run(argv: Vec<OsString>) -> Plan {
         cleanup: None,
         ignore_failure: crate::plan::IgnoreFailure::No,
         view: crate::plan::MetricView::Compact,
+        explain: false,
         label: None,
         quiet: true,
         cold: ColdPlan::default(),

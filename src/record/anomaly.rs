@@ -295,9 +295,12 @@ pub fn noise(walls: &[f64]) -> Option<Noise> {
     let rule = if outliers > 0 {
         format!("{outliers} warm wall time(s) {RULE_OUTLIER}")
     } else if spread > NOISY_SPREAD {
+        // A spread that rounds to the bound is said with a decimal: never "10 % (> 10 %)".
+        let decimals = usize::from((spread * 100.0).round() <= NOISY_SPREAD * 100.0);
         format!(
-            "the warm wall times' robust spread (1.4826 × MAD) is {:.0} % of their median \
+            "the warm wall times' robust spread (1.4826 × MAD) is {:.*} % of their median \
              (> {:.0} %)",
+            decimals,
             spread * 100.0,
             NOISY_SPREAD * 100.0
         )
@@ -313,6 +316,20 @@ pub fn noise(walls: &[f64]) -> Option<Noise> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_spread_just_above_the_bound_is_never_said_as_the_bound() {
+        // Median 100, MAD 6.8: 1.4826 × 6.8 = 10.08 % of the median.
+        let walls = [93.2, 100.0, 106.8, 100.0, 93.2, 106.8, 100.0];
+        let rule = noise(&walls).expect("noisy").rule;
+        assert!(
+            rule.contains("is 10.1 % of their median (> 10 %)"),
+            "{rule}"
+        );
+        let wider = [80.0, 100.0, 120.0, 100.0, 80.0, 120.0, 100.0];
+        let rule = noise(&wider).expect("noisy").rule;
+        assert!(rule.contains("is 30 % of their median"), "{rule}");
+    }
+
     use super::*;
     use crate::record::columns::Row;
 

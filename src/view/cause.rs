@@ -88,7 +88,7 @@ pub fn working_set_sentence(ws: &WorkingSetSummary, rest: &str) -> Option<String
         s.map(|s| {
             let spread = if s.min < s.max {
                 let low = percent(s.min);
-                format!(" ({}–{})", low.trim_end_matches(" %"), percent(s.max))
+                format!(" ({}–{})", low.trim_end_matches("\u{a0}%"), percent(s.max))
             } else {
                 String::new()
             };
@@ -115,13 +115,18 @@ pub fn working_set_sentence(ws: &WorkingSetSummary, rest: &str) -> Option<String
     })
 }
 
+/// `45 %`, `0.3 %`, never broken across lines; `0 %` and `100 %` only when exactly so (99.96 %
+/// is `99.9 %`, not a "100 %" beside a range that says otherwise).
 fn percent(ratio: f64) -> String {
     let p = ratio * 100.0;
-    if p == 0.0 || p == 100.0 || p >= 10.0 {
-        format!("{p:.0} %")
-    } else {
-        format!("{p:.1} %")
-    }
+    let text = match p {
+        _ if p == 0.0 || p == 100.0 => format!("{p:.0} %"),
+        _ if p > 99.0 && p < 100.0 => format!("{:.1} %", (p * 10.0).floor() / 10.0),
+        _ if p > 0.0 && p < 0.1 => "<0.1 %".into(),
+        _ if p >= 10.0 => format!("{p:.0} %"),
+        _ => format!("{p:.1} %"),
+    };
+    crate::text::unbreakable(&text)
 }
 
 /// `run #2 was made cold but was not: 100 % of what the first run brought into the page cache
@@ -151,6 +156,21 @@ pub fn not_cold_sentence(a: &RunAnomaly) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_percentage_is_one_unbroken_figure_and_never_rounds_to_all_or_nothing() {
+        let shown = |r: f64| percent(r).replace('\u{a0}', " ");
+        assert_eq!(shown(0.0), "0 %");
+        assert_eq!(shown(1.0), "100 %");
+        assert_eq!(shown(0.9996), "99.9 %");
+        assert_eq!(shown(0.0004), "<0.1 %");
+        assert_eq!(shown(0.45), "45 %");
+        assert_eq!(shown(0.034), "3.4 %");
+        assert!(
+            !percent(0.0).contains(' '),
+            "a line may not break inside 0 %"
+        );
+    }
+
     use super::*;
 
     fn cause(name: &'static str) -> ColdCause {
@@ -247,7 +267,7 @@ mod tests {
             },
         };
         assert_eq!(
-            not_cold_sentence(&not_cold),
+            not_cold_sentence(&not_cold).replace('\u{a0}', " "),
             "run #2 was made cold but was not: 100 % of what the first run brought into the \
              page cache was cached before it; mapped by pid 812 (python3)"
         );

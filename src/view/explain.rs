@@ -66,21 +66,58 @@ pub fn notes(outcome: &BatchOutcome) -> Vec<Note> {
     if let Some(ws) = &outcome.working_set {
         notes.extend(crate::view::cause::working_set_sentence(ws, rest).map(Note::plain));
     }
-    // A run the verdict left out of the warm reference is said once, in its note.
+    // A run the verdict left out of the warm reference is said once, in its note; a storage
+    // read the verdict names a run for (it started cold) is not said again as its anomaly.
     let left_out = &outcome.verdict.left_out;
+    let said = notes.clone();
     let anomalies: Vec<RunAnomaly> = outcome
         .anomalies
         .iter()
         .filter(|a| !left_out.iter().any(|l| l.index == a.index))
+        .filter(|a| a.anomaly.kind != "storage_reads" || !names_run(&said, a.index))
         .cloned()
         .collect();
     anomaly_notes(&mut notes, &anomalies, rest);
-    if let Some(noise) = &outcome.warm_noise {
-        // Judged over the runs after the first (batch.json's `warm_noise`), whatever they were.
-        let rule = noise.rule.replace("warm wall", &format!("{rest} wall"));
-        notes.push(Note::warning(&format!("{rest} series noisy"), rule));
-    }
+    notes.extend(noise_note(outcome));
     notes
+}
+
+/// `warm series noisy: …`, judged over the runs after the first (batch.json's `warm_noise`),
+/// whatever they were.
+pub fn noise_note(outcome: &BatchOutcome) -> Option<Note> {
+    let rest = rest_word(outcome);
+    let noise = outcome.warm_noise.as_ref()?;
+    // A figure is never broken across lines: "(> 10 %)", not "(> 10⏎ %)".
+    let rule = noise
+        .rule
+        .replace("warm wall", &format!("{rest} wall"))
+        .replace(" %", "\u{a0}%");
+    Some(Note::warning(&format!("{rest} series noisy"), rule))
+}
+
+/// Whether a batch has something to explain about its first run: a penalty, a cold action,
+/// watched files (what the first run paged in was asked for), a run the verdict left out of the
+/// warm reference or found cold, a disturbed run. Its table then says everything under it; an
+/// ordinary warm batch gets the verdict in one line (`--explain` says everything always).
+pub fn something_to_explain(outcome: &BatchOutcome) -> bool {
+    let v = &outcome.verdict;
+    v.kind == crate::record::verdict::Kind::Penalty
+        || outcome.cold_when.is_some()
+        || outcome.watching
+        || outcome.cycles.is_some()
+        || !v.left_out.is_empty()
+        || !v.cold_runs.is_empty()
+        || !outcome.anomalies.is_empty()
+}
+
+/// Whether one of `notes` names run `index` (`run #3`, not `run #30`).
+fn names_run(notes: &[Note], index: u64) -> bool {
+    let name = format!("run #{index}");
+    notes.iter().any(|n| {
+        n.text
+            .match_indices(&name)
+            .any(|(at, _)| !n.text[at + name.len()..].starts_with(|c: char| c.is_ascii_digit()))
+    })
 }
 
 /// Anomalies shown one a line, at most this many (the rest are counted; all are in batch.json).

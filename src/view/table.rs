@@ -74,12 +74,36 @@ fn nothing_to_tabulate(outcome: &BatchOutcome) -> bool {
     outcome.single_outcome.is_none() && outcome.counts.counted == 0
 }
 
+/// How much a batch's table says under it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Told {
+    /// hyperfine's size of answer, for an ordinary warm batch: the rows that are not 0 in
+    /// every run, the verdict in one line, and what must never go unsaid.
+    Brief,
+    /// Every sentence (`--explain`, `--metrics all`, or a batch with something to explain).
+    Everything,
+}
+
+impl Told {
+    /// What the table of `outcome` says: everything when asked (`explain`, `--metrics all`)
+    /// or when the batch has something to explain, else the brief answer.
+    pub fn of(outcome: &BatchOutcome, view: &MetricView, explain: bool) -> Told {
+        let asked = explain || *view == MetricView::All;
+        match asked || crate::view::explain::something_to_explain(outcome) {
+            true => Told::Everything,
+            false => Told::Brief,
+        }
+    }
+}
+
 /// The table for a batch (or a single run) in `width` columns, its rows as `view` chooses, with
-/// the notes under it (`--metrics all` adds the runs' sparkline and the machine's context).
+/// the notes under it as `told` (`--metrics all` adds the runs' sparkline and the machine's
+/// context).
 pub fn table(
     outcome: &BatchOutcome,
     title: &str,
     view: &MetricView,
+    told: Told,
     colour: bool,
     width: usize,
 ) -> String {
@@ -90,7 +114,7 @@ pub fn table(
     if nothing_to_tabulate(outcome) {
         Note::plain(nothing_counted(outcome)).write(&mut out, &style, width);
     } else {
-        for line in metric_grid(outcome, view, &style).lines(width) {
+        for line in metric_grid(outcome, view, told, &style).lines(width) {
             let _ = writeln!(out, "{line}");
         }
         if full && outcome.walls_ns.len() > 1 {
@@ -99,7 +123,11 @@ pub fn table(
             let _ = writeln!(out, "{lead}{}", sparkline(&outcome.walls_ns, room));
         }
     }
-    for note in notes(outcome, full) {
+    let notes = match told {
+        Told::Brief => brief_notes(outcome),
+        Told::Everything => notes(outcome, full),
+    };
+    for note in notes {
         note.write(&mut out, &style, width);
     }
     out
@@ -157,7 +185,7 @@ pub fn markdown(outcome: &BatchOutcome, title: &str) -> String {
     if nothing_to_tabulate(outcome) {
         let _ = writeln!(out, "{}\n", nothing_counted(outcome));
     } else {
-        out.push_str(&metric_grid(outcome, &MetricView::All, &style).markdown());
+        out.push_str(&metric_grid(outcome, &MetricView::All, Told::Everything, &style).markdown());
         out.push('\n');
     }
     for note in notes(outcome, true) {
@@ -184,8 +212,9 @@ fn nothing_counted(outcome: &BatchOutcome) -> String {
 
 /// One row per shown metric: its unit, the first run, the warm runs' median, mean ± σ and
 /// range, and the first run over the warm median (`cold` for all of these when a cold action
-/// came before every counted run).
-fn metric_grid(outcome: &BatchOutcome, view: &MetricView, style: &Style) -> Grid {
+/// came before every counted run). Told briefly, a row that is 0 in every run (no major fault,
+/// nothing read from storage) is left out, but for wall time, CPU time and max RSS.
+fn metric_grid(outcome: &BatchOutcome, view: &MetricView, told: Told, style: &Style) -> Grid {
     let has_warm = outcome.summaries.iter().any(|s| s.warm.is_some());
     let rejected = outcome.first.as_ref().filter(|f| !f.counted);
     let first = if rejected.is_some() {
@@ -236,6 +265,15 @@ fn metric_grid(outcome: &BatchOutcome, view: &MetricView, style: &Style) -> Grid
         else {
             continue;
         };
+        // Measured, and 0 in every run (an unknown value is not a zero).
+        let zero = |s: &Option<Summary>| s.is_some_and(|s| s.max == 0.0 && s.min == 0.0);
+        let all_zero = zero(&summary.all)
+            && rejected
+                .and_then(|f| f.row.metric(i))
+                .is_none_or(|v| v == 0.0);
+        if told == Told::Brief && all_zero && !ALWAYS_TOLD.contains(&metric.name) {
+            continue;
+        }
         let rejected_value = rejected.and_then(|f| f.row.metric(i));
         let row = Row {
             summary,
@@ -257,6 +295,9 @@ fn metric_grid(outcome: &BatchOutcome, view: &MetricView, style: &Style) -> Grid
     }
     grid
 }
+
+/// The rows a brief table keeps whatever their values.
+const ALWAYS_TOLD: [&str; 3] = ["wall_ns", "cpu_us", "max_rss_kib"];
 
 /// One metric's row.
 struct Row<'a> {
@@ -326,34 +367,72 @@ impl Row<'_> {
     }
 }
 
+/// What a brief table says under it: the verdict in one line (its full form says more), then
+/// what is never left unsaid — the floor's mark explained, a noisy warm series, rejected runs,
+/// a rejected first run, survivors, an interruption, where the records are.
+fn brief_notes(outcome: &BatchOutcome) -> Vec<Note> {
+    let mut notes: Vec<Note> = floor_note(outcome).into_iter().collect();
+    let v = &outcome.verdict;
+    // A verdict whose full form says nothing (a single run) has no line either.
+    let said = !crate::view::verdict::full(v, None).is_empty();
+    notes.extend(
+        crate::view::verdict::one_line(v)
+            .filter(|_| said)
+            .map(Note::plain),
+    );
+    notes.extend(crate::view::explain::noise_note(outcome));
+    notes.extend(
+        rejected(outcome)
+            .into_iter()
+            .filter(|n| n.text != NONE_REJECTED),
+    );
+    notes.extend(first_rejected_note(outcome));
+    notes.extend(survivors(outcome));
+    // No spawner is the floor's cause (coldtrace's own memory): said; its cost is not.
+    let without = outcome.spawner.as_ref().filter(|s| s.runs == 0);
+    notes.extend(without.and_then(spawner_note));
+    notes.extend(context(outcome, false, false));
+    notes
+}
+
+/// `≤ floor: …`, when a run's max RSS is not above coldtrace's own (the `≤` of the table).
+fn floor_note(outcome: &BatchOutcome) -> Option<Note> {
+    let at = outcome
+        .summaries
+        .get(MAX_RSS)
+        .and_then(|s| s.runs_at_floor)?;
+    (at.all > 0).then(|| {
+        Note::plain(format!(
+            "≤ floor: {} of {} runs' max RSS is not above coldtrace's own peak RSS, so it may be the runner's, not the command's",
+            at.all, outcome.counts.counted
+        ))
+    })
+}
+
+/// `✗ the first run was rejected …`, unless nothing was counted (then "all N runs were
+/// rejected" says it).
+fn first_rejected_note(outcome: &BatchOutcome) -> Option<Note> {
+    let text = first_rejected_text(outcome).filter(|_| !nothing_to_tabulate(outcome))?;
+    Some(Note::marked("✗", text))
+}
+
 /// Everything said under the table, in order; `full` (`--metrics all`) adds "rejected: none"
 /// and the machine's context line.
 fn notes(outcome: &BatchOutcome, full: bool) -> Vec<Note> {
-    let mut notes = Vec::new();
-    if let Some(at) = outcome.summaries.get(MAX_RSS).and_then(|s| s.runs_at_floor) {
-        if at.all > 0 {
-            notes.push(Note::plain(format!(
-                "≤ floor: {} of {} runs' max RSS is not above coldtrace's own peak RSS, so it may be the runner's, not the command's",
-                at.all, outcome.counts.counted
-            )));
-        }
-    }
+    let mut notes: Vec<Note> = floor_note(outcome).into_iter().collect();
     notes.extend(crate::view::explain::notes(outcome));
     notes.extend(
         rejected(outcome)
             .into_iter()
             .filter(|n| full || n.text != NONE_REJECTED),
     );
-    // With nothing counted, "all N runs were rejected" already says it.
-    if let Some(text) = first_rejected_text(outcome).filter(|_| !nothing_to_tabulate(outcome)) {
-        notes.push(Note::marked("✗", text));
-    }
+    notes.extend(first_rejected_note(outcome));
     if let Some(why) = &outcome.cache_unknown {
         let text = format!("{why}; attribution needs write access to the files, or root");
         notes.push(Note::warning("cached before/after", text));
     }
     notes.extend(survivors(outcome));
-    notes.extend(context(outcome, full));
+    notes.extend(context(outcome, full, true));
     notes
 }
 
@@ -463,8 +542,9 @@ pub fn first_rejected_text(outcome: &BatchOutcome) -> Option<String> {
     ))
 }
 
-/// The machine (`full` only), interruption or early stop, and where the records are.
-fn context(outcome: &BatchOutcome, full: bool) -> Vec<Note> {
+/// The machine (`full` only), the spawner's cost (`spawner`), interruption or early stop, and
+/// where the records are.
+fn context(outcome: &BatchOutcome, full: bool, spawner: bool) -> Vec<Note> {
     let sys = &outcome.context.system;
     let boot = sys.boot_id.as_deref().map_or("?".to_string(), |b| {
         escape_controls(&b.chars().take(8).collect::<String>())
@@ -482,7 +562,9 @@ fn context(outcome: &BatchOutcome, full: bool) -> Vec<Note> {
             sys.cpu_count.map_or("?".to_string(), |n| n.to_string())
         )));
     }
-    notes.extend(outcome.spawner.as_ref().and_then(spawner_note));
+    if spawner {
+        notes.extend(outcome.spawner.as_ref().and_then(spawner_note));
+    }
     if let Some(sig) = outcome.interrupted_by {
         notes.push(Note::warning(
             &format!("interrupted by {sig}"),

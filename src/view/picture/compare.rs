@@ -77,18 +77,8 @@ pub fn comparison(svg: &mut Svg, c: &Comparison) -> f64 {
         }
     }
     ratios(svg, c, width, every);
-    let mut used = RATIO_BOTTOM + 40.0;
-    for note in &c.notes {
-        svg.text(
-            PLOT_LEFT,
-            used,
-            Anchor::Start,
-            "small",
-            &fit(note, PLOT_RIGHT - PLOT_LEFT, 11.0),
-        );
-        used += 16.0;
-    }
-    used
+    let used = RATIO_BOTTOM + 40.0;
+    used + super::panel::paragraphs(svg, used - 15.0, &c.notes)
 }
 
 /// The panel's title: how many commands, or which parameters a scan varied.

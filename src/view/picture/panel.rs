@@ -28,6 +28,22 @@ pub(super) fn fit(text: &str, width: f64, size: f64) -> String {
         .collect()
 }
 
+/// Every sentence whole, folded to the plot's width from `top` (a line each at 11 px, the
+/// folded rest indented), never cut: returns the height used.
+pub(super) fn paragraphs(svg: &mut Svg, top: f64, said: &[String]) -> f64 {
+    const SIZE: f64 = 11.0;
+    const LINE: f64 = 15.0;
+    let room = ((PLOT_RIGHT - PLOT_LEFT) / (SIZE * 0.6)).floor().max(20.0) as usize;
+    let mut y = top;
+    for sentence in said {
+        for line in crate::view::units::fold(sentence, room, "", "  ") {
+            y += LINE;
+            svg.text(PLOT_LEFT, y, Anchor::Start, "small", &line);
+        }
+    }
+    y - top
+}
+
 /// A panel's title and subtitle; returns the height used.
 pub(super) fn header(svg: &mut Svg, title: &str, subtitle: &str) -> f64 {
     svg.text(

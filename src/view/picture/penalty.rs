@@ -84,22 +84,11 @@ pub fn penalty(svg: &mut Svg, s: &Series, top: f64) -> f64 {
 }
 
 /// Every sentence whole, folded to the panel's width, one text line each; returns the height
-/// used.
+/// used (with a gap after them).
 fn sentences(svg: &mut Svg, top: f64, said: &[String]) -> f64 {
-    const SIZE: f64 = 11.0;
-    const LINE: f64 = 15.0;
-    let room = ((PLOT_RIGHT - PLOT_LEFT) / (SIZE * 0.6)).floor().max(20.0) as usize;
-    let mut y = top;
-    for sentence in said {
-        for line in crate::view::units::fold(sentence, room, "", "  ") {
-            y += LINE;
-            svg.text(PLOT_LEFT, y, Anchor::Start, "small", &line);
-        }
-    }
-    if y > top {
-        y - top + 8.0
-    } else {
-        0.0
+    match super::panel::paragraphs(svg, top, said) {
+        0.0 => 0.0,
+        used => used + 8.0,
     }
 }
 

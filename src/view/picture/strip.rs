@@ -4,7 +4,7 @@
 //! files the first run paged in. Draws a [`Series`]; reads nothing.
 #![forbid(unsafe_code)]
 
-use super::panel::{fit, header, legend, Key, PLOT_LEFT, PLOT_RIGHT};
+use super::panel::{header, legend, Key, PLOT_LEFT, PLOT_RIGHT};
 use super::scale::{self, Scale};
 use super::svg::{Anchor, Shape, Svg};
 use crate::record::series::{Bucket, FirstRun, Kind, Series, Span};
@@ -19,6 +19,8 @@ const STRIP_RIGHT: f64 = 676.0;
 const HIST_LEFT: f64 = 716.0;
 /// Histogram bins over the axis's height.
 const BINS: usize = 24;
+/// Warm runs a histogram needs: fewer say nothing a box and the strip's own marks do not.
+pub const HISTOGRAM_MIN_RUNS: usize = 10;
 
 /// Draws `s` and returns the height used.
 pub fn batch(svg: &mut Svg, s: &Series) -> f64 {
@@ -316,6 +318,17 @@ fn distribution(svg: &mut Svg, y: &Scale, warm: &[f64]) {
         return;
     }
     sorted.sort_by(f64::total_cmp);
+    box_plot(svg, y, &sorted, left + 8.0, left + 26.0);
+    if sorted.len() < HISTOGRAM_MIN_RUNS {
+        let why = format!(
+            "{} warm run{}: a histogram from {HISTOGRAM_MIN_RUNS}",
+            sorted.len(),
+            if sorted.len() == 1 { "" } else { "s" }
+        );
+        let middle = (left + 34.0 + PLOT_RIGHT) / 2.0;
+        svg.text(middle, (TOP + BOTTOM) / 2.0, Anchor::Middle, "small", &why);
+        return;
+    }
     let counts = bin_counts(y, &sorted);
     let most = counts.iter().copied().max().unwrap_or(1).max(1);
     let bars_left = left + 34.0;
@@ -329,7 +342,6 @@ fn distribution(svg: &mut Svg, y: &Scale, warm: &[f64]) {
         }
     }
     count_axis(svg, bars_left, bar_room, most, warm.len());
-    box_plot(svg, y, &sorted, left + 8.0, left + 26.0);
 }
 
 /// How many of `sorted` fall in each bin (bin 0 at the top).
@@ -418,16 +430,6 @@ fn footnotes(svg: &mut Svg, s: &Series, top: f64) -> f64 {
         notes.push(format!("noisy: {rule}"));
     }
     notes.extend(s.notes.iter().cloned());
-    let mut y = top;
-    for note in &notes {
-        svg.text(
-            PLOT_LEFT,
-            y,
-            Anchor::Start,
-            "small",
-            &fit(note, PLOT_RIGHT - PLOT_LEFT, 11.0),
-        );
-        y += 16.0;
-    }
-    y - top
+    // The first line's baseline sits at `top`.
+    super::panel::paragraphs(svg, top - 15.0, &notes)
 }

@@ -1,11 +1,12 @@
 //! The panel that opens the HTML page: one bar per batch, and per command of a comparison, at
-//! its warm runs' median wall time, with the 95 % interval of that median as a whisker — what a
-//! reader compares first, before the panels of each. Draws what the series hold; reads nothing.
+//! its warm runs' median wall time, with the 95 % interval of that median as a whisker, and its
+//! first run as a mark on the same axis — what a reader compares first, before the panels of
+//! each. Draws what the series hold; reads nothing.
 #![forbid(unsafe_code)]
 
 use super::panel::{fit, header, legend, time_grid, whisker, Key, PLOT_LEFT, PLOT_RIGHT};
 use super::scale::{self, Scale};
-use super::svg::{Anchor, Svg};
+use super::svg::{Anchor, Shape, Svg};
 use crate::record::series::{Picture, Series};
 use crate::record::stats::{median_interval, LEVEL};
 use crate::view::units::human_ns;
@@ -24,6 +25,8 @@ struct Bar {
     median_ns: Option<f64>,
     interval: Option<(f64, f64)>,
     n: usize,
+    /// The first run's wall time, when it was counted.
+    first_ns: Option<f64>,
 }
 
 impl Bar {
@@ -40,6 +43,12 @@ impl Bar {
             median_ns: (!sorted.is_empty()).then(|| crate::record::stats::quantile(&sorted, 0.5)),
             interval: median_interval(&sorted, LEVEL),
             n: sorted.len(),
+            first_ns: s
+                .first
+                .as_ref()
+                .filter(|f| f.rejected.is_none())
+                .and_then(|f| f.wall_ns)
+                .filter(|v| v.is_finite()),
         }
     }
 
@@ -52,15 +61,30 @@ impl Bar {
             Some((lo, hi)) => format!(" [{}–{}]", human_ns(lo), human_ns(hi)),
             None => " (too few runs for an interval)".into(),
         };
-        format!("{}{interval}, n = {}", human_ns(m), self.n)
+        let first = self
+            .first_ns
+            .map_or(String::new(), |f| format!("; first run {}", human_ns(f)));
+        format!("{}{interval}, n = {}{first}", human_ns(m), self.n)
     }
 }
 
-/// Every batch's bar, and every command's of a comparison (its directory before its name).
+/// Every batch's bar, and every command's of a comparison (its directory before its name); a
+/// batch whose title another batch has too is named by its directory as well.
 fn bars(pictures: &[Picture]) -> Vec<Bar> {
+    let titles: Vec<&str> = pictures
+        .iter()
+        .filter_map(|p| match p {
+            Picture::Batch(s) => Some(s.title.as_str()),
+            Picture::Comparison(_) => None,
+        })
+        .collect();
+    let shared = |title: &str| titles.iter().filter(|t| **t == title).count() > 1;
     let mut bars = Vec::new();
     for picture in pictures {
         match picture {
+            Picture::Batch(s) if shared(&s.title) => {
+                bars.push(Bar::of(format!("{}: {}", s.dir, s.title), s))
+            }
             Picture::Batch(s) => bars.push(Bar::of(s.title.clone(), s)),
             Picture::Comparison(c) => {
                 for (i, command) in c.commands.iter().enumerate() {
@@ -81,7 +105,7 @@ pub fn summary(svg: &mut Svg, pictures: &[Picture]) -> f64 {
     }
     header(
         svg,
-        "summary: the warm runs' median wall time",
+        "summary: the warm runs' median wall time, and the first run",
         "one bar per batch and per command compared; whisker: the 95% interval of the median \
          (order statistics)",
     );
@@ -92,11 +116,12 @@ pub fn summary(svg: &mut Svg, pictures: &[Picture]) -> f64 {
         &[
             (Key::Swatch("bar"), "warm median"),
             (Key::Line("ci"), "95% interval of the median"),
+            (Key::Marker(Shape::Diamond, "first"), "first run"),
         ],
     );
     let hi = bars
         .iter()
-        .flat_map(|b| [b.median_ns, b.interval.map(|i| i.1)])
+        .flat_map(|b| [b.median_ns, b.interval.map(|i| i.1), b.first_ns])
         .flatten()
         .fold(0.0, f64::max);
     let step = scale::nice_step((hi / 5.0).max(1.0));
@@ -108,7 +133,7 @@ pub fn summary(svg: &mut Svg, pictures: &[Picture]) -> f64 {
         px_hi: BARS_RIGHT,
     };
     let bottom = TOP + bars.len() as f64 * ROW;
-    time_grid(svg, &x, TOP, bottom, "warm median wall time");
+    time_grid(svg, &x, TOP, bottom, "wall time");
     for (i, bar) in bars.iter().enumerate() {
         row(svg, &x, bar, TOP + i as f64 * ROW);
     }
@@ -136,6 +161,11 @@ fn row(svg: &mut Svg, x: &Scale, bar: &Bar, top: f64) {
     if let Some((lo, hi)) = bar.interval {
         whisker(svg, x, (lo, hi), top + ROW / 2.0, 5.0);
         end = end.max(x.at(hi));
+    }
+    if let Some(first) = bar.first_ns {
+        let tip = format!("{}: first run {}", bar.label, human_ns(first));
+        svg.marker(Shape::Diamond, x.at(first), top + ROW / 2.0, "first", &tip);
+        end = end.max(x.at(first) + 6.0);
     }
     let room = PLOT_RIGHT - end - 8.0;
     svg.text(
