@@ -178,7 +178,8 @@ fn not_distinguishable_words(v: &Verdict) -> String {
             )
         } else {
             format!(
-                "as much as the warm runs (at most {})",
+                "less than {} more than the warm runs (at most {}): too little to call storage",
+                human_bytes(crate::record::verdict::STORAGE_BYTES),
                 human_bytes(v.reference_read_bytes.unwrap_or(0.0))
             )
         };
