@@ -114,6 +114,9 @@ pub struct CommandBatch<'p> {
     pub(super) survivors: SurvivorsSeen,
     /// File pages refaulted system-wide during the first counted run.
     pub(super) first_refaults: Option<u64>,
+    /// The first run's page-ins from the `--evict` roots and from elsewhere, bytes (`None`:
+    /// no ledger, or no split).
+    pub(super) first_page_in_split: Option<(Option<u64>, Option<u64>)>,
     /// What the first run brought into the page cache, grown by later runs.
     pub(super) working_set: Option<crate::measure::cache::WorkingSet>,
     /// That set's residency right before the current run.
@@ -240,6 +243,7 @@ impl<'p> Checked<'p> {
             first_stayed: None,
             survivors: SurvivorsSeen::default(),
             first_refaults: None,
+            first_page_in_split: None,
             working_set: None,
             working_set_before: None,
             not_cold: Vec::new(),

@@ -565,6 +565,10 @@ impl CommandBatch<'_> {
                 .system_delta
                 .as_ref()
                 .and_then(|d| d.workingset_refault_file);
+            self.first_page_in_split = record.page_ins.as_ref().and_then(|p| {
+                let split = p.bytes.is_some() && p.split_unknown_reason.is_none();
+                split.then(|| (p.evicted.map(|e| e.bytes), p.elsewhere.map(|e| e.bytes)))
+            });
         }
         let counter_notes = if index == 0 {
             Self::unavailable_counters(&record)

@@ -45,6 +45,11 @@ pub struct ColdFacts {
     pub page_bytes: u64,
     /// The first coldtrace batch since boot (`None`: not known).
     pub first_batch_since_boot: Option<bool>,
+    /// What the first run brought into the page cache from the `--evict` roots, bytes (the
+    /// page-in ledger; `None`: no ledger or no split).
+    pub page_ins_evicted_bytes: Option<u64>,
+    /// And from elsewhere.
+    pub page_ins_elsewhere_bytes: Option<u64>,
 }
 
 impl ColdFacts {
@@ -91,6 +96,16 @@ pub struct ColdCause {
     pub workingset_refault_file: Option<u64>,
     /// The first coldtrace batch since boot.
     pub first_batch_since_boot: Option<bool>,
+    /// With `--evict`: what the first run brought into the page cache from the evicted roots
+    /// (all `--evict` is credited with), and from elsewhere, bytes, from the page-in ledger;
+    /// `null` without it.
+    pub from_evicted_bytes: Option<u64>,
+    /// See [`ColdCause::from_evicted_bytes`].
+    pub from_elsewhere_bytes: Option<u64>,
+    /// A second cause: `elsewhere` when at least [`ELSEWHERE_BYTES`] and as much as came from the
+    /// evicted roots came from files coldtrace did not evict (something else had made them
+    /// cold); `null` otherwise.
+    pub second: Option<&'static str>,
 }
 serialize_struct!(ColdCause {
     cause,
@@ -99,8 +114,15 @@ serialize_struct!(ColdCause {
     read_bytes,
     major_faults,
     workingset_refault_file,
-    first_batch_since_boot
+    first_batch_since_boot,
+    from_evicted_bytes,
+    from_elsewhere_bytes,
+    second
 });
+
+/// Bytes brought in from outside the evicted roots from which they are a second cause (beside
+/// at least as many from the evicted roots).
+pub const ELSEWHERE_BYTES: u64 = 1 << 20;
 
 /// What made the first run cold, in order of what coldtrace knows best: its own action, a hook
 /// it ran, reclaim it saw, a new boot; else unknown (or nothing, when nothing was read).
@@ -125,6 +147,13 @@ pub fn cold_cause(f: &ColdFacts) -> ColdCause {
     } else {
         ("none", None, None)
     };
+    let split = (cause == "evict")
+        .then_some((f.page_ins_evicted_bytes, f.page_ins_elsewhere_bytes))
+        .filter(|(e, o)| e.is_some() || o.is_some());
+    let (from_evicted, from_elsewhere) = split.unwrap_or((None, None));
+    let elsewhere = from_elsewhere.unwrap_or(0);
+    let second = (elsewhere >= ELSEWHERE_BYTES && elsewhere >= from_evicted.unwrap_or(0))
+        .then_some("elsewhere");
     ColdCause {
         cause,
         verified,
@@ -133,6 +162,9 @@ pub fn cold_cause(f: &ColdFacts) -> ColdCause {
         major_faults: f.major_faults,
         workingset_refault_file: f.refaults,
         first_batch_since_boot: f.first_batch_since_boot,
+        from_evicted_bytes: from_evicted.or(split.map(|_| 0)),
+        from_elsewhere_bytes: from_elsewhere.or(split.map(|_| 0)),
+        second,
     }
 }
 

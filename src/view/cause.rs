@@ -48,7 +48,33 @@ pub fn cause_sentence(c: &ColdCause) -> Option<String> {
         ),
         _ => return None,
     };
-    Some(format!("{head}{}", read_words(c)))
+    Some(format!("{head}{}{}", read_words(c), split_words(c)))
+}
+
+/// `; of what it brought into the page cache, 4 KiB came from the evicted files, and 200 MiB
+/// from files coldtrace did not evict: something else had made those cold too (…)`: what
+/// `--evict` is credited with, from the page-in ledger; nothing without it.
+fn split_words(c: &ColdCause) -> String {
+    let (Some(evicted), Some(elsewhere)) = (c.from_evicted_bytes, c.from_elsewhere_bytes) else {
+        return String::new();
+    };
+    let evicted = human_bytes(evicted as f64);
+    match (c.second, elsewhere) {
+        (Some(_), _) => format!(
+            "; of what it brought into the page cache, {evicted} came from the evicted files \
+             and {} from files coldtrace did not evict: something else had made those cold \
+             too (a drop_caches, reclaim, another process)",
+            human_bytes(elsewhere as f64)
+        ),
+        (None, 0) => {
+            format!("; all it brought into the page cache, {evicted}, came from the evicted files")
+        }
+        (None, _) => format!(
+            "; of what it brought into the page cache, {evicted} came from the evicted files \
+             and {} from elsewhere",
+            human_bytes(elsewhere as f64)
+        ),
+    }
 }
 
 /// Why the refaults during the first run name no reclaim: `no refault`, or `12 file pages
@@ -182,6 +208,9 @@ mod tests {
             major_faults: Some(85.0),
             workingset_refault_file: Some(19_683),
             first_batch_since_boot: Some(false),
+            from_evicted_bytes: None,
+            from_elsewhere_bytes: None,
+            second: None,
         }
     }
 
@@ -237,6 +266,46 @@ mod tests {
             "{unknown}"
         );
         assert!(cause_sentence(&cause("none")).is_none());
+    }
+
+    #[test]
+    fn evict_is_credited_only_with_what_came_from_the_evicted_files() {
+        let facts = |evicted: u64, elsewhere: u64| crate::record::cause::ColdFacts {
+            evicted: true,
+            stayed_ratio: Some(0.0),
+            read_bytes: Some(200e6),
+            page_bytes: 4096,
+            page_ins_evicted_bytes: Some(evicted),
+            page_ins_elsewhere_bytes: Some(elsewhere),
+            ..Default::default()
+        };
+        // A hand drop_caches, then --evict of one 4 KiB file: the rest came from elsewhere.
+        let c = crate::record::cause::cold_cause(&facts(4096, 200 << 20));
+        assert_eq!((c.cause, c.second), ("evict", Some("elsewhere")));
+        let said = plain(cause_sentence(&c));
+        assert!(
+            said.ends_with(
+                "; of what it brought into the page cache, 4 KiB came from the evicted files \
+                 and 200 MiB from files coldtrace did not evict: something else had made \
+                 those cold too (a drop_caches, reclaim, another process)"
+            ),
+            "{said}"
+        );
+        // All of it from the evicted roots: --evict alone.
+        let c = crate::record::cause::cold_cause(&facts(12 << 20, 0));
+        assert_eq!(c.second, None);
+        assert!(plain(cause_sentence(&c)).ends_with(
+            "; all it brought into the page cache, 12 MiB, came from the evicted files"
+        ));
+        // A little from elsewhere beside much from the evicted roots: said, not a cause.
+        let c = crate::record::cause::cold_cause(&facts(36 << 20, 2 << 20));
+        assert_eq!(c.second, None);
+        // Without the ledger, no split is claimed.
+        let mut f = facts(0, 0);
+        (f.page_ins_evicted_bytes, f.page_ins_elsewhere_bytes) = (None, None);
+        let c = crate::record::cause::cold_cause(&f);
+        assert_eq!((c.from_evicted_bytes, c.second), (None, None));
+        assert!(!plain(cause_sentence(&c)).contains("evicted files came"));
     }
 
     #[test]
