@@ -298,8 +298,7 @@ pub fn noise(walls: &[f64]) -> Option<Noise> {
         // A spread that rounds to the bound is said with a decimal: never "10 % (> 10 %)".
         let decimals = usize::from((spread * 100.0).round() <= NOISY_SPREAD * 100.0);
         format!(
-            "the warm wall times' robust spread (1.4826 × MAD) is {:.*} % of their median \
-             (> {:.0} %)",
+            "robust spread (1.4826 × MAD) {:.*} % of the median wall time (> {:.0} %)",
             decimals,
             spread * 100.0,
             NOISY_SPREAD * 100.0
@@ -322,12 +321,12 @@ mod tests {
         let walls = [93.2, 100.0, 106.8, 100.0, 93.2, 106.8, 100.0];
         let rule = noise(&walls).expect("noisy").rule;
         assert!(
-            rule.contains("is 10.1 % of their median (> 10 %)"),
+            rule.contains("10.1 % of the median wall time (> 10 %)"),
             "{rule}"
         );
         let wider = [80.0, 100.0, 120.0, 100.0, 80.0, 120.0, 100.0];
         let rule = noise(&wider).expect("noisy").rule;
-        assert!(rule.contains("is 30 % of their median"), "{rule}");
+        assert!(rule.contains("30 % of the median"), "{rule}");
     }
 
     use super::*;
