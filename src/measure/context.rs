@@ -88,6 +88,9 @@ pub struct SystemContext {
     pub load_avg_15m: Option<f64>,
     /// `uname -n`.
     pub hostname: Option<String>,
+    /// How far below a process's real peak its max RSS can read here, KiB (see
+    /// [`crate::measure::rss_resolution`]); `None` before Linux 6.2.
+    pub max_rss_resolution_kib: Option<u64>,
 }
 crate::serialize_struct!(SystemContext {
     kernel_release,
@@ -103,6 +106,7 @@ crate::serialize_struct!(SystemContext {
     load_avg_5m,
     load_avg_15m,
     hostname,
+    max_rss_resolution_kib,
 });
 
 impl SystemContext {
@@ -116,8 +120,13 @@ impl SystemContext {
         let meminfo = read_text("/proc/meminfo").unwrap_or_default();
         let load = read_text("/proc/loadavg").unwrap_or_default();
         let mut loads = load.split_whitespace().map(|w| w.parse::<f64>().ok());
+        let kernel_release = text(uname.release());
+        let page_kib = rustix::param::page_size() as u64 / 1024;
+        let max_rss_resolution_kib = kernel_release.as_deref().zip(cpu_count).and_then(|(r, n)| {
+            crate::measure::rss_resolution::max_rss_resolution_kib(r, n, page_kib)
+        });
         SystemContext {
-            kernel_release: text(uname.release()),
+            kernel_release,
             kernel_version: text(uname.version()),
             boot_id: read_boot_id(),
             uptime_s: read_uptime_s(),
@@ -132,6 +141,7 @@ impl SystemContext {
             load_avg_5m: loads.next().flatten(),
             load_avg_15m: loads.next().flatten(),
             hostname: text(uname.nodename()),
+            max_rss_resolution_kib,
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod page_ins;
 pub mod perf;
 pub mod perf_events;
 pub mod procfs;
+pub mod rss_resolution;
 pub mod runner;
 pub mod spawner;
 pub mod survivors;

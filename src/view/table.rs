@@ -278,6 +278,10 @@ fn metric_grid(outcome: &BatchOutcome, view: &MetricView, told: Told, style: &St
         let row = Row {
             summary,
             metric,
+            below: (i == MAX_RSS)
+                .then_some(outcome.context.system.max_rss_resolution_kib)
+                .flatten()
+                .map(|kib| kib as f64),
             rejected: rejected.map(|_| rejected_value),
             absent: if outcome.watching && is_residency(metric.name) {
                 "unknown"
@@ -303,6 +307,9 @@ const ALWAYS_TOLD: [&str; 3] = ["wall_ns", "cpu_us", "max_rss_kib"];
 struct Row<'a> {
     summary: &'a MetricSummary,
     metric: &'a Metric,
+    /// The kernel's resolution of this metric (max RSS), in its unit: a value below it is
+    /// shown as `<` the resolution, not as the reading.
+    below: Option<f64>,
     /// `Some` when the first run was rejected: its own value (shown marked), if it has one.
     rejected: Option<Option<f64>>,
     /// What an absent value reads as (`—`, or `unknown` for a residency that could not be read).
@@ -318,19 +325,25 @@ impl Row<'_> {
             self.metric.unit,
             values
                 .flat_map(|s| [s.min, s.max, s.mean, s.stddev.unwrap_or(0.0)])
-                .chain(first_value),
+                .chain(first_value)
+                .chain(self.below),
         );
-        // `≤`: the max RSS is not above coldtrace's own floor, so the command's may be lower.
-        let mark = |count: Option<u64>| if count > Some(0) { "≤" } else { "" };
+        // `≤`: the max RSS is not above coldtrace's own floor, so the command's may be lower;
+        // `<`: it is below what the kernel resolves, so it says no more than that bound.
+        let cell = |at_floor: Option<u64>, value: f64| match self.below {
+            Some(bound) if value < bound => format!("<{}", scale.cell(bound)),
+            _ if at_floor > Some(0) => format!("≤{}", scale.cell(value)),
+            _ => scale.cell(value),
+        };
         let at = s.runs_at_floor;
         let first = match self.rejected {
             Some(v) => format!(
                 "{}{REJECTED_MARK}",
                 v.map_or(self.absent.into(), |v| scale.cell(v))
             ),
-            None => s.first.map_or(self.absent.into(), |f| {
-                format!("{}{}", mark(at.map(|a| a.first)), scale.cell(f.median))
-            }),
+            None => s
+                .first
+                .map_or(self.absent.into(), |f| cell(at.map(|a| a.first), f.median)),
         };
         // No figure at all (every residency unknown): no unit either.
         let shown = s.first.is_some() || s.warm.is_some() || first_value.is_some();
@@ -341,11 +354,7 @@ impl Row<'_> {
         }
         match s.warm {
             Some(w) => {
-                row.push(format!(
-                    "{}{}",
-                    mark(at.map(|a| a.warm)),
-                    scale.cell(w.median)
-                ));
+                row.push(cell(at.map(|a| a.warm), w.median));
                 row.push(match w.stddev {
                     Some(sd) => format!("{} ± {}", scale.cell(w.mean), scale.cell(sd)),
                     None => scale.cell(w.mean),
@@ -372,6 +381,7 @@ impl Row<'_> {
 /// a rejected first run, survivors, an interruption, where the records are.
 fn brief_notes(outcome: &BatchOutcome) -> Vec<Note> {
     let mut notes: Vec<Note> = floor_note(outcome).into_iter().collect();
+    notes.extend(below_resolution(outcome));
     let v = &outcome.verdict;
     // A verdict whose full form says nothing (a single run) has no line either.
     let said = !crate::view::verdict::full(v, None).is_empty();
@@ -401,7 +411,8 @@ fn floor_note(outcome: &BatchOutcome) -> Option<Note> {
         .summaries
         .get(MAX_RSS)
         .and_then(|s| s.runs_at_floor)?;
-    (at.all > 0).then(|| {
+    // Where every run read below the kernel's resolution, that bound says more.
+    (at.all > 0 && !all_below_resolution(outcome)).then(|| {
         Note::plain(format!(
             "≤ floor: {} of {} runs' max RSS is not above coldtrace's own peak RSS, so it may be the runner's, not the command's",
             at.all, outcome.counts.counted
@@ -420,6 +431,7 @@ fn first_rejected_note(outcome: &BatchOutcome) -> Option<Note> {
 /// and the machine's context line.
 fn notes(outcome: &BatchOutcome, full: bool) -> Vec<Note> {
     let mut notes: Vec<Note> = floor_note(outcome).into_iter().collect();
+    notes.extend(below_resolution(outcome));
     notes.extend(crate::view::explain::notes(outcome));
     notes.extend(
         rejected(outcome)
@@ -434,6 +446,43 @@ fn notes(outcome: &BatchOutcome, full: bool) -> Vec<Note> {
     notes.extend(survivors(outcome));
     notes.extend(context(outcome, full, true));
     notes
+}
+
+/// Whether every counted run's max RSS read below the kernel's resolution.
+fn all_below_resolution(outcome: &BatchOutcome) -> bool {
+    let (Some(bound), Some(s)) = (
+        outcome.context.system.max_rss_resolution_kib,
+        outcome.summaries.get(MAX_RSS),
+    ) else {
+        return false;
+    };
+    let maxima: Vec<f64> = [s.first, s.warm]
+        .into_iter()
+        .flatten()
+        .map(|m| m.max)
+        .collect();
+    !maxima.is_empty() && maxima.iter().all(|&m| m < bound as f64)
+}
+
+/// Why a max RSS is shown as `<` a bound: when the first run's or the warm runs' median reads
+/// below what the kernel resolves on this machine.
+fn below_resolution(outcome: &BatchOutcome) -> Option<Note> {
+    let bound = outcome.context.system.max_rss_resolution_kib?;
+    let s = outcome.summaries.get(MAX_RSS)?;
+    let below = [s.first, s.warm]
+        .into_iter()
+        .flatten()
+        .any(|m| m.median < bound as f64);
+    let cpus = outcome.context.system.cpu_count?;
+    let pages = (2 * cpus).max(32) - 1;
+    below.then(|| {
+        Note::plain(format!(
+            "<{bound} KiB: below the kernel's resolution here: its high-water mark leaves out \
+             up to {pages} pages per CPU ({cpus} CPUs) of each of the file, anonymous and shared \
+             counters, so a max RSS read under {bound} KiB, 0 included, is only known to be \
+             under it"
+        ))
+    })
 }
 
 /// What the runs left running when their commands exited: the first run's processes named.
