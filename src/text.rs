@@ -191,17 +191,40 @@ pub fn csv_field(text: &str) -> String {
     }
 }
 
-/// Text as Markdown shows it and never interprets it as HTML or a table border: `&`, `<`, `>`
-/// as entities, `|` escaped. For table cells, list items and titles (not code blocks, where
-/// everything is literal already).
+/// Text as Markdown shows it, never read as HTML, a table border, a link, a code span, emphasis,
+/// math or the start of a block: `&`, `<`, `>` as entities; `\\`, `` ` ``, `*`, `[`, `]`,
+/// `|`, `~`, `$` backslash-escaped, and `_` where it could open or close emphasis (not between
+/// two letters or digits, so `steal_ns` stays as written); a first character that would start
+/// a heading, a list or a rule (`#`, `- `, `+ `, `--`, `1. `) escaped; control
+/// characters as [`escape_controls`] shows them, so that a cell or a list item stays one line.
+/// For table cells, list items and titles (not code blocks, where everything is literal).
 pub fn markdown_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    let text = escape_controls(text);
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    let is_word = |i: Option<&char>| i.is_some_and(|c| c.is_alphanumeric());
+    let leading_digits = chars.iter().take_while(|c| c.is_ascii_digit()).count();
+    for (i, &c) in chars.iter().enumerate() {
+        let next = chars.get(i + 1);
+        let ends_marker = next.is_none_or(|n| n.is_whitespace());
+        let block_start = (i == 0 && c == '#')
+            || (i == 0 && matches!(c, '+' | '-') && (ends_marker || next == Some(&'-')))
+            || (i == leading_digits && i > 0 && matches!(c, '.' | ')') && ends_marker);
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
-            '|' => out.push_str("\\|"),
+            '\\' | '`' | '*' | '[' | ']' | '|' | '~' | '$' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '_' if !(i > 0 && is_word(chars.get(i - 1)) && is_word(chars.get(i + 1))) => {
+                out.push_str("\\_");
+            }
+            _ if block_start => {
+                out.push('\\');
+                out.push(c);
+            }
             _ => out.push(c),
         }
     }
@@ -296,6 +319,26 @@ mod tests {
             markdown_text("<img src=x onerror=alert(1)> & a|b"),
             "&lt;img src=x onerror=alert(1)&gt; &amp; a\\|b"
         );
+    }
+
+    #[test]
+    fn markdown_text_leaves_no_markup_a_renderer_would_read() {
+        assert_eq!(
+            markdown_text("[x](javascript:alert(1)) *em* `c` ~s~ $m$ a\\b"),
+            "\\[x\\](javascript:alert(1)) \\*em\\* \\`c\\` \\~s\\~ \\$m\\$ a\\\\b"
+        );
+        // `_` only where it could open or close emphasis.
+        assert_eq!(markdown_text("steal_ns _x_ a_"), "steal_ns \\_x\\_ a\\_");
+        // A first character that would start a block; the same characters later are text.
+        assert_eq!(markdown_text("# a # b"), "\\# a # b");
+        assert_eq!(markdown_text("- a - b"), "\\- a - b");
+        assert_eq!(markdown_text("12. a 1.5"), "12\\. a 1.5");
+        assert_eq!(markdown_text("---"), "\\---");
+        for text in ["1.5 ms", "-3.2", "+48.3%", "=x"] {
+            assert_eq!(markdown_text(text), text);
+        }
+        // One line: a newline is shown escaped, its backslash as text.
+        assert_eq!(markdown_text("a\n<b>"), "a\\\\n&lt;b&gt;");
     }
 
     #[test]

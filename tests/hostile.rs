@@ -2,8 +2,8 @@
 //! writes nothing where it was not asked. Every case runs under a deadline and checks the exit
 //! code, that a one-line error stays one escaped line, that no process of the command survives
 //! (running or as a zombie), and that the records are whole. The cases of this file come first;
-//! each class with its own file below `tests/hostile/` follows (files, crashes, memory, truth,
-//! signals, processes).
+//! each class with its own file below `tests/hostile/` follows (files, crashes, hangs, markup,
+//! memory, processes, recorded, signals, truth).
 #![forbid(unsafe_code)]
 
 mod common;
@@ -13,6 +13,8 @@ mod crashes;
 mod files;
 #[path = "hostile/hangs.rs"]
 mod hangs;
+#[path = "hostile/markup.rs"]
+mod markup;
 #[path = "hostile/memory.rs"]
 mod memory;
 #[path = "hostile/processes.rs"]

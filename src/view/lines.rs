@@ -90,11 +90,7 @@ impl Note {
     /// Writes the note as one Markdown list item, the quoted lines as a code block under it.
     pub fn markdown(&self, out: &mut String) {
         let text = format!("{}{}", self.lead(&Style { on: false }), self.text);
-        let _ = writeln!(
-            out,
-            "- {}",
-            crate::text::markdown_text(&escape_controls(&text))
-        );
+        let _ = writeln!(out, "- {}", crate::text::markdown_text(&text));
         if !self.quoted.is_empty() {
             out.push('\n');
             for line in &self.quoted {

@@ -72,8 +72,15 @@ fn factor(mean: f64, reference: f64) -> String {
     format!("({by}x {direction})")
 }
 
-/// A command as Markdown code: in backticks, more of them than any run inside it.
-fn code(command: &str) -> String {
+/// A command as hyperfine shows it: Markdown code, in backticks, more of them than any run
+/// inside it, `|` escaped for the table. A code span shows its text as written, so an entity
+/// in it would be shown as one: a command holding `<`, `>` or `&` is Markdown text instead
+/// ([`crate::text::markdown_text`]), where those are entities and nothing else is markup.
+fn command_cell(command: &str) -> String {
+    if command.contains(['<', '>', '&']) {
+        return crate::text::markdown_text(command);
+    }
+    let command = command.replace('|', "\\|");
     let longest = command.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     if longest == 0 {
         format!("`{command}`")
@@ -121,7 +128,7 @@ pub fn table(parts: &[Part<'_>]) -> io::Result<String> {
     out.push('\n');
     let reference = stats.first().copied().flatten();
     for (i, (part, stat)) in parts.iter().zip(&stats).enumerate() {
-        let command = code(&part.shown().replace('|', "\\|"));
+        let command = command_cell(part.shown());
         let first = firsts[i].map_or(String::new(), |v| value_in(v, unit));
         let mut cells = match stat {
             None => vec![
@@ -168,7 +175,12 @@ mod tests {
         assert_eq!(factor(0.0230772842, 0.0155567594), "(1.5x slower)");
         assert_eq!(factor(0.000737, 0.0063058), "(8.6x faster)");
         assert_eq!(factor(1.2, 1.0), "");
-        assert_eq!(code("echo `uname`"), "`` echo `uname` ``");
-        assert_eq!(code("true"), "`true`");
+        assert_eq!(command_cell("echo `uname`"), "`` echo `uname` ``");
+        assert_eq!(command_cell("true"), "`true`");
+        assert_eq!(command_cell("a|b"), "`a\\|b`");
+        assert_eq!(
+            command_cell("sh -c 'make && echo <b>`x`'"),
+            "sh -c 'make &amp;&amp; echo &lt;b&gt;\\`x\\`'"
+        );
     }
 }
