@@ -418,7 +418,7 @@ fn a_comparison_shows_each_command_with_its_interval_and_the_html_loads_nothing(
         let bar = bars.iter().find(|t| t.starts_with(&label));
         let bar = bar.unwrap_or_else(|| panic!("no bar for {label}: {bars:#?}"));
         assert!(
-            bar.contains("(too few runs for an interval), n = 5; first run "),
+            bar.contains("(too few runs for an interval), n = 5, first "),
             "{bar}"
         );
     }
@@ -713,7 +713,7 @@ fn the_html_opens_with_a_summary_and_cold_cycles_draw_their_penalty_and_paged_in
     );
     let bar = texts(&summary, "title")
         .into_iter()
-        .find(|t| t.contains(", n = 12; first run "))
+        .find(|t| t.contains(", n = 12, first "))
         .unwrap_or_else(|| panic!("no bar over 12 warm runs: {summary_svg}"));
     assert!(
         bar.contains(" [") && bar.contains("–"),
@@ -759,7 +759,7 @@ fn the_summary_marks_each_first_run_and_names_batches_that_share_a_command() {
         // The same command twice: each bar named by its directory too, with its first run.
         let bar = tips
             .iter()
-            .find(|t| t.starts_with(&format!("{dir}: true: ")) && t.contains("; first run "));
+            .find(|t| t.starts_with(&format!("{dir}: true: ")) && t.contains(", first "));
         assert!(bar.is_some(), "{dir}: {tips:#?}");
         let first = format!("{dir}: true: first run ");
         assert!(tips.iter().any(|t| t.starts_with(&first)), "{tips:#?}");

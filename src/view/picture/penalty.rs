@@ -24,6 +24,8 @@ pub fn penalty(svg: &mut Svg, s: &Series, top: f64) -> f64 {
             .map(|note| note.plain_text())
             .collect()
     });
+    // Heights are from where the panel starts, the sentences included.
+    let start = top;
     let mut top = top + sentences(svg, top, &said);
     let Some(p) = s.penalty.as_ref().filter(|_| {
         s.verdict
@@ -35,7 +37,7 @@ pub fn penalty(svg: &mut Svg, s: &Series, top: f64) -> f64 {
                 return sentences(svg, top, &[format!("first-run penalty: none ({why})")]);
             }
         }
-        return top;
+        return top - start;
     };
     top -= 4.0;
     let y0 = top + 18.0;
@@ -75,7 +77,7 @@ pub fn penalty(svg: &mut Svg, s: &Series, top: f64) -> f64 {
         svg.text(lx, row_top + 15.0, anchor, "small halo", &signed(value));
     }
     svg.line(x.at(0.0), bars_top, x.at(0.0), bottom, "zero");
-    let mut used = bottom - top + 28.0;
+    let mut used = bottom - start + 28.0;
     if let Some(note) = unsplit_note(p) {
         svg.text(BARS_LEFT, bottom + 46.0, Anchor::Start, "small", &note);
         used += 18.0;

@@ -14,8 +14,8 @@ use crate::view::units::human_ns;
 /// The row labels end here; the bars start after it.
 const LABELS_RIGHT: f64 = 300.0;
 const BARS_LEFT: f64 = 312.0;
-/// The bars' axis ends here; each row's figures are written after its whisker.
-const BARS_RIGHT: f64 = 660.0;
+/// The bars' axis ends here; each row's figures are written after its whisker or first run.
+const BARS_RIGHT: f64 = 600.0;
 const TOP: f64 = 72.0;
 const ROW: f64 = 24.0;
 
@@ -52,18 +52,21 @@ impl Bar {
         }
     }
 
-    /// `12.3 ms [11.9 ms–12.8 ms], n = 14`, or why there is no bar.
+    /// `12.3 ms [11.9–12.8 ms], n = 14, first 40.1 ms`, or why there is no bar.
     fn figures(&self) -> String {
         let Some(m) = self.median_ns else {
             return "no warm run".into();
         };
         let interval = match self.interval {
-            Some((lo, hi)) => format!(" [{}–{}]", human_ns(lo), human_ns(hi)),
+            Some((lo, hi)) => format!(
+                " [{}]",
+                crate::view::verdict::range_text(lo, hi).replace('\u{a0}', " ")
+            ),
             None => " (too few runs for an interval)".into(),
         };
         let first = self
             .first_ns
-            .map_or(String::new(), |f| format!("; first run {}", human_ns(f)));
+            .map_or(String::new(), |f| format!(", first {}", human_ns(f)));
         format!("{}{interval}, n = {}{first}", human_ns(m), self.n)
     }
 }
