@@ -379,7 +379,13 @@ impl CommandBatch<'_> {
             spawner: &mut shared.spawner,
         };
         let mut result = runner::measure(&self.program, &options, via, &limits, &mut watching);
-        let ledger = page_ins.and_then(|t| t.borrow_mut().end());
+        let tracer = match &shared.tree {
+            Some(Ok(tracer)) => Some(tracer.borrow()),
+            _ => None,
+        };
+        let online = tracer.as_ref().and_then(|t| t.online_at_end());
+        let ledger = page_ins.and_then(|t| t.borrow_mut().end(online));
+        drop(tracer);
         // Asked to stop while the spawner was starting it, and nothing was started.
         if let (Outcome::FailedToStart { .. }, Some(sig)) = (result.outcome, result.interrupted_by)
         {

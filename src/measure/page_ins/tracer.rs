@@ -2,7 +2,7 @@
 //! ring per online CPU, kept enabled while the leaf serves runs; emptied right before a spawn,
 //! read while the command runs ([`PageInTracer::drain`]) and after its reap
 //! ([`PageInTracer::end`]). Between those, nothing but memory is touched: no system call per
-//! run but one read of the online CPUs at its end.
+//! run but one read of the online CPUs at its end, shared with the tree tracer's.
 #![forbid(unsafe_code)]
 
 use super::layout::{Layout, TRACEPOINT};
@@ -158,12 +158,17 @@ impl PageInTracer {
         }
     }
 
-    /// After the reap: the run's ledger (`None` when no run was begun). The events stay on;
-    /// the next run empties the rings.
-    pub fn end(&mut self) -> Option<Ledger> {
+    /// After the reap: the run's ledger (`None` when no run was begun). `online` is the online
+    /// CPUs as the tree tracer read them at the run's end, when it did (one read serves both);
+    /// else they are read here. The events stay on; the next run empties the rings.
+    pub fn end(&mut self, online: Option<&[u32]>) -> Option<Ledger> {
         self.drain();
         let (ins, mut problem) = self.run.take()?;
-        if self.online.read().is_none_or(|c| c != self.cpus) {
+        let changed = match online {
+            Some(cpus) => cpus != self.cpus,
+            None => self.online.read().is_none_or(|c| c != self.cpus),
+        };
+        if changed {
             self.retarget = true;
             problem.get_or_insert_with(|| "the online CPUs changed during the run".to_string());
         }

@@ -115,6 +115,9 @@ pub struct TreeTracer {
     rings: Vec<CpuRing>,
     online: OnlineCpus,
     cpus: Vec<u32>,
+    /// What the last run's end found of the online CPUs: `Some(true)` changed (or unreadable:
+    /// the next run reads them again and follows them), `None` before any run ended.
+    cpus_changed: Option<bool>,
     run: Option<RunTrace>,
     /// tracefs was mounted by coldtrace, here.
     pub mounted: Option<PathBuf>,
@@ -162,6 +165,7 @@ impl TreeTracer {
             rings: Vec::new(),
             online: OnlineCpus::open(),
             cpus: Vec::new(),
+            cpus_changed: None,
             run: None,
             mounted: mounted.then_some(tracing),
         };
@@ -213,14 +217,18 @@ impl TreeTracer {
             problem: None,
             drains: Drains::default(),
         };
-        match self.online.read() {
-            Some(cpus) if cpus == self.cpus => {}
-            Some(cpus) => {
-                if let Err(why) = self.retarget(&cpus) {
-                    run.flag(|| format!("CPUs came online and could not be traced: {why}"));
+        // The online CPUs are read once a run, at its end; a change found there (or at the
+        // open) is followed here.
+        if self.cpus_changed != Some(false) {
+            match self.online.read() {
+                Some(cpus) if cpus == self.cpus => {}
+                Some(cpus) => {
+                    if let Err(why) = self.retarget(&cpus) {
+                        run.flag(|| format!("CPUs came online and could not be traced: {why}"));
+                    }
                 }
+                None => run.flag(|| "cannot read the online CPUs".into()),
             }
-            None => run.flag(|| "cannot read the online CPUs".into()),
         }
         for r in self.rings.iter_mut().filter(|r| !r.on) {
             match r.ring.enable() {
@@ -284,7 +292,9 @@ impl TreeTracer {
             self.replay_until(end_ns);
         }
         let mut run = self.run.take()?;
-        if self.online.read().is_some_and(|c| c != self.cpus) {
+        let online = self.online.read();
+        self.cpus_changed = Some(online.as_ref() != Some(&self.cpus));
+        if online.is_some_and(|c| c != self.cpus) {
             run.flag(|| "the online CPUs changed during the run".into());
         }
         let states = match (run.problem, run.replay) {
@@ -385,6 +395,12 @@ impl TreeTracer {
             }
         }
         Read { fullest, later }
+    }
+
+    /// The online CPUs as the last run's end found them, when they were the traced ones
+    /// (`None`: changed, unreadable, or no run has ended yet).
+    pub fn online_at_end(&self) -> Option<&[u32]> {
+        (self.cpus_changed == Some(false)).then_some(&self.cpus[..])
     }
 
     /// How many pages of ring each CPU has.
