@@ -285,3 +285,30 @@ fn wait_for_writer(fifo: &OwnedFd, signals: &SignalFd) -> Result<(), OpenError> 
         }
     }
 }
+
+/// The kernel-made file system that `f_type` ([statfs(2)]) names, if it is one: its
+/// directories are kernel objects (a directory made in cgroupfs is a cgroup) and its files are
+/// made on each read (`/proc/kmsg` and tracefs's `trace_pipe` are consumed by it), so
+/// coldtrace neither writes its files there nor reads them as records.
+///
+/// [statfs(2)]: https://man7.org/linux/man-pages/man2/statfs.2.html
+pub fn kernel_file_system(f_type: rustix::fs::FsWord) -> Option<&'static str> {
+    // The magic numbers of <linux/magic.h>.
+    const KNOWN: [(rustix::fs::FsWord, &str); 11] = [
+        (0x9fa0, "procfs"),
+        (0x6265_6572, "sysfs"),
+        (0x0027_e0eb, "cgroupfs"),
+        (0x6367_7270, "cgroup2"),
+        (0x7472_6163, "tracefs"),
+        (0x6462_6720, "debugfs"),
+        (0x7363_6673, "securityfs"),
+        (0xcafe_4a11, "bpffs"),
+        (0x6165_676c, "pstore"),
+        (0x6265_6570, "configfs"),
+        (0xde5e_81e4, "efivarfs"),
+    ];
+    KNOWN
+        .iter()
+        .find(|(m, _)| *m == f_type)
+        .map(|(_, name)| *name)
+}

@@ -11,6 +11,8 @@ mod common;
 mod crashes;
 #[path = "hostile/files.rs"]
 mod files;
+#[path = "hostile/groups.rs"]
+mod groups;
 #[path = "hostile/hangs.rs"]
 mod hangs;
 #[path = "hostile/markup.rs"]

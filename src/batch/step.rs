@@ -464,13 +464,26 @@ impl CommandBatch<'_> {
     /// Says what a coldtrace killed mid-batch left running in its cgroup, killed now (what a
     /// finished batch left on purpose, it said itself: it is only recorded).
     fn say_leftovers(&mut self, context: &CgroupContext) {
-        for l in context.leftover.iter().map(|l| &l.0).filter(|l| l.killed) {
-            let Some(named) = crate::batch::outcome::named_processes(&l.processes, 5) else {
+        use crate::batch::outcome::{named_processes, processes_count};
+        use crate::measure::cgroup::LeftoverAction;
+        for l in context.leftover.iter().map(|l| &l.0) {
+            let done = match &l.action {
+                LeftoverAction::Left => continue,
+                LeftoverAction::Killed => "killed".to_string(),
+                LeftoverAction::NotKilled(still) => format!(
+                    "a kill did not end {} (frozen, or in an uninterruptible sleep): left",
+                    named_processes(still, 5).unwrap_or_default()
+                ),
+                LeftoverAction::NotKilledBefore => {
+                    "an earlier kill did not end them: left, not killed again".into()
+                }
+            };
+            let Some(named) = named_processes(&l.processes, 5) else {
                 continue;
             };
-            let how = crate::batch::outcome::processes_count(l.processes.len());
+            let how = processes_count(l.processes.len());
             self.notices.push(format!(
-                "a coldtrace killed mid-batch left {how} running in {}: {named}; killed",
+                "a coldtrace killed mid-batch left {how} running in {}: {named}; {done}",
                 l.group
             ));
         }

@@ -127,26 +127,32 @@ serialize_struct!(CgroupContext {
 });
 
 /// An earlier batch's group that still held processes: `group`, `processes` (`pid`, `comm`),
-/// whether that batch had `finished` (and left them on purpose), and `action`: `killed`, or
-/// `left` (a finished batch's, without `--survivors kill`).
+/// whether that batch had `finished` (and left them on purpose), and `action`: `killed`, `left`
+/// (a finished batch's, without `--survivors kill`), `not_killed` (a kill did not end
+/// `still_running`), or `not_killed_before` (an earlier batch's kill did not: not tried again).
 #[derive(Clone, Debug)]
 pub struct LeftoverRecord(pub crate::measure::cgroup::Leftover);
 
 impl serde::Serialize for LeftoverRecord {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use crate::measure::cgroup::LeftoverAction;
         use serde::ser::SerializeMap;
         let l = &self.0;
-        let processes: Vec<serde_json::Value> = l
-            .processes
-            .iter()
-            .take(20)
-            .map(|p| serde_json::json!({"pid": p.pid, "comm": p.comm}))
-            .collect();
-        let mut m = s.serialize_map(Some(4))?;
+        let named = |processes: &[crate::measure::descendants::Proc]| -> Vec<serde_json::Value> {
+            processes
+                .iter()
+                .take(20)
+                .map(|p| serde_json::json!({"pid": p.pid, "comm": p.comm}))
+                .collect()
+        };
+        let mut m = s.serialize_map(None)?;
         m.serialize_entry("group", &l.group)?;
-        m.serialize_entry("processes", &processes)?;
+        m.serialize_entry("processes", &named(&l.processes))?;
         m.serialize_entry("finished", &l.finished)?;
-        m.serialize_entry("action", if l.killed { "killed" } else { "left" })?;
+        m.serialize_entry("action", l.action.name())?;
+        if let LeftoverAction::NotKilled(still) = &l.action {
+            m.serialize_entry("still_running", &named(still))?;
+        }
         m.end()
     }
 }

@@ -190,6 +190,15 @@ pub fn claim_out_dir(root: &Path) -> Result<DirHandle, ArtifactError> {
             message: "--out: the path is empty; give a new or empty directory".into(),
         });
     }
+    if let Some(kind) = kernel_file_system_at(root) {
+        return Err(ArtifactError {
+            message: format!(
+                "--out {}: is on {kind}, a file system the kernel makes; give a directory on a \
+                 disk or tmpfs",
+                root.display()
+            ),
+        });
+    }
     // Made here, or found: at most twice (a directory made by someone else in between is
     // examined like any existing one).
     for _ in 0..2 {
@@ -219,6 +228,18 @@ pub fn claim_out_dir(root: &Path) -> Result<DirHandle, ArtifactError> {
         root,
         "appeared and vanished while coldtrace examined it; try again",
     ))
+}
+
+/// The kernel-made file system `root` is on, or would be made on (that of its nearest
+/// existing ancestor), if it is one ([`crate::untrusted::kernel_file_system`]).
+fn kernel_file_system_at(root: &Path) -> Option<&'static str> {
+    let existing = root
+        .ancestors()
+        .find(|p| !p.as_os_str().is_empty() && std::fs::symlink_metadata(p).is_ok());
+    let f_type = rustix::fs::statfs(existing.unwrap_or(Path::new(".")))
+        .ok()?
+        .f_type;
+    crate::untrusted::kernel_file_system(f_type)
 }
 
 /// `--out ROOT: WHY, e.g. -o NAME-2` (the suggestion when a free name is found).

@@ -79,7 +79,7 @@ fn run(dir: &TempDir, line: &str) -> Output {
 
 /// The terminal says `text` (its continuation lines joined back): a notice on stderr, or the
 /// table on stdout.
-fn assert_says(out: &Output, text: &str) {
+pub(super) fn assert_says(out: &Output, text: &str) {
     let joined = out.shown().replace("\n    ", " ").replace("\n  ", " ");
     assert!(joined.contains(text), "not said: {text}{}", out.describe());
 }
@@ -407,13 +407,13 @@ fn time_says_nothing_of_survivors_and_leaves_them_as_gnu_time_does() {
 /// A cgroup v2 of the test's own, below this process's (root only): coldtrace started in it
 /// makes its batch's group below it, so what one test leaves there no other batch sees, and
 /// what it finds there is the test's. Killed and removed when dropped.
-struct TestGroup {
-    path: PathBuf,
+pub(super) struct TestGroup {
+    pub(super) path: PathBuf,
 }
 
 impl TestGroup {
     /// `None`, said, where none can be made (not root, no cgroup v2, a read-only one).
-    fn new(tag: &str) -> Option<TestGroup> {
+    pub(super) fn new(tag: &str) -> Option<TestGroup> {
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
         let mount = mountinfo.lines().find_map(|l| {
             let (fields, rest) = l.split_once(" - ")?;
@@ -471,7 +471,7 @@ impl TestGroup {
     }
 
     /// `coldtrace ARGS` in `dir`, in the group, to its end.
-    fn run(&self, dir: &TempDir, line: &str) -> Output {
+    pub(super) fn run(&self, dir: &TempDir, line: &str) -> Output {
         let _ = std::fs::remove_dir_all(dir.join("b"));
         let (child, shown) = self.start(dir, line);
         let out = super::common::finish(child, shown, Instant::now(), DEADLINE);
@@ -480,7 +480,7 @@ impl TestGroup {
     }
 
     /// The groups below it (the batches' groups coldtrace made).
-    fn batch_groups(&self) -> Vec<PathBuf> {
+    pub(super) fn batch_groups(&self) -> Vec<PathBuf> {
         let mut found: Vec<PathBuf> = std::fs::read_dir(&self.path)
             .unwrap()
             .flatten()
@@ -825,6 +825,10 @@ fn an_abandoned_group_with_a_nested_batchs_group_inside_is_removed_whole() {
     let inner = outer.join("run-000/coldtrace-999998-2");
     std::fs::create_dir_all(inner.join("run-000")).unwrap();
     std::fs::create_dir(inner.join("finished")).unwrap();
+    // Marked as coldtrace marks its groups, with a batch that has ended.
+    let mark = super::groups::dead_batch_mark();
+    let flags = rustix::fs::XattrFlags::empty();
+    rustix::fs::setxattr(&outer, "user.coldtrace.batch", mark.as_bytes(), flags).unwrap();
     let out = group.run(&dir, "run -n 1 -o b -- true");
     out.expect_code(0);
     assert!(!outer.exists(), "{} is still there", outer.display());

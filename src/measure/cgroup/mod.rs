@@ -19,13 +19,13 @@
 //! and every run goes on without.
 //!
 //! Named `coldtrace-PID-START` (the PID and start time of the coldtrace that made it, for a
-//! reader), the group is held by its batch with an exclusive [flock(2)] on the group's directory
-//! for as long as the batch runs: the kernel drops that lock when coldtrace exits, however it
-//! ends. Whether a group's batch still runs is asked of the lock, not of the PID in its name —
-//! a PID means nothing in another PID namespace (a container beside the host, a batch under
-//! `unshare --pid`), where a live batch's group would look abandoned, and be emptied and
-//! removed between two of its runs. The group is removed at the end of the batch when it is
-//! empty.
+//! reader; a new name if that one exists), the group is marked as coldtrace's with an extended
+//! attribute that names the batch (`leftovers.rs`), and held by its batch with an exclusive
+//! [flock(2)] on the group's directory for as long as the batch runs: the kernel drops that
+//! lock when coldtrace exits, however it ends. A PID means nothing in another PID namespace (a
+//! container beside the host, a batch under `unshare --pid`), where a live batch's group would
+//! look abandoned: there, whether a group's batch still runs is asked of the lock. The group is
+//! removed at the end of the batch when it is empty.
 //! When runs left processes running in it, an empty child `finished` marks that the batch ended
 //! and left them on purpose. The next batch ([`leftovers`]) names what such a group still holds
 //! and leaves it; a populated group without the mark belongs to a coldtrace that was killed
@@ -34,6 +34,10 @@
 //! [cgroups(7)]: https://man7.org/linux/man-pages/man7/cgroups.7.html
 //! [flock(2)]: https://man7.org/linux/man-pages/man2/flock.2.html
 #![forbid(unsafe_code)]
+
+mod leftovers;
+
+pub use leftovers::{leftovers, Leftover, LeftoverAction, Maker};
 
 use crate::measure::descendants::Proc;
 use crate::measure::procfs;
@@ -490,7 +494,10 @@ fn hold_new_group(own: &Path, name: &str) -> Result<(PathBuf, OwnedFd), String> 
             .zip(rustix::fs::fstat(&held).ok());
         if same.is_some_and(|(at, locked)| (at.st_dev, at.st_ino) == (locked.st_dev, locked.st_ino))
         {
-            return Ok((dir, held));
+            return mark(&held).map(|()| (dir.clone(), held)).map_err(|why| {
+                let _ = rustix::fs::rmdir(&dir);
+                format!("cannot mark {} as coldtrace's: {why}", dir.display())
+            });
         }
         why = format!("{} was removed as it was made", dir.display());
     }
@@ -498,6 +505,20 @@ fn hold_new_group(own: &Path, name: &str) -> Result<(PathBuf, OwnedFd), String> 
         "no group of its own could be made below {} (last: {why})",
         own.display()
     ))
+}
+
+/// Marks the group `held` (its directory) as this batch's ([`leftovers::MARK`]): later batches
+/// touch no group without it.
+fn mark(held: &OwnedFd) -> Result<(), String> {
+    let maker = Maker::this_process().ok_or("/proc/self cannot be read")?;
+    let text = maker.text();
+    rustix::fs::fsetxattr(
+        held,
+        leftovers::MARK,
+        text.as_bytes(),
+        rustix::fs::XattrFlags::CREATE,
+    )
+    .map_err(|e| format!("user extended attributes: {}", std::io::Error::from(e)))
 }
 
 /// A group's directory, opened and locked with `operation` ([flock(2)]).
@@ -540,126 +561,6 @@ fn psi_unavailable(dir: &Path) -> Option<String> {
                 .into(),
         ),
     }
-}
-
-/// What an earlier batch left in its group, and what this batch did about it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Leftover {
-    /// The group's directory.
-    pub group: String,
-    /// The live processes found in it.
-    pub processes: Vec<Proc>,
-    /// The batch that made it finished and left them on purpose (else it was killed
-    /// mid-batch).
-    pub finished: bool,
-    /// They were killed.
-    pub killed: bool,
-}
-
-/// The groups earlier batches left below `own`: emptied ones removed without a word; what a
-/// batch killed mid-batch left is killed; what a finished batch left running on purpose (and
-/// said so) is named and left alone. A group whose coldtrace still runs (a batch beside this
-/// one, whatever its PID namespace: its group's lock is held) is not touched.
-pub fn leftovers(own: &Path) -> Vec<Leftover> {
-    let Ok(entries) = std::fs::read_dir(own) else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if owner_of(&name).is_none() {
-            continue;
-        }
-        let dir = entry.path();
-        // Held while this one looks (and released when it is dropped): a live batch holds it.
-        let Ok(_looking) = lock_group(&dir, rustix::fs::FlockOperation::NonBlockingLockExclusive)
-        else {
-            continue;
-        };
-        let finished = dir.join(FINISHED).is_dir();
-        let leaves = leaves_of(&dir);
-        let processes: Vec<Proc> = leaves.iter().flat_map(|l| members(l)).collect();
-        let kill = !processes.is_empty() && !finished;
-        if kill {
-            for leaf in &leaves {
-                let _ = kill_group(leaf);
-            }
-        }
-        if processes.is_empty() || kill {
-            remove_when_empty(&dir, kill);
-        }
-        if !processes.is_empty() {
-            found.push(Leftover {
-                group: dir.display().to_string(),
-                processes,
-                finished,
-                killed: kill,
-            });
-        }
-    }
-    found
-}
-
-/// `(pid, start)` of a group named `coldtrace-PID-START`.
-fn owner_of(name: &str) -> Option<(i32, u64)> {
-    let (pid, start) = name.strip_prefix(PREFIX)?.split_once('-')?;
-    Some((pid.parse().ok()?, start.parse().ok()?))
-}
-
-/// The leaves (`run-NNN`) of a batch's group.
-fn leaves_of(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("run-"))
-        .map(|e| e.path())
-        .collect()
-}
-
-/// Removes `dir` and everything below it, deepest first: the leaves, the mark, and the groups
-/// of batches nested in a run (a coldtrace measured by a coldtrace makes its group inside the
-/// outer run's leaf). After a kill (`waited`) it waits up to 1 s for the killed processes to
-/// be gone; otherwise one try: a directory still busy is left for a later batch, never waited
-/// on at every start.
-fn remove_when_empty(dir: &Path, waited: bool) {
-    let below = directories_below(dir);
-    for _ in 0..(if waited { 100 } else { 1 }) {
-        let mut busy = false;
-        for d in below.iter().rev() {
-            if rustix::fs::rmdir(d) == Err(rustix::io::Errno::BUSY) {
-                busy = true;
-            }
-        }
-        if !busy {
-            break;
-        }
-        let pause = rustix::time::Timespec {
-            tv_sec: 0,
-            tv_nsec: 10_000_000,
-        };
-        let _ = rustix::event::poll(&mut [], Some(&pause));
-    }
-    let _ = rustix::fs::rmdir(dir);
-}
-
-/// The directories below `dir`, parents before children (at most 4,096).
-fn directories_below(dir: &Path) -> Vec<PathBuf> {
-    let mut found = vec![dir.to_path_buf()];
-    let mut next = 0;
-    while next < found.len() && found.len() < 4096 {
-        if let Ok(entries) = std::fs::read_dir(&found[next]) {
-            let dirs = entries
-                .flatten()
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                .map(|e| e.path());
-            found.extend(dirs);
-        }
-        next += 1;
-    }
-    found.remove(0);
-    found
 }
 
 #[cfg(test)]
@@ -707,8 +608,5 @@ mod tests {
         assert_eq!(psi_total(psi, "some"), Some(35));
         assert_eq!(psi_total(psi, "full"), Some(12));
         assert_eq!(psi_total("", "some"), None);
-        assert_eq!(owner_of("coldtrace-42-9876"), Some((42, 9876)));
-        assert_eq!(owner_of("coldtrace-x-1"), None);
-        assert_eq!(owner_of("other-1-2"), None);
     }
 }
