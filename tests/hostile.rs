@@ -2,8 +2,8 @@
 //! writes nothing where it was not asked. Every case runs under a deadline and checks the exit
 //! code, that a one-line error stays one escaped line, that no process of the command survives
 //! (running or as a zombie), and that the records are whole. The cases of this file come first;
-//! each class with its own file below `tests/hostile/` follows (files, crashes, hangs, markup,
-//! memory, processes, recorded, signals, truth).
+//! each class with its own file below `tests/hostile/` follows (crashes, files, hangs,
+//! markup, memory, processes, recorded, signals, time_fifo, truth).
 #![forbid(unsafe_code)]
 
 mod common;
@@ -25,6 +25,8 @@ mod processes;
 mod recorded;
 #[path = "hostile/signals.rs"]
 mod signals;
+#[path = "hostile/time_fifo.rs"]
+mod time_fifo;
 #[path = "hostile/truth.rs"]
 mod truth;
 

@@ -19,6 +19,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Parses `coldtrace time`'s arguments (read against the option table, so GNU time's spellings
@@ -247,11 +248,14 @@ fn gnu_usage(u: ResourceUsage) -> Usage {
 /// so an interrupted run leaves the old contents whole, and a symlink to nothing is refused
 /// rather than followed to create a file wherever it points. With `-a`, the report is appended
 /// (`O_APPEND`, so that runs writing one log at once each add their lines): to the existing
-/// file, never creating one through a symlink (`O_EXCL` when there is none yet). Close-on-exec:
-/// the command does not inherit it.
+/// file, never creating one through a symlink (`O_EXCL` when there is none yet). A FIFO is
+/// opened before the run, as GNU time 1.9 opens every `-o` file: the open waits for a reader
+/// and the command runs only once there is one (until then a signal ends coldtrace with its
+/// default action, nothing having run), so that the report is never lost for want of a
+/// reader after the command ran. Close-on-exec: the command does not inherit it.
 enum ReportFile<'a> {
     Replace(&'a Path),
-    Append(&'a Path, File),
+    Open(&'a Path, File),
 }
 
 impl<'a> ReportFile<'a> {
@@ -259,6 +263,9 @@ impl<'a> ReportFile<'a> {
         let target = crate::record::export_file::Target { flag: "-o", path };
         crate::record::export_file::check_all(&[target], &[])
             .map_err(|why| BatchError::own(format!("time: {why}")))?;
+        if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
+            return open_fifo(path).map(|file| ReportFile::Open(path, file));
+        }
         if !append {
             return Ok(ReportFile::Replace(path));
         }
@@ -267,7 +274,7 @@ impl<'a> ReportFile<'a> {
             .append(true)
             .create_new(!exists)
             .open(path)
-            .map(|file| ReportFile::Append(path, file))
+            .map(|file| ReportFile::Open(path, file))
             .map_err(|e| cannot(path, &e))
     }
 
@@ -278,8 +285,28 @@ impl<'a> ReportFile<'a> {
                 crate::record::export_file::write(target, |w| w.write_all(report))
                     .map_err(|e| BatchError::own(format!("time: {}", e.message)))
             }
-            ReportFile::Append(path, file) => file.write_all(report).map_err(|e| cannot(path, &e)),
+            ReportFile::Open(path, file) => file.write_all(report).map_err(|e| cannot(path, &e)),
         }
+    }
+}
+
+/// Opens the FIFO at `path` for writing, waiting for a reader as [open(2)] does; what it
+/// opened must still be a FIFO (a file put in its place meanwhile is refused, not written).
+///
+/// [open(2)]: https://man7.org/linux/man-pages/man2/open.2.html
+fn open_fifo(path: &Path) -> Result<File, BatchError> {
+    let file = File::options()
+        .write(true)
+        .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
+        .open(path)
+        .map_err(|e| cannot(path, &e))?;
+    match file.metadata() {
+        Ok(meta) if meta.file_type().is_fifo() => Ok(file),
+        Ok(_) => Err(BatchError::own(format!(
+            "time: {}: was replaced while coldtrace waited for a reader; run again",
+            path.display()
+        ))),
+        Err(e) => Err(cannot(path, &e)),
     }
 }
 
