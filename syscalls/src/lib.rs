@@ -39,6 +39,8 @@ mod storm_tests;
 mod test_hooks;
 
 pub use errno::Errno;
+#[cfg(feature = "std")]
+pub use raw::alloc::ExitOnNull;
 pub use rusage::ResourceUsage;
 pub use signal::{SigSet, Signal};
 pub use spawn::{

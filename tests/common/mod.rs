@@ -240,6 +240,12 @@ impl Ct {
         self.wrapped("sh", &["-c", &script], &format!("(ulimit -f {kib})"))
     }
 
+    /// Runs coldtrace under an address-space limit of `kib` KiB (`ulimit -v`, RLIMIT_AS).
+    pub fn under_address_space_limit(self, kib: u64) -> Ct {
+        let script = format!("ulimit -v {kib}; exec \"$0\" \"$@\"");
+        self.wrapped("sh", &["-c", &script], &format!("(ulimit -v {kib})"))
+    }
+
     /// The same command run by `program ARGS…` (which ends by executing it), in the same
     /// directory and environment, stdin /dev/null; `shown` in its description.
     fn wrapped(self, program: &str, args: &[&str], shown: &str) -> Ct {

@@ -4,9 +4,10 @@
 //! (the clone shared by the library and the spawner, and the proof that signals are blocked),
 //! `spawn.rs` (the parent's side of the clone: the child's stack, the vouched signals),
 //! `perf.rs` and `ring.rs` (a perf event and its ring buffer shared with the kernel),
-//! `spawner.rs` (the spawner program's own room, compiled only into it) and, in unit-test
-//! builds, `test_support.rs`. Declarations are in [`crate::abi`]; the safe steps around the
-//! calls in [`crate::parent_side`]; safe fronts with the full documentation in
+//! `spawner.rs` (the spawner program's own room, compiled only into it), `alloc.rs` (the
+//! allocator that ends a program on a null block) and, in unit-test builds, `test_support.rs`.
+//! Declarations are in [`crate::abi`]; the safe steps around the calls in
+//! [`crate::parent_side`]; safe fronts with the full documentation in
 //! [`crate::spawn`], [`crate::wait`], [`crate::signal`], [`crate::cache`], [`crate::perf`] and
 //! [`crate::ring`].
 //!
@@ -15,6 +16,8 @@
 #![doc = include_str!("inventory.md")]
 #![allow(unsafe_code)]
 
+#[cfg(feature = "std")]
+pub mod alloc;
 mod child;
 mod clone;
 pub(crate) mod perf;
