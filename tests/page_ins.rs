@@ -166,3 +166,60 @@ fn minimal_runs_have_no_ledger() {
         assert_eq!(r["page_ins"], Value::Null, "{r}");
     }
 }
+
+#[test]
+fn a_file_a_run_creates_in_a_watched_tree_is_watched_from_the_next_run() {
+    if !is_root() {
+        eprintln!("SKIP: the page-in ledger that says the tree changed needs root");
+        return;
+    }
+    let tmp = TempDir::new("page-ins-rewalk");
+    assert_eq!(
+        is_tmpfs(tmp.path()),
+        Some(false),
+        "tmpfs pages are not page-ins"
+    );
+    let dir = tmp.join("tree");
+    std::fs::create_dir(&dir).unwrap();
+    data_file(&tmp, "tree/old.bin", 1);
+    let new = dir.join("new.bin");
+    // The first run writes a file into the tree; every run reads it.
+    let script = format!(
+        "[ -e '{0}' ] || head -c 65536 /dev/zero > '{0}'; cat '{0}' > /dev/null",
+        new.display()
+    );
+    let out = ct(
+        tmp.path(),
+        [
+            "run",
+            "-n",
+            "3",
+            "-o",
+            "b",
+            "--watch",
+            dir.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    )
+    .run_within(Duration::from_secs(60));
+    out.expect_code(0);
+    let runs = read_records(&tmp.join("b"));
+    let files = |r: &Value, when: &str| r["cache"][when]["files"].as_u64();
+    // Walked at the first run, before the file existed: it pages in elsewhere.
+    assert_eq!(files(&runs[0], "after"), Some(1), "{}", runs[0]["cache"]);
+    let first = PageInsRecord::read(&runs[0]).unwrap();
+    assert!(first.elsewhere.unwrap().bytes >= 65536, "{:?}", first);
+    // The ledger saw pages of a file the walk did not find, a walked directory changed: walked
+    // again, and checked whole before the next run.
+    for r in &runs[1..] {
+        assert_eq!(files(r, "before"), Some(2), "{}", r["cache"]);
+        assert_eq!(
+            r["cache"]["tree_checked_at_run"], r["index"],
+            "{}",
+            r["cache"]
+        );
+    }
+}

@@ -428,3 +428,51 @@ fn the_file_set_fingerprint_tells_apart_same_named_paths_and_sizes() {
     batch("x", "in-x-grown", "DATA");
     assert_ne!(fingerprint("in-x"), fingerprint("in-x-grown"));
 }
+
+#[test]
+fn a_watched_file_removed_during_the_batch_leaves_the_figures_known() {
+    // The first run deletes a file of the watched tree, walked at its start: every later
+    // check leaves it out instead of calling the whole tree unknown.
+    let tmp = TempDir::new("removed");
+    let dir = tmp.join("tree");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("kept"), vec![1u8; 8192]).unwrap();
+    std::fs::write(dir.join("removed"), vec![2u8; 4096]).unwrap();
+    let script = format!(
+        "rm -f '{}'; cat '{}' > /dev/null",
+        dir.join("removed").display(),
+        dir.join("kept").display()
+    );
+    let out = ct(
+        tmp.path(),
+        [
+            "run",
+            "-n",
+            "3",
+            "-o",
+            "b",
+            "--watch",
+            dir.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    )
+    .run_within(std::time::Duration::from_secs(60));
+    out.expect_code(0);
+    let runs = read_records(&tmp.join("b"));
+    assert_eq!(
+        runs[0]["cache"]["before"]["files"], 2,
+        "{}",
+        runs[0]["cache"]
+    );
+    for r in &runs {
+        let cache = &r["cache"];
+        assert_eq!(cache["after"]["files"], 1, "{cache}");
+        for when in ["before", "after"] {
+            assert_eq!(cache[when]["unknown_files"], 0, "{when}: {cache}");
+            assert!(cache[when]["resident_ratio"].is_number(), "{when}: {cache}");
+        }
+    }
+}

@@ -95,6 +95,9 @@ pub struct CommandBatch<'p> {
     pub(super) located: crate::batch::page_ins::Located,
     /// Page-in ledger files looked for in the walk and not found there.
     pub(super) outside: FileKeys,
+    /// Page-in ledger files not in the walk, on a device of the walked files: created in a
+    /// watched tree since its walk, or elsewhere (see `watch.rs`).
+    pub(super) suspects: Vec<crate::measure::page_ins::FileKey>,
     /// Why the page-in ledger's files cannot be put in the watched trees (`None` inside: they
     /// can; `None`: not walked yet).
     pub(super) split_unknown: Option<Option<String>>,
@@ -234,6 +237,7 @@ impl<'p> Checked<'p> {
             keep_open: false,
             located: Default::default(),
             outside: Default::default(),
+            suspects: Vec::new(),
             split_unknown: None,
             slow_said: Vec::new(),
             first_paged_in: None,

@@ -38,16 +38,31 @@ impl CommandBatch<'_> {
         !self.plan.cold.watch.is_empty()
     }
 
-    /// Walks the watched trees, once per batch (at the first run), telling `observer` how many
-    /// files were found so far and, when it was slow, how long it took. A signal stops the
-    /// walk at once (the run then does not happen).
+    /// Walks the watched trees at the first run, and again only when something says they
+    /// changed: the page-in ledger saw a run bring in files the walk did not find, on a device
+    /// of the walked ones, and a walked directory was modified since (one `stat` each). Tells
+    /// `observer` how many files were found so far and, when it was slow, how long it took. A
+    /// signal stops the walk at once (the run then does not happen).
     pub(super) fn walk_watched(
         &mut self,
         signals: &Signals,
         observer: &mut dyn Observer,
     ) -> Result<(), NotRun> {
-        if self.table.is_some() || !self.watches_files() {
+        if !self.watches_files() {
             return Ok(());
+        }
+        if let Some(table) = self.table.as_mut() {
+            if self.suspects.is_empty() {
+                return Ok(());
+            }
+            let suspects = std::mem::take(&mut self.suspects);
+            if !table.changed() {
+                // Elsewhere on the same file system: not looked for again.
+                self.outside.extend(suspects);
+                return Ok(());
+            }
+            // The new table knows no residency yet: the next run checks it whole.
+            self.checked = None;
         }
         let began = crate::measure::clock::monotonic_ns();
         let ticker = Ticker::new(observer, began);
@@ -61,7 +76,9 @@ impl CommandBatch<'_> {
             Err(CacheError::Interrupted(sig)) => return Err(NotRun::Interrupted(sig)),
             Err(e) => return Err(BatchError::own(format!("--evict/--watch: {e}")).into()),
         };
-        self.context.file_set = Some(table.identity().clone());
+        if self.context.file_set.is_none() {
+            self.context.file_set = Some(table.identity().clone());
+        }
         self.say_slow(WHAT, table.files(), began, &ticker);
         self.split_unknown = Some(crate::batch::page_ins::split_unknown(&cold.watch));
         self.table = Some(table);
@@ -200,8 +217,16 @@ impl CommandBatch<'_> {
             first,
         };
         // With a ledger, what the run brought in is known file by file: only those files are
-        // probed again, the others are as the check right before the run found them.
-        let whole = ledger.is_none() && (self.run_whole || read_storage);
+        // probed again, the others are as the check right before the run found them (but a
+        // small set is checked whole, as before the run).
+        let small = self
+            .table
+            .as_ref()
+            .is_some_and(|t| t.files() <= WHOLE_TREE_FILES);
+        let whole = match ledger {
+            Some(_) => self.run_whole && small,
+            None => self.run_whole || read_storage,
+        };
         let after = if whole {
             self.after_whole(&mut seen, stop)
         } else {
@@ -268,8 +293,14 @@ impl CommandBatch<'_> {
         );
         self.working_set = Some(ws);
         let check = check?;
-        if seen.ledger.is_some() {
+        if let Some(l) = seen.ledger {
             seen.paged.known_files = table.files();
+            // Not in the walk: elsewhere, or created in a watched tree since it was walked.
+            for key in l.files.keys().filter(|k| !located.contains_key(k)) {
+                if table.on_watched_device(key) && !self.outside.contains(key) {
+                    self.suspects.push(*key);
+                }
+            }
         }
         self.checked = Some((check.residency.clone(), self.next_index));
         Ok(Some(check.residency))
@@ -305,7 +336,15 @@ impl CommandBatch<'_> {
                 let bytes = l.files.get(key).map_or(0, |p| p.saturating_mul(seen.page));
                 ws.add(file, bytes, seen.first, *at_check, None);
             }
-            self.outside.extend(new.iter().filter(|k| !ws.contains(k)));
+            // Not in the walk: elsewhere, or created in a watched tree since it was walked.
+            for key in new.iter().filter(|k| !ws.contains(k)) {
+                match table.on_watched_device(key) {
+                    true => self.suspects.push(*key),
+                    false => {
+                        self.outside.insert(*key);
+                    }
+                }
+            }
             for (key, pages) in &l.files {
                 if let Some(file) = ws.file(key) {
                     self.located

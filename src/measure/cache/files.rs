@@ -83,6 +83,8 @@ pub struct FileSet {
     skipped_dir_symlinks: u64,
     /// The files being added are under an `--evict` root.
     walking_evicted: bool,
+    /// Every directory walked, with its last modification (s, ns) when it was found.
+    pub(super) dirs: Vec<(PathBuf, (i64, i64))>,
 }
 
 impl FileSet {
@@ -135,6 +137,8 @@ impl FileSet {
             if meta.is_file() {
                 set.add(&mut seen, root.clone(), Found::of_metadata(&meta));
             } else if seen_dirs.insert((meta.dev(), meta.ino())) {
+                set.dirs
+                    .push((root.clone(), Found::of_metadata(&meta).mtime));
                 dirs.push(root.clone());
             }
             while let Some(dir) = dirs.pop() {
@@ -223,6 +227,7 @@ impl FileSet {
                 Ok(_) if kind == Ok(FileType::Symlink) => self.skipped_dir_symlinks += 1,
                 Ok(f) => {
                     if seen_dirs.insert((f.dev, f.ino)) {
+                        self.dirs.push((path.clone(), f.mtime));
                         dirs.push(path);
                     }
                 }
@@ -372,6 +377,8 @@ struct Found {
     uid: u32,
     dev: u64,
     ino: u64,
+    /// Last modification, s and ns.
+    mtime: (i64, i64),
 }
 
 impl Found {
@@ -382,6 +389,7 @@ impl Found {
             uid: stat.st_uid,
             dev: stat.st_dev,
             ino: stat.st_ino,
+            mtime: (stat.st_mtime, stat.st_mtime_nsec as i64),
         }
     }
 
@@ -392,6 +400,7 @@ impl Found {
             uid: meta.uid(),
             dev: meta.dev(),
             ino: meta.ino(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
         }
     }
 }

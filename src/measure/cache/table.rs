@@ -21,7 +21,8 @@ use super::files::{FileSet, FileSetIdentity, WatchedFile};
 use super::residency::{page_size, FileProbe, Prober, Residency, Totals, UnknownReason};
 use super::stayed::dev_major_minor;
 use crate::measure::page_ins::FileKey;
-use coldtrace_syscalls::Signal;
+use crate::untrusted::OpenError;
+use coldtrace_syscalls::{Errno, Signal};
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
@@ -130,6 +131,11 @@ pub struct Check {
 /// The walked files of a batch (see the module's note).
 pub struct FileTable {
     store: Store,
+    /// Every directory walked and its last modification then (s, ns): what says whether the
+    /// tree changed since ([`FileTable::changed`]).
+    dirs: Store,
+    /// The devices of the walked files, as the page cache names them (major, minor).
+    devices: Vec<(u32, u32)>,
     identity: FileSetIdentity,
     evicted_files: u64,
     unreached: u64,
@@ -151,8 +157,20 @@ impl FileTable {
         seen: &dyn Fn(u64),
     ) -> Result<FileTable, CacheError> {
         let set = FileSet::collect_watched(evict, watch, stop, seen)?;
+        let mut devices: Vec<(u32, u32)> = set
+            .files()
+            .iter()
+            .map(|f| {
+                let k = key_of(f);
+                (k.major, k.minor)
+            })
+            .collect();
+        devices.sort_unstable();
+        devices.dedup();
         let mut table = FileTable {
             store: Store::new(),
+            dirs: Store::new(),
+            devices,
             identity: set.identity(watch),
             evicted_files: set.files().iter().filter(|f| f.evicted).count() as u64,
             unreached: set.unreached(),
@@ -171,7 +189,52 @@ impl FileTable {
             }
         }
         table.complete &= table.store.io().write_all(&out).is_ok();
+        out.clear();
+        for (path, (secs, nanos)) in &set.dirs {
+            let path = path.as_os_str().as_bytes();
+            out.extend_from_slice(&secs.to_le_bytes());
+            out.extend_from_slice(&nanos.to_le_bytes());
+            out.extend_from_slice(&(path.len() as u32).to_le_bytes());
+            out.extend_from_slice(path);
+        }
+        table.complete &= table.dirs.io().write_all(&out).is_ok();
         Ok(table)
+    }
+
+    /// Whether the tree may have changed since the walk: a walked directory that was modified
+    /// (an entry added, removed or renamed in it) or that is gone. One `stat` per directory
+    /// (8,264 for a Python installation of 46,526 files), so asked only when something says
+    /// so. A table whose directories could not be kept has always changed.
+    pub fn changed(&mut self) -> bool {
+        if !self.complete {
+            return true;
+        }
+        let mut bytes = Vec::new();
+        let io = self.dirs.io();
+        if io.seek(SeekFrom::Start(0)).is_err() || io.read_to_end(&mut bytes).is_err() {
+            return true;
+        }
+        let mut rest = &bytes[..];
+        while rest.len() >= 20 {
+            let number =
+                |at: usize| i64::from_le_bytes(rest[at..at + 8].try_into().unwrap_or_default());
+            let len = u32::from_le_bytes(rest[16..20].try_into().unwrap_or_default()) as usize;
+            let Some(path) = rest.get(20..20 + len) else {
+                return true;
+            };
+            let then = (number(0), number(8));
+            match rustix::fs::stat(OsStr::from_bytes(path)) {
+                Ok(s) if (s.st_mtime, s.st_mtime_nsec as i64) == then => {}
+                _ => return true,
+            }
+            rest = &rest[20 + len..];
+        }
+        false
+    }
+
+    /// Whether the page cache's `key` names a file on a device that holds walked files.
+    pub fn on_watched_device(&self, key: &FileKey) -> bool {
+        self.devices.binary_search(&(key.major, key.minor)).is_ok()
     }
 
     /// What names the walked set across batches.
@@ -231,6 +294,10 @@ impl FileTable {
                     evicted = Some(evict_open(fd, method));
                 }
             });
+            if is_gone(&probe) {
+                // Removed since the walk (a temporary file, a rebuilt cache): no longer watched.
+                continue;
+            }
             if let (Some(report), true) = (report.as_mut(), file.evicted) {
                 report.count(&file, evicted, &probe);
             }
@@ -304,6 +371,14 @@ impl FileTable {
         }
         found
     }
+}
+
+/// Whether a probe found the file removed since the walk (`ENOENT` at its open).
+pub(super) fn is_gone(probe: &FileProbe) -> bool {
+    matches!(
+        probe,
+        FileProbe::Unknown(UnknownReason::Open(OpenError::Os(Errno::NOENT)))
+    )
 }
 
 impl EvictReport {
@@ -519,6 +594,13 @@ mod tests {
         check(&mut table, &mut seen);
         seen.sort();
         assert_eq!(seen[0], ("a".into(), Some(8192), Some(8192)), "remembered");
+        // A file removed since the walk is no longer watched: not unknown, not counted.
+        std::fs::remove_file(dir.join("a")).unwrap();
+        seen.clear();
+        let gone = check(&mut table, &mut seen);
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!((gone.residency.files, gone.residency.unknown_files), (1, 0));
+        assert_eq!(gone.residency.resident_bytes, Some(4096));
         let b = table.find(&[key_of(
             &FileSet::collect(&[dir.join("sub/b")]).unwrap().files()[0],
         )]);

@@ -184,7 +184,11 @@ impl WorkingSet {
                 Some(fd) => prober.probe_fd(&f.file, fd, stop),
                 None => prober.probe(&f.file, stop),
             };
-            let now = totals.resident_bytes(f.file.size_bytes, &probe);
+            // A file removed since holds nothing under its path any more.
+            let now = match super::table::is_gone(&probe) {
+                true => Some(0),
+                false => totals.resident_bytes(f.file.size_bytes, &probe),
+            };
             if let (Some(was), Some(is)) = (f.now, now) {
                 if is > was {
                     each(Gained {
