@@ -330,6 +330,11 @@ pub fn measure(
     for sig in watch.requests.into_iter().flatten() {
         waiting.on_stop_request(sig);
     }
+    // A SIGCHLD the reply's wait took may have been this child's stop (a tracer's stop at its
+    // `execve`): no other comes for it, so look at the child once before waiting.
+    if watch.child_changed {
+        waiting.on_child_changed(watcher);
+    }
     waiting.until_exit(watcher);
     let wall_ns = waiting.end_ns.filter(|_| !unmeasured);
     let wall_ns = wall_ns.map(|end| end.saturating_sub(start_ns));

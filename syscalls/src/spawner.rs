@@ -68,9 +68,13 @@ pub struct Spawned {
 /// What a wait for the spawner's reply watches besides its socket.
 #[derive(Debug, Default)]
 pub struct ReplyWatch<'a> {
-    /// The caller's signals: SIGCHLD is taken and dropped (waiting for a child looks at the
-    /// child itself first); any other is a request to stop, kept in `requests`.
+    /// The caller's signals: SIGCHLD is taken and noted in `child_changed`; any other is a
+    /// request to stop, kept in `requests`.
     pub signals: Option<&'a SignalFd>,
+    /// A SIGCHLD was taken while waiting: a child changed state (it may be the one being
+    /// started, stopped already — a tracer's stop at its `execve` — and no second SIGCHLD
+    /// will come for that stop), so the caller looks at its child before waiting on.
+    pub child_changed: bool,
     /// The requests to stop taken while waiting, in order. The second ends the wait at once:
     /// the spawner is killed, and a child it made is the caller's to end.
     pub requests: [Option<Signal>; 2],
@@ -487,6 +491,7 @@ impl Spawner {
             };
             while let Some(sig) = signals.take().map_err(SpawnerFailure::Broken)? {
                 if sig == Signal::CHLD {
+                    watch.child_changed = true;
                     continue;
                 }
                 if watch.requests[0].is_some() {

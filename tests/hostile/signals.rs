@@ -273,6 +273,25 @@ fn a_command_that_stops_for_a_tracer_is_reported_and_killed_never_waited_on() {
     assert_no_survivor(&sleeper);
 }
 
+/// The tracer's stop comes at the command's `execve`, often while coldtrace still awaits the
+/// spawner's reply, whose wait takes the SIGCHLD: the stop must still be seen, every time (one
+/// start in about seven hung until the stopped command was killed from outside).
+#[test]
+fn a_tracer_stop_whose_sigchld_comes_before_the_spawners_reply_is_seen_every_time() {
+    let (dir, traceme, sleeper) = traced("trrace");
+    let (t, s) = (traceme.to_str().unwrap(), sleeper.to_str().unwrap());
+    for attempt in 0..30 {
+        let out = ct(dir.path(), ["time", "-f", "x=%x", t, s]).run_within(Duration::from_secs(10));
+        assert_eq!(
+            out.code(),
+            Some(133),
+            "attempt {attempt}: {}",
+            out.describe()
+        );
+        assert_no_survivor(&sleeper);
+    }
+}
+
 #[test]
 fn time_reports_a_command_stopped_for_a_tracer_as_gnu_time_does() {
     let (dir, traceme, sleeper) = traced("trti");
