@@ -205,8 +205,8 @@ impl CommandBatch<'_> {
         read_storage: bool,
         stop: Stop<'_>,
     ) -> Option<(CacheRecord, Vec<PagedFile>)> {
-        let before = before?;
         self.located.clear();
+        let before = before?;
         let ledger = ledger.filter(|_| self.split_unknown.as_ref().is_some_and(Option::is_none));
         let first = self.role_of(self.next_index) == Role::First;
         let mut seen = Gains {

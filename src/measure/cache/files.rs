@@ -41,11 +41,6 @@ impl WatchedFile {
     pub fn under_evict(&self) -> bool {
         self.evicted
     }
-
-    /// Its device (`st_dev`) and inode.
-    pub fn dev_ino(&self) -> (u64, u64) {
-        (self.dev, self.ino)
-    }
 }
 
 /// The identity of a watched file set (see [`FileSet::identity`]).

@@ -252,11 +252,6 @@ impl FileTable {
         self.evicted_files
     }
 
-    /// Whether the files could all be kept (a failed write to the memfd leaves them unknown).
-    pub fn is_complete(&self) -> bool {
-        self.complete
-    }
-
     /// Probes every file now (with `evict`, evicting each file under an `--evict` root first)
     /// and remembers each one's residency for the next check; `each` sees every file with its
     /// residency at the check before and now, `done` how many files were checked so far (every
@@ -329,6 +324,10 @@ impl FileTable {
         complete &= next.io().write_all(&out).is_ok();
         for _ in 0..self.unreached {
             totals.add(0, FileProbe::Unknown(UnknownReason::Unreadable));
+        }
+        if !self.complete {
+            // Entries the memfd could not take were never checked: no figure stands.
+            totals.add(0, FileProbe::Unknown(UnknownReason::Probe(Errno::NOMEM)));
         }
         self.store = next;
         self.complete = complete;
