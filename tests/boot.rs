@@ -28,13 +28,29 @@ fn the_first_batch_after_the_marker_is_removed_says_so_and_the_next_does_not() {
     run("a");
     assert_eq!(since_boot(&tmp.join("a")), true, "no state file yet");
     let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
-    assert_eq!(
-        std::fs::read_to_string(state.join("last-boot")).unwrap(),
-        boot_id,
-        "the state file holds this boot's ID"
-    );
+    let kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state.join("last-boot")).unwrap()).unwrap();
+    assert_eq!(kept["boot_id"], boot_id.trim(), "this boot's ID: {kept}");
+    // And the kernel's counts as the batch ended, for the next batch to compare with its own.
+    for count in ["drop_pagecache", "drop_slab", "pgsteal_file"] {
+        assert!(kept[count].is_u64(), "{count}: {kept}");
+    }
+    assert!(kept["uptime_s"].as_f64().unwrap() > 0.0, "{kept}");
     run("b");
     assert_eq!(since_boot(&tmp.join("b")), false, "the same boot");
+    let marker = &read_batch(&tmp.join("b"))["context"]["boot_marker"];
+    assert_eq!(
+        marker["last_batch"]["boot_id"],
+        serde_json::Value::Null,
+        "{marker}"
+    );
+    assert!(marker["last_batch"]["drop_pagecache"].is_u64(), "{marker}");
+    // A state file an older coldtrace wrote (the boot ID alone): the same boot, no counts.
+    std::fs::write(state.join("last-boot"), &boot_id).unwrap();
+    run("b2");
+    assert_eq!(since_boot(&tmp.join("b2")), false, "the same boot");
+    let marker = &read_batch(&tmp.join("b2"))["context"]["boot_marker"];
+    assert!(marker["last_batch"].is_null(), "{marker}");
     std::fs::remove_file(state.join("last-boot")).unwrap();
     run("c");
     assert_eq!(since_boot(&tmp.join("c")), true, "the marker was removed");

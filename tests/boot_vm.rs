@@ -529,6 +529,12 @@ fn check_cold_then_warm(dir: &Path, runs: &[Value]) {
         instructions["value"].is_null() && instructions["unavailable_reason"].is_string(),
         "{instructions}"
     );
+    // What made it cold is the boot itself: nothing written to drop_caches since, no refault.
+    let batch: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("batch.json")).unwrap()).unwrap();
+    let cause = &batch["first_cold_cause"];
+    assert_eq!(cause["cause"], "boot", "{}: {cause}", dir.display());
+    assert_eq!(cause["since_boot"]["drop_pagecache"], 0, "{cause}");
     let facts: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("boot.json")).unwrap()).unwrap();
     assert!(facts["batch"]["before"]["page_cache_kib"]

@@ -71,6 +71,8 @@ fn context() -> BatchContext {
             first_batch_since_boot: None,
             state_file: None,
             note: None,
+            last_batch: None,
+            at_start: None,
         },
         file_set: None,
         cgroup: None,

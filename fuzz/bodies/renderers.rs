@@ -136,6 +136,8 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
             first_batch_since_boot: None,
             state_file: None,
             note: c.some_text(),
+            last_batch: None,
+            at_start: None,
         },
         file_set: None,
         cgroup: None,
@@ -158,7 +160,7 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
     // The verdict on what was read already (no more bytes: the seeds keep their meaning).
     let walls_ns = c.values();
     let verdict = verdict_of(first.as_ref(), &walls_ns, u64::from(warmup));
-    BatchOutcome {
+    let mut outcome = BatchOutcome {
         exit_code,
         json: String::new(),
         document: String::new(),
@@ -198,7 +200,48 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
         single_outcome: c.some_text(),
         start_failure: c.some_text(),
         failure_stop,
-    }
+    };
+    // Last, so that the seeds written before it keep their meaning.
+    outcome.first_cold_cause = Some(cold_cause_of(c));
+    outcome
+}
+
+/// What made the first run cold, decided from arbitrary facts: any actions, any reads and
+/// refaults, the kernel's counts in any order (another boot's, a counter that went back).
+fn cold_cause_of(c: &mut Cursor<'_>) -> coldtrace::record::cause::ColdCause {
+    use coldtrace::measure::cache::CacheHistory;
+    let count = |c: &mut Cursor<'_>| (c.byte() & 1 == 1).then(|| c.value().abs() as u64);
+    let history = |c: &mut Cursor<'_>| {
+        (c.byte() & 1 == 1).then(|| CacheHistory {
+            uptime_s: (c.byte() & 1 == 1).then(|| c.value()),
+            drop_pagecache: count(c),
+            drop_slab: count(c),
+            pgsteal_file: count(c),
+            pgscan_file: count(c),
+        })
+    };
+    let flags = c.byte();
+    let facts = coldtrace::record::cause::ColdFacts {
+        evicted: flags & 1 != 0,
+        dropped_caches: flags & 2 != 0,
+        setup: flags & 4 != 0,
+        prepare: flags & 8 != 0,
+        stayed_ratio: (flags & 16 != 0).then(|| c.value()),
+        resident_ratio_before: (flags & 32 != 0).then(|| c.value()),
+        read_bytes: (flags & 64 != 0).then(|| c.value()),
+        major_faults: (flags & 128 != 0).then(|| c.value()),
+        refaults: count(c),
+        page_bytes: u64::from(c.byte()) << 8,
+        first_batch_since_boot: (c.byte() & 1 == 1).then(|| c.byte() & 1 == 1),
+        at_first: history(c),
+        at_start: history(c),
+        last_batch: history(c),
+        own_drops: u64::from(c.byte()),
+        page_ins_evicted_bytes: count(c),
+        page_ins_elsewhere_bytes: count(c),
+        page_ins_unknown_reason: c.some_text(),
+    };
+    coldtrace::record::cause::cold_cause(&facts)
 }
 
 /// The verdict on a first run and warm runs of the wall times `walls` (each also its

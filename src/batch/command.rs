@@ -117,9 +117,13 @@ pub struct CommandBatch<'p> {
     pub(super) survivors: SurvivorsSeen,
     /// File pages refaulted system-wide during the first counted run.
     pub(super) first_refaults: Option<u64>,
-    /// The first run's page-ins from the `--evict` roots and from elsewhere, bytes (`None`:
-    /// no ledger, or no split).
-    pub(super) first_page_in_split: Option<(Option<u64>, Option<u64>)>,
+    /// The kernel's counts of drops and reclaim right before the first run, and how many of
+    /// those drops coldtrace made itself by then.
+    pub(super) first_history: Option<(crate::measure::cache::CacheHistory, u64)>,
+    /// The first run's page-ins from the `--evict` roots and from elsewhere, bytes, or why
+    /// there is no such split (no ledger: no privilege, `--minimal`; a file system whose
+    /// device the page cache names otherwise).
+    pub(super) first_page_in_split: Result<(Option<u64>, Option<u64>), String>,
     /// What the first run brought into the page cache, grown by later runs.
     pub(super) working_set: Option<crate::measure::cache::WorkingSet>,
     /// That set's residency right before the current run.
@@ -247,7 +251,8 @@ impl<'p> Checked<'p> {
             first_stayed: None,
             survivors: SurvivorsSeen::default(),
             first_refaults: None,
-            first_page_in_split: None,
+            first_history: None,
+            first_page_in_split: Err("the first run was not traced".into()),
             working_set: None,
             working_set_before: None,
             not_cold: Vec::new(),

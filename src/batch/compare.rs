@@ -95,6 +95,8 @@ pub fn run_compare(
         interrupted_by.or_else(|| batches.iter().find_map(CommandBatch::interrupted_by));
     let mut outcomes = Vec::with_capacity(batches.len());
     shared.stop_tree();
+    // Before --cleanup: a drop_caches of its own is for the next batch to see.
+    shared.mark_end();
     let spawner = shared.stop_spawner();
     for mut batch in batches {
         if let Some(sig) = interrupted_by {

@@ -211,10 +211,15 @@ impl CommandBatch<'_> {
             read_bytes: at("read_bytes").or(at("block_in").map(|b| b * 512.0)),
             major_faults: at("major_faults"),
             refaults: self.first_refaults,
-            page_ins_evicted_bytes: self.first_page_in_split.and_then(|s| s.0),
-            page_ins_elsewhere_bytes: self.first_page_in_split.and_then(|s| s.1),
+            page_ins_evicted_bytes: self.first_page_in_split.as_ref().ok().and_then(|s| s.0),
+            page_ins_elsewhere_bytes: self.first_page_in_split.as_ref().ok().and_then(|s| s.1),
+            page_ins_unknown_reason: self.first_page_in_split.as_ref().err().cloned(),
             page_bytes: rustix::param::page_size() as u64,
             first_batch_since_boot: self.context.boot_marker.first_batch_since_boot,
+            at_first: self.first_history.map(|(h, _)| h),
+            at_start: self.context.boot_marker.at_start,
+            last_batch: self.context.boot_marker.last_batch,
+            own_drops: self.first_history.map_or(0, |(_, own)| own),
         })
     }
 

@@ -76,6 +76,8 @@ pub fn run(
         }
     }
     shared.stop_tree();
+    // Before --cleanup: a drop_caches of its own is for the next batch to see.
+    shared.mark_end();
     observer.finished();
     batch.cleanup(&mut shared);
     batch.say_notices(observer);

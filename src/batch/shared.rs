@@ -7,6 +7,7 @@ use crate::batch::group::GroupState;
 use crate::batch::signals::Signals;
 use crate::batch::sink::DrainedPipe;
 use crate::measure::boot_marker::{self, BootMarker};
+use crate::measure::cache::CacheHistory;
 use crate::measure::cgroup::Leftover;
 use crate::measure::context;
 use crate::measure::descendants::OWN_UNREAPED_CHILD;
@@ -64,6 +65,9 @@ pub struct Shared<'s> {
     pub(crate) page_ins: Option<crate::batch::page_ins::PageInEvents>,
     /// Whether the reach of a cold action (every process's page cache) has been said.
     pub(crate) cold_reach_said: bool,
+    /// Writes of `3` to `drop_caches` that coldtrace made itself (`--drop-caches`), so far: a
+    /// first run's cause takes them out of the kernel's count.
+    pub(crate) own_drops: u64,
 }
 
 impl<'s> Shared<'s> {
@@ -90,6 +94,7 @@ impl<'s> Shared<'s> {
             tasks: None,
             page_ins: None,
             cold_reach_said: false,
+            own_drops: 0,
         })
     }
 
@@ -156,8 +161,17 @@ impl<'s> Shared<'s> {
     /// Whether this is the first coldtrace batch since boot; the first call records this boot
     /// in the state file (see [`crate::measure::boot_marker`]).
     pub(crate) fn boot_marker(&self) -> &BootMarker {
-        self.boot_marker
-            .get_or_init(|| boot_marker::check_and_mark(self.boot_id.as_deref()))
+        self.boot_marker.get_or_init(|| {
+            boot_marker::check_and_mark(self.boot_id.as_deref(), CacheHistory::read())
+        })
+    }
+
+    /// Records the kernel's counts in the state file as the batch (or comparison) ends, when
+    /// the state file was consulted.
+    pub(crate) fn mark_end(&self) {
+        if let Some(marker) = self.boot_marker.get() {
+            boot_marker::mark_end(marker, self.boot_id.as_deref(), &CacheHistory::read());
+        }
     }
 
     /// Opens the tree tracer unless it was tried already (then `tree` holds it, or why there

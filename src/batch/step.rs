@@ -14,7 +14,7 @@ use crate::batch::progress::{Observer, RunEnd, RunStart};
 use crate::batch::shared::{tree_source, Shared};
 use crate::batch::wiring::{spawn_options, RunIo, Sinks};
 use crate::measure::cache;
-use crate::measure::cache::{PagedFile, Residency};
+use crate::measure::cache::{CacheHistory, PagedFile, Residency};
 use crate::measure::cgroup::Leaf;
 use crate::measure::clock;
 use crate::measure::context::ProgramInfo;
@@ -205,6 +205,13 @@ impl CommandBatch<'_> {
         if cold_action.is_some() {
             shared.sampler.forget();
             self.say_cold_reach(shared);
+        }
+        if cold_action.as_ref().is_some_and(|a| a.dropped_caches) {
+            shared.own_drops += 1;
+        }
+        if role == Role::First && !self.plan.minimal {
+            // What dropped or reclaimed pages before it: its cause is told from these.
+            self.first_history = Some((CacheHistory::read(), shared.own_drops));
         }
         self.walk_watched(shared.signals, observer)?;
         let io = self.wire_io(shared, index)?;
@@ -584,10 +591,13 @@ impl CommandBatch<'_> {
                 .system_delta
                 .as_ref()
                 .and_then(|d| d.workingset_refault_file);
-            self.first_page_in_split = record.page_ins.as_ref().and_then(|p| {
-                let split = p.bytes.is_some() && p.split_unknown_reason.is_none();
-                split.then(|| (p.evicted.map(|e| e.bytes), p.elsewhere.map(|e| e.bytes)))
-            });
+            self.first_page_in_split = match &record.page_ins {
+                None => Err("no page-in ledger with --minimal".into()),
+                Some(p) => match (&p.unknown_reason, &p.split_unknown_reason) {
+                    (Some(why), _) | (None, Some(why)) => Err(why.clone()),
+                    (None, None) => Ok((p.evicted.map(|e| e.bytes), p.elsewhere.map(|e| e.bytes))),
+                },
+            };
         }
         let counter_notes = if index == 0 {
             Self::unavailable_counters(&record)

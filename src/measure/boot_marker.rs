@@ -1,6 +1,8 @@
 //! What coldtrace knows about the boot, and only that: whether a batch is the first coldtrace
-//! batch since the machine booted, from a small state file holding the boot ID of the last
-//! batch. It reads and writes that one file; recording the answer is the batch's job.
+//! batch since the machine booted, and what the kernel counted — writes to `drop_caches`,
+//! reclaim ([`CacheHistory`]) — since the last batch of this boot ended. A small state file
+//! holds the last batch's boot ID and those counters; it reads and writes that one file,
+//! and recording the answer is the batch's job.
 //!
 //! The file is `$COLDTRACE_STATE_DIR/last-boot`, else `$XDG_STATE_HOME/coldtrace/last-boot`,
 //! else `~/.local/state/coldtrace/last-boot` — the one file coldtrace writes outside `-o`.
@@ -8,12 +10,22 @@
 //! answer is unknown. It is compared with `/proc/sys/kernel/random/boot_id` ([proc_sys_kernel(5)]);
 //! it does not rely on `/run` being a tmpfs (on this project's machine it is a plain directory on
 //! ext4, kept across reboots) nor on `$XDG_RUNTIME_DIR` (removed at logout). The file is
-//! replaced atomically: a new file, then [rename(2)] over the old one.
+//! replaced atomically: a new file, then [rename(2)] over the old one. It is written when a
+//! batch starts on a new boot (so a batch cut short still marks the boot) and when a batch ends
+//! (so its own `--drop-caches` is not taken for another's by the next batch). It holds one
+//! line of JSON (`{"boot_id": …, "uptime_s": …, "drop_pagecache": …}`); a file of an older
+//! coldtrace holds the boot ID alone, and is read as a boot with no counters.
+//!
+//! An empty or new state directory says nothing of the boot: the batch is then the first
+//! *coldtrace batch that directory knows of*, and whether the page cache was dropped since boot
+//! is asked of the kernel's own counts ([`crate::record::cause`] decides what made a first run
+//! cold from those, never from the state directory alone).
 //!
 //! [proc_sys_kernel(5)]: https://man7.org/linux/man-pages/man5/proc_sys_kernel.5.html
 //! [rename(2)]: https://man7.org/linux/man-pages/man2/rename.2.html
 #![forbid(unsafe_code)]
 
+use crate::measure::cache::CacheHistory;
 use crate::untrusted::OpenError;
 use std::ffi::OsString;
 use std::io::Write;
@@ -26,7 +38,7 @@ pub const STATE_DIR_VAR: &str = "COLDTRACE_STATE_DIR";
 pub const FILE_NAME: &str = "last-boot";
 
 /// Whether this batch is the first coldtrace batch since boot, as far as coldtrace knows.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct BootMarker {
     /// `true`: no batch recorded this boot before it; `false`: one did; `None`: unknown.
     pub first_batch_since_boot: Option<bool>,
@@ -34,12 +46,67 @@ pub struct BootMarker {
     pub state_file: Option<PathBuf>,
     /// Why the answer is unknown, or why the file could not be updated.
     pub note: Option<String>,
+    /// The kernel's counts when the last coldtrace batch of this boot ended, as the state file
+    /// holds them (`None`: no batch of this boot recorded, or one by an older coldtrace).
+    pub last_batch: Option<CacheHistory>,
+    /// The same counts when this batch started.
+    pub at_start: Option<CacheHistory>,
 }
 crate::serialize_struct!(BootMarker {
     first_batch_since_boot,
     state_file,
-    note
+    note,
+    last_batch,
+    at_start
 });
+
+/// What the state file says of the last batch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LastBatch {
+    /// Its boot.
+    pub boot_id: String,
+    /// The kernel's counts when it ended (`None`: a file of an older coldtrace).
+    pub history: Option<CacheHistory>,
+}
+
+/// Reads a state file's text: one line of JSON, or the bare boot ID an older coldtrace wrote.
+pub fn parse_state(text: &str) -> LastBatch {
+    let text = text.trim();
+    let json: Option<serde_json::Value> = text
+        .starts_with('{')
+        .then(|| serde_json::from_str(text).ok())
+        .flatten();
+    let Some(json) = json else {
+        return LastBatch {
+            boot_id: text.to_string(),
+            history: None,
+        };
+    };
+    let count = |name: &str| json.get(name).and_then(serde_json::Value::as_u64);
+    LastBatch {
+        boot_id: json
+            .get("boot_id")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        history: Some(CacheHistory {
+            uptime_s: json.get("uptime_s").and_then(serde_json::Value::as_f64),
+            drop_pagecache: count("drop_pagecache"),
+            drop_slab: count("drop_slab"),
+            pgsteal_file: count("pgsteal_file"),
+            pgscan_file: count("pgscan_file"),
+        }),
+    }
+}
+
+/// The state file's text for a batch on `boot_id` whose kernel counts are `history`.
+pub fn state_text(boot_id: &str, history: &CacheHistory) -> String {
+    let mut json = serde_json::to_value(history).unwrap_or_default();
+    if let Some(map) = json.as_object_mut() {
+        map.insert("boot_id".into(), boot_id.into());
+    }
+    format!("{json}\n")
+}
 
 /// Where the state file is, from the environment as given (`None` with the reason).
 pub fn state_file(
@@ -70,59 +137,77 @@ pub fn first_since_boot(previous: Option<&str>, current: &str) -> bool {
     previous.map(str::trim) != Some(current)
 }
 
-/// Checks the state file against the boot `boot_id` and records this batch's boot in it.
-pub fn check_and_mark(boot_id: Option<&str>) -> BootMarker {
+/// Checks the state file against the boot `boot_id` and records this batch's boot in it, with
+/// the kernel's counts `now` (read as the batch starts).
+pub fn check_and_mark(boot_id: Option<&str>, now: CacheHistory) -> BootMarker {
     let env = |name: &str| std::env::var_os(name);
     let path = match state_file(env(STATE_DIR_VAR), env("XDG_STATE_HOME"), env("HOME")) {
         Ok(path) => path,
-        Err(why) => return unknown(None, why.to_string()),
+        Err(why) => return unknown(None, why.to_string(), now),
     };
     let Some(boot_id) = boot_id else {
-        return unknown(Some(path), "the boot ID is unreadable".into());
+        return unknown(Some(path), "the boot ID is unreadable".into(), now);
     };
     // The state directory is the user's: a FIFO or a device planted there must neither block
-    // nor be read without end (a boot ID is 37 bytes).
+    // nor be read without end (the state is one short line).
     let previous = match crate::untrusted::read_bounded(&path, 4096) {
-        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        Ok(bytes) => Some(parse_state(&String::from_utf8_lossy(&bytes))),
         Err(OpenError::Os(e)) if e == coldtrace_syscalls::Errno::NOENT => None,
-        Err(e) => return unknown(Some(path.clone()), format!("{}: {e}", path.display())),
+        Err(e) => return unknown(Some(path.clone()), format!("{}: {e}", path.display()), now),
     };
-    if previous.as_deref().map(str::trim) == Some(boot_id) {
+    if let Some(last) = previous.filter(|p| p.boot_id == boot_id) {
         return BootMarker {
             first_batch_since_boot: Some(false),
             state_file: Some(path),
             note: None,
+            last_batch: last.history,
+            at_start: Some(now),
         };
     }
     // The file names another boot, or none: this batch is the first since boot only if it can
     // say so for the next one. A marker that cannot be written would make every batch "first".
-    match write_atomically(&path, boot_id) {
+    match write_atomically(&path, &state_text(boot_id, &now)) {
         Ok(()) => BootMarker {
             first_batch_since_boot: Some(true),
             state_file: Some(path),
             note: None,
+            last_batch: None,
+            at_start: Some(now),
         },
         Err(e) => {
             let why = format!(
                 "cannot update {}: {e}; so no batch of this boot can be told from the first",
                 path.display()
             );
-            unknown(Some(path), why)
+            unknown(Some(path), why, now)
         }
     }
 }
 
-fn unknown(state_file: Option<PathBuf>, why: String) -> BootMarker {
+/// Records in the state file, as a batch ends, the kernel's counts `now`: the next batch
+/// compares its own with these. Nothing when the marker could not be kept (off, unreadable);
+/// a failure leaves the file as it was (the next batch then counts from an earlier one).
+pub fn mark_end(marker: &BootMarker, boot_id: Option<&str>, now: &CacheHistory) {
+    if let (Some(path), Some(boot_id), Some(_)) =
+        (&marker.state_file, boot_id, marker.first_batch_since_boot)
+    {
+        let _ = write_atomically(path, &state_text(boot_id, now));
+    }
+}
+
+fn unknown(state_file: Option<PathBuf>, why: String, now: CacheHistory) -> BootMarker {
     BootMarker {
         first_batch_since_boot: None,
         state_file,
         note: Some(why),
+        last_batch: None,
+        at_start: Some(now),
     }
 }
 
-/// Replaces `path` with a file holding `boot_id`: a new file beside it (never following a
+/// Replaces `path` with a file holding `text`: a new file beside it (never following a
 /// symlink), fsynced, renamed over the old one; the directory is created (0700) if need be.
-fn write_atomically(path: &Path, boot_id: &str) -> std::io::Result<()> {
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -137,7 +222,7 @@ fn write_atomically(path: &Path, boot_id: &str) -> std::io::Result<()> {
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(&tmp)?;
     let written = (|| {
-        file.write_all(format!("{boot_id}\n").as_bytes())?;
+        file.write_all(text.as_bytes())?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
@@ -169,6 +254,35 @@ mod tests {
             "a relative XDG_STATE_HOME is ignored, as the spec says"
         );
         assert!(state_file(None, None, None).is_err());
+    }
+
+    #[test]
+    fn the_state_holds_the_boot_and_the_counts_and_an_older_file_its_boot_alone() {
+        let now = CacheHistory {
+            uptime_s: Some(660.5),
+            drop_pagecache: Some(3),
+            drop_slab: Some(4),
+            pgsteal_file: Some(7168),
+            pgscan_file: None,
+        };
+        let text = state_text("1a4e1c9d-x", &now);
+        assert!(text.ends_with('\n') && text.lines().count() == 1, "{text}");
+        assert_eq!(
+            parse_state(&text),
+            LastBatch {
+                boot_id: "1a4e1c9d-x".into(),
+                history: Some(now),
+            }
+        );
+        assert_eq!(
+            parse_state("1a4e1c9d-x\n"),
+            LastBatch {
+                boot_id: "1a4e1c9d-x".into(),
+                history: None,
+            }
+        );
+        // A damaged file names no boot: the batch is taken as the first, and rewrites it.
+        assert!(first_since_boot(Some(&parse_state("{\"boot").boot_id), "b"));
     }
 
     #[test]

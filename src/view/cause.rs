@@ -3,15 +3,17 @@
 //! runs made cold were not. They word what record found; they compute nothing.
 #![forbid(unsafe_code)]
 
+use crate::measure::cache::CacheChange;
 use crate::record::anomaly::RunAnomaly;
 use crate::record::cause::ColdCause;
 use crate::record::stats::Summary;
 use crate::record::working_set::WorkingSetSummary;
 use crate::view::explain::human_bytes;
+use crate::view::units::human_uptime;
 
 /// `the first run was made cold by coldtrace's --evict (verified: 0.0 % of the evicted files
 /// stayed cached); it read 12.31 MiB from storage (12 major faults)`; `None` when there is
-/// nothing to name (no cold action, no hook, nothing read from storage).
+/// nothing to name (no cold action, no drop by a hook, nothing read from storage).
 pub fn cause_sentence(c: &ColdCause) -> Option<String> {
     let checked = |what: &str| match (c.verified, &c.verification) {
         (Some(true), Some(how)) => format!("coldtrace's {what} (verified: {how})"),
@@ -25,30 +27,166 @@ pub fn cause_sentence(c: &ColdCause) -> Option<String> {
             "the first run was made cold by {}",
             checked("--drop-caches")
         ),
-        "setup" | "prepare" => format!(
-            "the first run followed a --{} command (what it did to the caches is not \
-             recorded)",
-            c.cause
-        ),
+        "setup" | "prepare" => hook_words(c),
         "reclaim" => format!(
             "the machine had reclaimed the first run's pages: {} file pages refaulted \
-             system-wide during it (workingset_refault_file)",
-            c.workingset_refault_file.unwrap_or(0)
+             system-wide during it (workingset_refault_file){}",
+            c.workingset_refault_file.unwrap_or(0),
+            reclaimed_words(c)
         ),
-        "first_batch_since_boot" => format!(
-            "the first run is the first coldtrace batch's since boot, and what it read had not \
-             been reclaimed ({})",
-            refault_words(c)
+        "drop_caches_outside" => outside_words(c),
+        "boot" => format!(
+            "nothing had read what the first run read since the machine booted{}: no \
+             drop_caches since boot and {}{}",
+            c.since_boot
+                .and_then(|b| b.seconds)
+                .map_or(String::new(), |s| format!(" {} ago", human_uptime(s))),
+            match c.workingset_refault_file {
+                Some(0) => "no refault".into(),
+                _ => format!("too few refaults for reclaim ({})", refault_words(c)),
+            },
+            if c.first_batch_since_boot == Some(true) {
+                "; it is the first coldtrace batch since boot"
+            } else {
+                ""
+            }
         ),
         "unknown" => format!(
             "what made the first run cold is unknown: no cold action, hook, reclaim ({}) or \
-             new boot was seen (its pages were not cached this boot, or were dropped by \
-             something that leaves no trace, such as drop_caches)",
-            refault_words(c)
+             drop_caches {} was seen{}",
+            refault_words(c),
+            if c.since_last_batch.is_some() {
+                "since the last coldtrace batch"
+            } else {
+                "since boot"
+            },
+            unknown_words(c)
         ),
         _ => return None,
     };
     Some(format!("{head}{}{}", read_words(c), split_words(c)))
+}
+
+/// What a write to `drop_caches` dropped, by the bits the kernel counted: `the page cache`,
+/// `dentries and inodes`, or both; with the counters, `(drop_pagecache +1, drop_slab +1)`.
+fn dropped_words(d: &CacheChange, sign: &str) -> (String, String) {
+    let (page, slab) = (d.drop_pagecache.unwrap_or(0), d.drop_slab.unwrap_or(0));
+    let what = match (page > 0, slab > 0) {
+        (true, true) => "the page cache, dentries and inodes",
+        (true, false) => "the page cache",
+        // An inode dropped takes its file's cached pages with it.
+        _ => "dentries and inodes, and with each inode its file's cached pages",
+    };
+    let counts: Vec<String> = [("drop_pagecache", page), ("drop_slab", slab)]
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(name, n)| format!("{name} {sign}{n}"))
+        .collect();
+    (what.into(), counts.join(", "))
+}
+
+/// `the first run followed a --prepare command that wrote drop_caches: the page cache,
+/// dentries and inodes (drop_pagecache +1, drop_slab +1)`, or one that wrote none.
+fn hook_words(c: &ColdCause) -> String {
+    let hook = c.cause;
+    match (c.verified, c.before_first_run) {
+        (Some(true), Some(d)) => {
+            let (what, counts) = dropped_words(&d, "+");
+            format!(
+                "the first run followed a --{hook} command that wrote drop_caches: {what} \
+                 ({counts})"
+            )
+        }
+        (Some(false), _) => format!(
+            "the first run followed a --{hook} command, which wrote nothing to drop_caches \
+             (what else it did to the caches is not recorded)"
+        ),
+        _ => format!(
+            "the first run followed a --{hook} command (what it did to the caches is not \
+             recorded)"
+        ),
+    }
+}
+
+/// `the page cache was dropped outside coldtrace: drop_caches was written since the last
+/// coldtrace batch ended, 3m12s before this one (drop_pagecache +1, drop_slab +1)`.
+fn outside_words(c: &ColdCause) -> String {
+    let window = match c.dropped_since {
+        Some("last_batch") => c.since_last_batch,
+        Some("batch") => c.before_first_run,
+        _ => c.since_boot,
+    };
+    let Some(d) = window else {
+        return "the page cache was dropped outside coldtrace".into();
+    };
+    let (what, counts) = dropped_words(
+        &d,
+        if c.dropped_since == Some("boot") {
+            ""
+        } else {
+            "+"
+        },
+    );
+    let were = if what == "the page cache" {
+        "was"
+    } else {
+        "were"
+    };
+    let when = match c.dropped_since {
+        Some("last_batch") => format!(
+            "since the last coldtrace batch of this boot ended{}",
+            d.seconds.map_or(String::new(), |s| format!(
+                ", {} before this one",
+                human_uptime(s)
+            ))
+        ),
+        Some("batch") => "during this batch, before the first run, by another process".into(),
+        _ => format!(
+            "{} since boot{}, when is not known: no coldtrace batch of this boot is recorded \
+             in the state directory",
+            times(d.drops().unwrap_or(0)),
+            d.seconds
+                .map_or(String::new(), |s| format!(" {} ago", human_uptime(s)))
+        ),
+    };
+    format!("{what} {were} dropped outside coldtrace: drop_caches was written {when} ({counts})")
+}
+
+/// `once`, `twice`, `26 times`.
+fn times(n: u64) -> String {
+    match n {
+        1 => "once".into(),
+        2 => "twice".into(),
+        n => format!("{n} times"),
+    }
+}
+
+/// `; 7168 file pages were reclaimed since the last coldtrace batch (pgsteal_file)`, where
+/// the kernel counted reclaim (a reclaim by a kernel access monitor counts none).
+fn reclaimed_words(c: &ColdCause) -> String {
+    match c.since_last_batch.and_then(|d| d.pgsteal_file) {
+        Some(n) if n > 0 => {
+            format!("; {n} file pages were reclaimed since the last coldtrace batch (pgsteal_file)")
+        }
+        _ => String::new(),
+    }
+}
+
+/// Why the cause is unknown, with what the kernel's counts do say: drops before the last
+/// batch, or none counted at all.
+fn unknown_words(c: &ColdCause) -> String {
+    let before = c.since_boot.and_then(|b| b.drops()).filter(|&n| n > 0);
+    match (c.since_last_batch, before) {
+        (Some(_), Some(n)) => format!(
+            " (drop_caches was written {} since boot, each before the last coldtrace batch: \
+             its pages may not have been read since; or something that leaves no trace \
+             evicted them, such as posix_fadvise)",
+            times(n)
+        ),
+        _ => " (its pages were evicted by something that leaves no trace, such as \
+               posix_fadvise, or the kernel's counts were not read)"
+            .into(),
+    }
 }
 
 /// `; of what it brought into the page cache, 4 KiB came from the evicted files, and 200 MiB
@@ -56,7 +194,12 @@ pub fn cause_sentence(c: &ColdCause) -> Option<String> {
 /// `--evict` is credited with, from the page-in ledger; nothing without it.
 fn split_words(c: &ColdCause) -> String {
     let (Some(evicted), Some(elsewhere)) = (c.from_evicted_bytes, c.from_elsewhere_bytes) else {
-        return String::new();
+        return c
+            .split_unknown_reason
+            .as_ref()
+            .map_or(String::new(), |why| {
+                format!("; which of what it read came from the evicted files is not known ({why})")
+            });
     };
     let evicted = human_bytes(evicted as f64);
     match (c.second, elsewhere) {
@@ -198,6 +341,8 @@ mod tests {
     }
 
     use super::*;
+    use crate::measure::cache::CacheHistory;
+    use crate::record::cause::{cold_cause, ColdFacts};
 
     fn cause(name: &'static str) -> ColdCause {
         ColdCause {
@@ -208,14 +353,36 @@ mod tests {
             major_faults: Some(85.0),
             workingset_refault_file: Some(19_683),
             first_batch_since_boot: Some(false),
+            since_boot: None,
+            since_last_batch: None,
+            before_first_run: None,
+            dropped_since: None,
             from_evicted_bytes: None,
             from_elsewhere_bytes: None,
+            split_unknown_reason: None,
             second: None,
         }
     }
 
     fn plain(text: Option<String>) -> String {
         text.unwrap().replace('\u{a0}', " ")
+    }
+
+    fn counts(uptime_s: f64, drops: u64, steal: u64) -> Option<CacheHistory> {
+        CacheHistory::counted(uptime_s, drops, steal)
+    }
+
+    /// The sentence for a first run that read 71.70 MiB, 11 minutes after boot, with the
+    /// kernel's counts `at_start` and `at_first`, and `last_batch` from the state file.
+    fn said(f: ColdFacts) -> String {
+        let f = ColdFacts {
+            read_bytes: Some(75_182_080.0),
+            major_faults: Some(85.0),
+            refaults: f.refaults.or(Some(0)),
+            page_bytes: 4096,
+            ..f
+        };
+        plain(cause_sentence(&cold_cause(&f)))
     }
 
     #[test]
@@ -238,34 +405,125 @@ mod tests {
             "the first run was made cold by coldtrace's --evict (verified: 0.0 % of the \
              evicted files stayed cached); it read nothing from storage"
         );
-        for hook in ["setup", "prepare"] {
-            assert_eq!(
-                plain(cause_sentence(&cause(hook))),
-                format!(
-                    "the first run followed a --{hook} command (what it did to the caches is \
-                     not recorded); it read 71.70 MiB from storage (85 major faults)"
-                )
-            );
-        }
-        let mut boot = cause("first_batch_since_boot");
-        boot.workingset_refault_file = Some(0);
-        assert_eq!(
-            plain(cause_sentence(&boot)),
-            "the first run is the first coldtrace batch's since boot, and what it read had not \
-             been reclaimed (no refault); it read 71.70 MiB from storage (85 major faults)"
-        );
-        let mut unknown = cause("unknown");
-        unknown.workingset_refault_file = Some(12);
-        let unknown = plain(cause_sentence(&unknown));
-        assert!(
-            unknown.starts_with(
-                "what made the first run cold is unknown: no cold action, hook, reclaim (12 \
-                 file pages refaulted system-wide, fewer than half of the pages it read) or new \
-                 boot was seen"
-            ) && unknown.ends_with("; it read 71.70 MiB from storage (85 major faults)"),
-            "{unknown}"
-        );
+        // Without the page-in ledger, the split is said to be unknown.
+        evict.split_unknown_reason = Some("the page-in tracepoint needs root".into());
+        assert!(plain(cause_sentence(&evict)).ends_with(
+            "; it read nothing from storage; which of what it read came from the evicted files \
+             is not known (the page-in tracepoint needs root)"
+        ));
         assert!(cause_sentence(&cause("none")).is_none());
+    }
+
+    #[test]
+    fn reclaim_names_what_the_kernel_counted_since_the_last_batch() {
+        let f = ColdFacts {
+            refaults: Some(19_683),
+            last_batch: counts(600.0, 3, 100),
+            at_start: counts(660.0, 3, 7268),
+            at_first: counts(661.0, 3, 7268),
+            ..ColdFacts::default()
+        };
+        assert_eq!(
+            said(f),
+            "the machine had reclaimed the first run's pages: 19683 file pages refaulted \
+             system-wide during it (workingset_refault_file); 7168 file pages were reclaimed \
+             since the last coldtrace batch (pgsteal_file); it read 71.70 MiB from storage \
+             (85 major faults)"
+        );
+    }
+
+    #[test]
+    fn a_drop_not_coldtraces_is_named_with_where_it_was_seen() {
+        let by_hand = ColdFacts {
+            last_batch: counts(468.0, 26, 0),
+            at_start: counts(660.0, 27, 0),
+            at_first: counts(661.0, 27, 0),
+            ..ColdFacts::default()
+        };
+        assert_eq!(
+            said(by_hand.clone()),
+            "the page cache, dentries and inodes were dropped outside coldtrace: drop_caches \
+             was written since the last coldtrace batch of this boot ended, 3m12s before this \
+             one (drop_pagecache +1, drop_slab +1); it read 71.70 MiB from storage (85 major \
+             faults)"
+        );
+        // The same with a new state directory: since boot, at a time not known.
+        assert_eq!(
+            said(ColdFacts {
+                last_batch: None,
+                first_batch_since_boot: Some(true),
+                ..by_hand.clone()
+            }),
+            "the page cache, dentries and inodes were dropped outside coldtrace: drop_caches \
+             was written 27 times since boot 11m01s ago, when is not known: no coldtrace \
+             batch of this boot is recorded in the state directory (drop_pagecache 27, \
+             drop_slab 27); it read 71.70 MiB from storage (85 major faults)"
+        );
+        // echo 1 by another process during the batch.
+        let mut echo1 = counts(661.0, 27, 0).unwrap();
+        echo1.drop_pagecache = Some(28);
+        assert_eq!(
+            said(ColdFacts {
+                last_batch: counts(468.0, 27, 0),
+                at_first: Some(echo1),
+                ..by_hand.clone()
+            }),
+            "the page cache was dropped outside coldtrace: drop_caches was written during \
+             this batch, before the first run, by another process (drop_pagecache +1); it \
+             read 71.70 MiB from storage (85 major faults)"
+        );
+        // Nothing since the last batch, some before it.
+        let unknown = said(ColdFacts {
+            last_batch: counts(468.0, 27, 0),
+            refaults: Some(12),
+            ..by_hand
+        });
+        assert_eq!(
+            unknown,
+            "what made the first run cold is unknown: no cold action, hook, reclaim (12 file \
+             pages refaulted system-wide, fewer than half of the pages it read) or \
+             drop_caches since the last coldtrace batch was seen (drop_caches was written 27 \
+             times since boot, each before the last coldtrace batch: its pages may not have \
+             been read since; or something that leaves no trace evicted them, such as \
+             posix_fadvise); it read 71.70 MiB from storage (85 major faults)"
+        );
+    }
+
+    #[test]
+    fn a_boot_and_a_hook_are_named_from_the_kernels_counts() {
+        let boot = ColdFacts {
+            at_start: counts(660.0, 0, 0),
+            at_first: counts(661.0, 0, 0),
+            first_batch_since_boot: Some(true),
+            ..ColdFacts::default()
+        };
+        assert_eq!(
+            said(boot.clone()),
+            "nothing had read what the first run read since the machine booted 11m01s ago: \
+             no drop_caches since boot and no refault; it is the first coldtrace batch since \
+             boot; it read 71.70 MiB from storage (85 major faults)"
+        );
+        let mut echo2 = counts(661.0, 0, 0).unwrap();
+        echo2.drop_slab = Some(2);
+        assert_eq!(
+            said(ColdFacts {
+                prepare: true,
+                at_first: Some(echo2),
+                ..boot.clone()
+            }),
+            "the first run followed a --prepare command that wrote drop_caches: dentries and \
+             inodes, and with each inode its file's cached pages (drop_slab +2); it read 71.70 \
+             MiB from storage (85 major faults)"
+        );
+        assert_eq!(
+            said(ColdFacts {
+                setup: true,
+                ..boot
+            }),
+            "the first run followed a --setup command, which wrote nothing to drop_caches \
+             (what else it did to the caches is not recorded); it read 71.70 MiB from storage \
+             (85 major faults)"
+        );
     }
 
     #[test]

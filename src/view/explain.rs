@@ -53,7 +53,7 @@ pub fn notes(outcome: &BatchOutcome) -> Vec<Note> {
     if let Some(cycles) = &outcome.cycles {
         crate::view::cycles::notes(&mut notes, cycles);
     } else if let Some(cause) = outcome.first_cold_cause.as_ref() {
-        notes.extend(crate::view::cause::cause_sentence(cause).map(Note::plain));
+        notes.extend(crate::view::verdict::cause(cause));
     }
     if let Some((stayed, roots)) = &outcome.first_stayed {
         if stayed.residency.resident_bytes.is_some_and(|b| b > 0) {
@@ -96,12 +96,17 @@ pub fn noise_note(outcome: &BatchOutcome) -> Option<Note> {
 }
 
 /// Whether a batch has something to explain about its first run: a penalty, a cold action,
-/// watched files (what the first run paged in was asked for), a run the verdict left out of the
-/// warm reference or found cold, a disturbed run. Its table then says everything under it; an
+/// watched files (what the first run paged in was asked for), a first run that read 1 MiB or
+/// more from storage (what made it cold is said), a run the verdict left out of the warm
+/// reference or found cold, a disturbed run. Its table then says everything under it; an
 /// ordinary warm batch gets the verdict in one line (`--explain` says everything always).
 pub fn something_to_explain(outcome: &BatchOutcome) -> bool {
     let v = &outcome.verdict;
+    let read_cold = v
+        .first_read_bytes
+        .is_some_and(|b| b >= crate::record::verdict::COLD_READ_BYTES);
     v.kind == crate::record::verdict::Kind::Penalty
+        || read_cold
         || outcome.cold_when.is_some()
         || outcome.watching
         || outcome.cycles.is_some()

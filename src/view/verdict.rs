@@ -4,6 +4,7 @@
 //! [`crate::record::verdict`].
 #![forbid(unsafe_code)]
 
+use crate::record::cause::ColdCause;
 use crate::record::penalty::FirstPenalty;
 use crate::record::verdict::{Kind, StateTest, Verdict};
 use crate::text::unbreakable;
@@ -97,6 +98,12 @@ pub fn full(v: &Verdict, split: Option<&FirstPenalty>) -> Vec<Note> {
         )));
     }
     notes
+}
+
+/// What made the first run cold (`first_cold_cause`), the note under the verdict's
+/// sentences: worded by [`crate::view::cause`]; nothing when there is nothing to name.
+pub fn cause(c: &ColdCause) -> Option<Note> {
+    crate::view::cause::cause_sentence(c).map(Note::plain)
 }
 
 /// `first-run penalty: storage stands out — uninterruptible 71.2 ms, the warm runs at most

@@ -25,6 +25,7 @@
 mod error;
 mod evict;
 mod files;
+mod history;
 mod open;
 mod residency;
 mod stayed;
@@ -34,6 +35,7 @@ mod working_set;
 pub use error::{CacheError, Stop};
 pub use evict::{check_drop_caches, drop_caches, drop_caches_permitted, is_tmpfs, EvictReport};
 pub use files::{FileSet, FileSetIdentity, WatchedFile};
+pub use history::{CacheChange, CacheHistory};
 pub use residency::{
     aggregate, cachestat_available, choose_method, FileProbe, Method, Prober, Residency, Totals,
     UnknownReason, OVERLAYFS_MAGIC,
