@@ -37,7 +37,7 @@ def at(record, path):
 # Every numeric leaf of a record, by its place: keys through objects; a perf reading by its
 # event (`counters.EVENT` its value, `counters.EVENT.FIELD` its other numbers). The other lists
 # (argv, the files paged in, anomalies, the files that stayed cached) are named, not columns.
-LISTS = {"argv", "paged_in", "page_ins.top", "anomalies", "cold_action.stayed_cached.top", "survivors.processes"}
+LISTS = {"argv", "paged_in", "page_ins.top", "page_ins.written.top", "anomalies", "cold_action.stayed_cached.top", "survivors.processes"}
 def leaves(v, path, out, lists):
     if isinstance(v, dict):
         for k, x in v.items():

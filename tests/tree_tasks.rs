@@ -95,7 +95,7 @@ fn every_run_records_the_tasks_of_its_tree_traced_or_not() {
             for r in read_records(&out_dir) {
                 let t = &r["tree"];
                 let what = format!("{argv:?} ({mode:?}): {t}");
-                assert_eq!(r["schema"], "coldtrace.run/7", "{what}");
+                assert_eq!(r["schema"], coldtrace::record::RUN_SCHEMA, "{what}");
                 assert_eq!(t["tasks"], tasks, "{what}");
                 assert_eq!(t["tasks_source"], source, "{what}");
                 if !traced {

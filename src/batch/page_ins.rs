@@ -1,15 +1,17 @@
 //! The page-in ledger around a run ([`crate::measure::page_ins`]): its events opened on the
 //! run's cgroup leaf (again only when the leaf changes), and the run's ledger made into its
 //! record — every file put in its watched tree through the walk of the watched files, the
-//! first run's whole list written to `runs/NNN/page_ins.tsv`.
+//! files the first run wrote named by a search, the first run's whole list written to
+//! `runs/NNN/page_ins.tsv`.
 #![forbid(unsafe_code)]
 
 use crate::batch::command::CommandBatch;
 use crate::batch::group::GroupState;
 use crate::batch::shared::Shared;
+use crate::measure::page_ins::names;
 use crate::measure::page_ins::tracer::PageInTracer;
-use crate::measure::page_ins::{FileKey, Ledger};
-use crate::record::page_ins::{PageInFile, PageInsRecord, Under};
+use crate::measure::page_ins::{FileKey, FileKeys, Ledger, PageIns};
+use crate::record::page_ins::{How, LedgerLine, PageInsRecord, Place, Placing, Under};
 use crate::record::run::Role;
 use std::cell::RefCell;
 use std::collections::hash_map::DefaultHasher;
@@ -77,11 +79,15 @@ impl Shared<'_> {
 /// was found under, and whether that is under an `--evict` root.
 pub(crate) type Located = HashMap<FileKey, (PathBuf, bool), BuildHasherDefault<DefaultHasher>>;
 
+/// Files written, named by the search after the first run.
+type Found = HashMap<FileKey, Place, BuildHasherDefault<DefaultHasher>>;
+
 impl CommandBatch<'_> {
     /// The record of a run's `ledger` (`None` when none was tried: `--minimal`); `why` says
     /// why there is none. Its files are put in their trees by what the watch of the run found
-    /// ([`CommandBatch::located`]). For the first run, every file goes to
-    /// `runs/NNN/page_ins.tsv`.
+    /// ([`CommandBatch::located`]); after the first run, the files it wrote that the walk does
+    /// not hold are looked for under the watched roots and the working directory
+    /// ([`CommandBatch::name_written`]), and every line goes to `runs/NNN/page_ins.tsv`.
     pub(super) fn page_ins_record(
         &mut self,
         ledger: Option<Ledger>,
@@ -93,51 +99,132 @@ impl CommandBatch<'_> {
             (None, None) => return None,
         };
         let split_unknown = self.split_unknown.clone().flatten();
-        let located = &self.located;
-        let mut locate = |key: FileKey| {
-            let (path, evicted) = located.get(&key)?;
-            let under = if *evicted { Under::Evict } else { Under::Watch };
-            Some((path.clone(), under))
-        };
         let first = self.role_of(self.next_index) == Role::First;
+        let searched = first && split_unknown.is_none();
+        let (named, names_reason) = match &ledger {
+            Ok(ins) if searched => self.name_written(ins),
+            _ => (Found::default(), None),
+        };
+        let located = &self.located;
+        let began = ledger.as_ref().map_or(0, |ins| ins.began_unix_ns);
+        let written = |key: &FileKey| ledger.as_ref().is_ok_and(|i| i.written_pages(key) > 0);
+        let mut locate = |key: FileKey| {
+            if let Some((path, evicted)) = located.get(&key) {
+                let under = if *evicted { Under::Evict } else { Under::Watch };
+                let created = (searched && written(&key))
+                    .then(|| names::born_since(path, began))
+                    .flatten();
+                return Some(Place {
+                    path: path.clone(),
+                    under,
+                    created,
+                });
+            }
+            named.get(&key).cloned()
+        };
         let mut all = Vec::new();
-        let record = PageInsRecord::of(
-            &ledger,
-            rustix::param::page_size() as u64,
-            split_unknown.as_deref(),
-            &mut locate,
-            &mut |f| {
-                if first {
-                    all.push(f.clone());
-                }
-            },
-        );
+        let placing = Placing {
+            page_bytes: rustix::param::page_size() as u64,
+            split_unknown: split_unknown.as_deref(),
+            searched,
+            names_reason: names_reason.as_deref(),
+            locate: &mut locate,
+        };
+        let record = PageInsRecord::of(&ledger, placing, &mut |line| {
+            if first {
+                all.push(line.clone());
+            }
+        });
         if first && ledger.is_ok() {
             self.write_page_ins(all);
         }
         Some(record)
     }
 
-    /// Writes every file the first run paged in, largest first, to `runs/NNN/page_ins.tsv`
-    /// (`bytes`, `device`, `inode`, `under`, `path`; `-` where there is none); a failure to
-    /// write it is said, not fatal. A run that paged nothing in gets no file: `runs/` holds
-    /// only what a run left to keep.
-    fn write_page_ins(&mut self, mut all: Vec<PageInFile>) {
+    /// Names the files `ins` says the run wrote that the walk of the watched trees does not
+    /// hold (files it created), by a bounded search of the `--evict` roots, the `--watch`
+    /// roots and the working directory, in that order; with each, whether it was born during
+    /// the run. Also why some were looked for and not named, when the search's bound cut it.
+    fn name_written(&self, ins: &PageIns) -> (Found, Option<String>) {
+        let wanted: FileKeys = ins
+            .written
+            .keys()
+            .filter(|k| !self.located.contains_key(*k))
+            .copied()
+            .collect();
+        if wanted.is_empty() {
+            return (Found::default(), None);
+        }
+        let cold = &self.plan.cold;
+        let watched = cold.watch.iter().filter(|w| !cold.evict.contains(w));
+        let mut roots: Vec<(PathBuf, Under)> = cold
+            .evict
+            .iter()
+            .map(|r| (r.clone(), Under::Evict))
+            .collect();
+        roots.extend(watched.map(|r| (r.clone(), Under::Watch)));
+        roots.extend(self.cwd.as_ref().map(|c| (PathBuf::from(c), Under::Cwd)));
+        let paths: Vec<PathBuf> = roots.iter().map(|r| r.0.clone()).collect();
+        let search = names::find(&wanted, &paths, names::ENTRIES);
+        let reason = (search.cut && search.found.len() < wanted.len()).then(|| {
+            format!(
+                "the search for the files written stopped after {} directory entries; {} of \
+                 {} were not found",
+                search.entries,
+                wanted.len() - search.found.len(),
+                wanted.len()
+            )
+        });
+        let found = search
+            .found
+            .into_iter()
+            .map(|(key, (path, at))| {
+                let created = names::born_since(&path, ins.began_unix_ns);
+                let place = Place {
+                    path,
+                    under: roots[at].1,
+                    created,
+                };
+                (key, place)
+            })
+            .collect();
+        (found, reason)
+    }
+
+    /// Writes every line of the first run's ledger, largest first, to `runs/NNN/page_ins.tsv`
+    /// (`bytes`, `how` — `read` or `written` —, `device`, `inode`, `under`, `created` — `yes`
+    /// or `no` for a file written and named —, `path`; `-` where there is none); a failure
+    /// to write it is said, not fatal. A run that added nothing to the page cache gets no
+    /// file: `runs/` holds only what a run left to keep.
+    fn write_page_ins(&mut self, mut all: Vec<LedgerLine>) {
         let Some(dir) = &self.dir else { return };
         if all.is_empty() {
             return;
         }
-        all.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.key.cmp(&b.key)));
-        let mut text = String::from("bytes\tdevice\tinode\tunder\tpath\n");
-        for f in &all {
+        all.sort_by(|a, b| {
+            let (a_, b_) = (&a.file, &b.file);
+            b_.bytes
+                .cmp(&a_.bytes)
+                .then_with(|| a_.key.cmp(&b_.key))
+                .then_with(|| (a.how == How::Written).cmp(&(b.how == How::Written)))
+        });
+        let mut text = String::from("bytes\thow\tdevice\tinode\tunder\tcreated\tpath\n");
+        for line in &all {
+            let f = &line.file;
             let path = f.path.as_ref().map_or("-".into(), |p| {
                 crate::text::escape_controls(&p.to_string_lossy())
             });
             let under = f.under.map_or("-", Under::name);
+            let created = match line.created {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "-",
+            };
             let FileKey { major, minor, ino } = f.key;
             text.push_str(&format!(
-                "{}\t{major}:{minor}\t{ino}\t{under}\t{path}\n",
-                f.bytes
+                "{}\t{}\t{major}:{minor}\t{ino}\t{under}\t{created}\t{path}\n",
+                f.bytes,
+                line.how.name()
             ));
         }
         if let Err(e) = dir.write_run_file(self.next_index, "page_ins.tsv", text.as_bytes()) {

@@ -346,7 +346,7 @@ pub fn number_at<'a>(
 /// Every other number of a run record as `runs.jsonl` writes it — where it is (keys from the
 /// top, dotted) and its unit — in record order. With the [`METRICS`] and each perf reading's
 /// [`COUNTER_NUMBERS`], these are all the numeric leaves of a record outside its lists (`argv`,
-/// `paged_in`, `page_ins.top`, `anomalies`, `cold_action.stayed_cached.top`,
+/// `paged_in`, `page_ins.top`, `page_ins.written.top`, `anomalies`, `cold_action.stayed_cached.top`,
 /// `survivors.processes`): what `--export-csv` writes
 /// beside the metrics. A path the [`METRICS`] already have is skipped there.
 pub const RECORD_NUMBERS: &[(&str, &str)] = &[
@@ -400,6 +400,18 @@ pub const RECORD_NUMBERS: &[(&str, &str)] = &[
     ("page_ins.watched.bytes", "bytes"),
     ("page_ins.elsewhere.files", "count"),
     ("page_ins.elsewhere.bytes", "bytes"),
+    ("page_ins.written.bytes", "bytes"),
+    ("page_ins.written.files", "count"),
+    ("page_ins.written.evicted.files", "count"),
+    ("page_ins.written.evicted.bytes", "bytes"),
+    ("page_ins.written.watched.files", "count"),
+    ("page_ins.written.watched.bytes", "bytes"),
+    ("page_ins.written.cwd.files", "count"),
+    ("page_ins.written.cwd.bytes", "bytes"),
+    ("page_ins.written.elsewhere.files", "count"),
+    ("page_ins.written.elsewhere.bytes", "bytes"),
+    ("page_ins.written.created.files", "count"),
+    ("page_ins.written.created.bytes", "bytes"),
     ("cold_action.evicted_files", "count"),
     ("cold_action.evicted_bytes", "bytes"),
     ("cold_action.evict_failed_files", "count"),

@@ -36,7 +36,9 @@ pub mod tree_penalty;
 pub mod verdict;
 pub mod working_set;
 
-/// Schema name and version of a run record (`runs.jsonl`). Version 7: `tree.on_cpu_sum_ns` (the
+/// Schema name and version of a run record (`runs.jsonl`). Version 8: `page_ins` counts the
+/// pages read in, and `page_ins.written` the pages created by writing, which version 6 and 7
+/// counted as read in. Version 7: `tree.on_cpu_sum_ns` (the
 /// tree's tasks' turns on a CPU, summed), `tree.cpu_ns` (the kernel's CPU time of the same
 /// tasks) and `tree.steal_ns` (what the turns hold beyond it: the hypervisor's steal). Version
 /// 6: `page_ins` (the page-in ledger: what the run's processes brought into the page cache,
@@ -51,12 +53,13 @@ pub mod working_set;
 /// whose memory is the floor: the spawner or coldtrace). Version 2: `survivors` (what the run
 /// left running when its command exited, and what became of it), `outcome.tree_killed`
 /// (coldtrace killed the whole tree, and why) and the outcome kind `traced`.
-pub const RUN_SCHEMA: &str = "coldtrace.run/7";
+pub const RUN_SCHEMA: &str = "coldtrace.run/8";
 /// Version 1 of the run record, which `report` still reads.
 pub const RUN_SCHEMA_V1: &str = "coldtrace.run/1";
 /// Every run record version `report` reads, the newest first.
-pub const RUN_SCHEMAS_READ: [&str; 7] = [
+pub const RUN_SCHEMAS_READ: [&str; 8] = [
     RUN_SCHEMA,
+    "coldtrace.run/7",
     "coldtrace.run/6",
     "coldtrace.run/5",
     "coldtrace.run/4",

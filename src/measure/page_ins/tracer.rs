@@ -1,11 +1,16 @@
-//! The rings of the page-in ledger: the tracepoint opened in cgroup mode on one cgroup leaf, one
-//! ring per online CPU, kept enabled while the leaf serves runs; emptied right before a spawn,
-//! read while the command runs ([`PageInTracer::drain`]) and after its reap
-//! ([`PageInTracer::end`]). Between those, nothing but memory is touched: no system call per
-//! run but one read of the online CPUs at its end, shared with the tree tracer's.
+//! The rings of the page-in ledger: its three tracepoints (a page added, a folio dirtied, a
+//! block I/O submitted: see [`super::layout`]) opened in cgroup mode on one cgroup leaf as one
+//! group per online CPU, sharing that CPU's ring, kept enabled while the leaf serves runs;
+//! emptied right before a spawn, read while the command runs ([`PageInTracer::drain`]) and
+//! after its reap ([`PageInTracer::end`]). Each read puts every CPU's records in time order
+//! before they are counted: which pages were created by writing is told by what a thread did
+//! next ([`super::origin`]), and a thread may move between CPUs. Between those, nothing but
+//! memory is touched: no system call per run but one read of the online CPUs at its end,
+//! shared with the tree tracer's.
 #![forbid(unsafe_code)]
 
-use super::layout::{Layout, TRACEPOINT};
+use super::layout::{Event, Layout, BLOCK_IO, DIRTIED, TRACEPOINT};
+use super::origin::PageOrigins;
 use super::{Ledger, PageIns};
 use crate::measure::tree::tracefs::{self, OnlineCpus};
 use coldtrace_syscalls::perf::{
@@ -17,13 +22,13 @@ use coldtrace_syscalls::Errno;
 use rustix::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 
-/// Pages of ring per CPU (512 KiB: about 8,000 records of a folio each, read at least every
+/// Pages of ring per CPU (512 KiB: about 6,000 records of 72 to 88 bytes, read at least every
 /// 20 ms while the command runs), halved down to [`MIN_PAGES`] when the locked-memory limit
 /// refuses it.
 const PAGES: usize = 128;
 /// The smallest ring tried.
 const MIN_PAGES: usize = 8;
-/// A ring this close to full when read may have dropped records (a record is 64 bytes).
+/// A ring this close to full when read may have dropped records (a record is at most 88 bytes).
 const FULL_MARGIN_BYTES: u64 = 1024;
 
 /// One CPU's event and ring.
@@ -36,17 +41,27 @@ struct CpuRing {
     emptied: bool,
 }
 
+/// The run being read: its ledger, the origins still to tell, why it is incomplete (the first
+/// reason found), and the records of the current read, to be put in time order.
+#[derive(Default)]
+struct Run {
+    ins: PageIns,
+    origins: PageOrigins,
+    problem: Option<String>,
+    events: Vec<(u64, u32, Event)>,
+}
+
 /// The ledger's events on one cgroup leaf (see the module's note).
 pub struct PageInTracer {
     layout: Layout,
-    attr: PerfEventAttr,
+    /// The three tracepoints' events, the insertions' first (the group's leader).
+    attrs: [PerfEventAttr; 3],
     pages: usize,
     rings: Vec<CpuRing>,
     online: OnlineCpus,
     cpus: Vec<u32>,
     leaf: PathBuf,
-    /// The run being read, and why its ledger is incomplete (the first reason found).
-    run: Option<(PageIns, Option<String>)>,
+    run: Option<Run>,
     /// The online CPUs changed: the rings follow them at the next run.
     retarget: bool,
     /// tracefs was mounted by coldtrace, here.
@@ -69,16 +84,21 @@ impl PageInTracer {
     /// `Err` says why there is no ledger.
     pub fn open(leaf: &Path, dir: BorrowedFd<'_>) -> Result<PageInTracer, String> {
         let (tracing, mounted) = tracefs::find_or_mount()?;
-        let format = tracefs::read_format(&tracing, TRACEPOINT.0, TRACEPOINT.1)?;
-        let layout = Layout::of(&format)?;
-        let mut attr = PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, layout.id);
-        attr.sample_period = 1;
-        attr.sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
-        attr.flags = ATTR_USE_CLOCKID;
-        attr.clockid = CLOCK_MONOTONIC;
+        let format = |(system, name): (&str, &str)| tracefs::read_format(&tracing, system, name);
+        let added = format(TRACEPOINT)?;
+        let dirtied = format(DIRTIED[0]).or_else(|e| format(DIRTIED[1]).map_err(|_| e))?;
+        let layout = Layout::of(&added, &dirtied, &format(BLOCK_IO)?)?;
+        let attrs = layout.ids.map(|id| {
+            let mut attr = PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, id);
+            attr.sample_period = 1;
+            attr.sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
+            attr.flags = ATTR_USE_CLOCKID;
+            attr.clockid = CLOCK_MONOTONIC;
+            attr
+        });
         let mut tracer = PageInTracer {
             layout,
-            attr,
+            attrs,
             pages: PAGES,
             rings: Vec::new(),
             online: OnlineCpus::open(),
@@ -107,7 +127,7 @@ impl PageInTracer {
             }
             let ring = loop {
                 let target = PerfTarget::Cgroup(dir);
-                match PerfRing::open(&[self.attr], target, cpu as i32, self.pages) {
+                match PerfRing::open(&self.attrs, target, cpu as i32, self.pages) {
                     Ok(ring) => break ring,
                     Err(Errno::PERM | Errno::NOMEM) if self.pages > MIN_PAGES => self.pages /= 2,
                     Err(e) => return Err(refused(e)),
@@ -141,7 +161,18 @@ impl PageInTracer {
             let _ = r.ring.read(|_| {});
             r.emptied = true;
         }
-        self.run = Some((PageIns::default(), problem));
+        let began = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+        let began_unix_ns = (began.tv_sec.max(0) as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(began.tv_nsec as u64);
+        self.run = Some(Run {
+            ins: PageIns {
+                began_unix_ns,
+                ..PageIns::default()
+            },
+            problem,
+            ..Run::default()
+        });
     }
 
     /// Reads what the rings hold into the run's ledger (while the command runs, so that no
@@ -150,11 +181,26 @@ impl PageInTracer {
         let PageInTracer {
             rings, layout, run, ..
         } = self;
-        let Some((ins, problem)) = run.as_mut() else {
+        let Some(run) = run.as_mut() else {
             return;
         };
         for r in rings.iter_mut() {
-            read_ring(r, layout, ins, problem);
+            read_ring(r, layout, run);
+        }
+        // Stable: a CPU's records of one instant keep the order the CPU wrote them in.
+        run.events.sort_by_key(|e| e.0);
+        let Run {
+            ins,
+            origins,
+            events,
+            ..
+        } = run;
+        for (_, task, event) in events.drain(..) {
+            match event {
+                Event::Added(added) => origins.added(task, added, ins),
+                Event::Dirtied { ino, index } => origins.dirtied(task, ino, index, ins),
+                Event::ReadIo => origins.read_io(task),
+            }
         }
     }
 
@@ -163,7 +209,9 @@ impl PageInTracer {
     /// else they are read here. The events stay on; the next run empties the rings.
     pub fn end(&mut self, online: Option<&[u32]>) -> Option<Ledger> {
         self.drain();
-        let (ins, mut problem) = self.run.take()?;
+        let Run {
+            ins, mut problem, ..
+        } = self.run.take()?;
         let changed = match online {
             Some(cpus) => cpus != self.cpus,
             None => self.online.read().is_none_or(|c| c != self.cpus),
@@ -184,9 +232,12 @@ impl PageInTracer {
     }
 }
 
-/// Reads one ring's records into `ins`; a loss, a ring near full or a failed read is said in
-/// `problem`.
-fn read_ring(r: &mut CpuRing, layout: &Layout, ins: &mut PageIns, problem: &mut Option<String>) {
+/// Reads one ring's records into the run's events; a loss, a ring near full or a failed read is
+/// said in its problem.
+fn read_ring(r: &mut CpuRing, layout: &Layout, run: &mut Run) {
+    let Run {
+        problem, events, ..
+    } = run;
     let cpu = r.cpu;
     let size = r.ring.data_bytes();
     match r.ring.unread() {
@@ -208,10 +259,10 @@ fn read_ring(r: &mut CpuRing, layout: &Layout, ins: &mut PageIns, problem: &mut 
     let framed = r.ring.read(|record| {
         let before_the_run = std::mem::replace(emptied, false);
         if record.kind == PERF_RECORD_SAMPLE {
-            if let Some((file, pages)) =
-                time_and_raw(record.body).and_then(|(_, raw)| layout.decode(raw))
+            if let Some((time, (task, event))) =
+                time_and_raw(record.body).and_then(|(time, raw)| Some((time, layout.decode(raw)?)))
             {
-                ins.add(file, pages);
+                events.push((time, task, event));
             }
         } else if lost_count(&record).is_some_and(|n| n > 0) && !before_the_run {
             problem.get_or_insert_with(|| "the kernel dropped page-in records".to_string());
