@@ -196,7 +196,8 @@ fn check_markdown(tag: &str, ours: &str, theirs: &str, doc: &Value) {
     // The header (up to its unit, which follows the figures) and the divider.
     let unit_at = |l: &str| l.find('[').unwrap();
     assert_eq!(&a[0][..unit_at(a[0])], &b[0][..unit_at(b[0])], "{tag}");
-    // hyperfine's columns, then the first run's own where a command keeps it apart.
+    // hyperfine's columns, then a comparison's interval, then the first run's own where a
+    // command keeps it apart.
     assert!(a[1].starts_with(b[1]), "{tag}: {}", a[1]);
     let apart = doc["results"]
         .as_array()
@@ -219,9 +220,12 @@ fn check_markdown(tag: &str, ours: &str, theirs: &str, doc: &Value) {
         other => panic!("{tag}: unit {other}"),
     };
     let results = doc["results"].as_array().unwrap();
-    let reference = results[0]["summary"]["time_wall_clock"]["mean"]
-        .as_f64()
-        .unwrap();
+    // A comparison's change and factor are of the ratio its screen gives: the medians of the
+    // runs each summary covers, with that ratio's interval in a column of its own.
+    let median = |r: &Value| r["summary"]["time_wall_clock"]["median"].as_f64().unwrap();
+    let reference = median(&results[0]);
+    let compared = results.len() > 1;
+    assert_eq!(a[0].contains(" | 95% CI |"), compared, "{tag}: {}", a[0]);
     for ((line, theirs), result) in a[2..].iter().zip(&b[2..]).zip(results) {
         let (ours, theirs) = (cells(line), cells(theirs));
         assert_eq!(ours[0], theirs[0], "{tag}: the command cell");
@@ -236,19 +240,18 @@ fn check_markdown(tag: &str, ours: &str, theirs: &str, doc: &Value) {
         if kept_apart(result) == 1 {
             let first = result["measurements"][0]["time_wall_clock"]["value"].as_f64();
             let first = format!("{:.digits$}", first.unwrap() / scale);
-            assert_eq!(ours[4], first, "{tag}: the first run's own column: {line}");
+            let at = 4 + usize::from(compared);
+            assert_eq!(ours[at], first, "{tag}: the first run's own column: {line}");
         }
-        // The first row has no change or factor, as hyperfine's; the others say how far
-        // from the first, in its words.
+        // The first row has no change, factor or interval, as hyperfine's; the others say how
+        // far from the first, in its words.
         if ours[0] == cells(a[2])[0] {
             assert_eq!((&ours[2][..], &ours[3][..]), ("", ""), "{tag}");
+            assert!(!compared || ours[4].is_empty(), "{tag}: {line}");
         } else {
-            assert_eq!(
-                ours[2],
-                format!("{:+.1}%", 100.0 * (mean / reference - 1.0)),
-                "{tag}"
-            );
-            let far = mean >= 1.3 * reference || mean <= 0.7 * reference;
+            let ratio = median(result) / reference;
+            assert_eq!(ours[2], format!("{:+.1}%", 100.0 * (ratio - 1.0)), "{tag}");
+            let far = ratio >= 1.3 || ratio <= 0.7;
             assert_eq!(!ours[3].is_empty(), far, "{tag}: {line}");
             // The words are hyperfine's (the figures are this run's).
             for factor in [&ours[3], &theirs[3]].into_iter().filter(|f| !f.is_empty()) {
@@ -257,6 +260,15 @@ fn check_markdown(tag: &str, ours: &str, theirs: &str, doc: &Value) {
                         && (factor.ends_with("x slower)") || factor.ends_with("x faster)")),
                     "{tag}: {factor}"
                 );
+            }
+            // Fewer than 5 runs each have no interval: a dash, as on the screen.
+            let runs = wall["count"].as_u64().unwrap();
+            let interval = &ours[4];
+            assert_eq!(interval == "—", runs < 5, "{tag}: {line}");
+            if runs >= 5 {
+                let (lo, hi) = interval.split_once('–').unwrap();
+                let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
+                assert!(lo <= hi, "{tag}: {line}");
             }
         }
     }

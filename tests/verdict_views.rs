@@ -242,4 +242,221 @@ fn a_comparison_says_the_same_warm_figures_on_screen_and_in_its_exports() {
             "[{i}] {mean_ms:.1} in {md}"
         );
     }
+    // The ratio and its interval: one computation (the comparison's, in c/batch.json), the
+    // screen's table and the Markdown's change, factor and interval say it.
+    let doc = read_batch(&tmp.join("c"));
+    let wall = doc["comparison"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "wall_ns")
+        .unwrap();
+    let r = &wall["commands"][1];
+    let ratio = r["ratio_to_first"].as_f64().unwrap();
+    let (lo, hi) = (
+        r["ci_low"].as_f64().unwrap(),
+        r["ci_high"].as_f64().unwrap(),
+    );
+    let interval = coldtrace::record::compare::interval_text(lo, hi);
+    let screen = out.shown();
+    let row = screen
+        .lines()
+        .find(|l| l.trim_start().starts_with("wall "))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(
+        row.contains(&coldtrace::view::units::ratio(ratio)) && row.contains(&interval),
+        "{ratio} {interval} on the screen: {row}"
+    );
+    let cells: Vec<&str> = md.lines().nth(3).unwrap().split(" | ").collect();
+    assert_eq!(cells[2], format!("{:+.1}%", 100.0 * (ratio - 1.0)), "{md}");
+    assert_eq!(cells[3].is_empty(), (0.7..1.3).contains(&ratio), "{md}");
+    if !cells[3].is_empty() {
+        let by = if ratio < 1.0 { 1.0 / ratio } else { ratio };
+        assert!(cells[3].starts_with(&format!("({by:.1}x ")), "{md}");
+    }
+    assert_eq!(cells[4], interval, "{md}");
+    assert!(
+        md.lines().next().unwrap().contains(" | Factor | 95% CI | "),
+        "{md}"
+    );
+}
+
+/// A file of 8 MiB, written and synced so that its pages can be dropped, and a `--prepare`
+/// command that drops them (`posix_fadvise(POSIX_FADV_DONTNEED)` through GNU dd, which needs no
+/// root): every run it comes before starts cold, as after hyperfine's `-p 'sync; echo 3 >
+/// /proc/sys/vm/drop_caches'`. `every` drops them before every run; otherwise every other run.
+fn cold_file(tmp: &TempDir, every: bool) -> (String, String) {
+    let data = tmp.join("data");
+    std::fs::write(&data, vec![7u8; 8 << 20]).unwrap();
+    std::fs::File::open(&data).unwrap().sync_all().unwrap();
+    let d = data.display().to_string();
+    let drop = format!("dd if={d} iflag=nocache count=0 status=none");
+    let prepare = if every {
+        drop
+    } else {
+        // Before runs 0, 2, 4, …: a mark left by one run is taken by the next.
+        std::fs::write(tmp.join("mark"), "").unwrap();
+        format!("if [ -e mark ]; then rm mark; {drop}; else : > mark; fi")
+    };
+    (d, prepare)
+}
+
+#[test]
+fn runs_that_all_start_cold_are_titled_and_compared_as_cold_runs() {
+    let tmp = TempDir::new("verdict-views-all-cold");
+    let (d, prepare) = cold_file(&tmp, true);
+    for (dir, warmups) in [("b", "0"), ("w", "1")] {
+        let out = ct(
+            tmp.path(),
+            [
+                "run",
+                "-n",
+                "5",
+                "-w",
+                warmups,
+                "-o",
+                dir,
+                "-p",
+                &prepare,
+                "--export-json",
+                &format!("{dir}.json"),
+                "--export-markdown",
+                &format!("{dir}.md"),
+                "--",
+                "cat",
+                &d,
+            ],
+        )
+        .run_within(std::time::Duration::from_secs(120));
+        out.expect_code(0);
+        let batch = read_batch(&tmp.join(dir));
+        let v = &batch["verdict"];
+        assert_eq!(v["kind"], "every_run_cold", "{batch:#}");
+        let shown = out.shown();
+        let header: String = shown.lines().skip(1).take(2).collect::<Vec<_>>().join("\n");
+        assert!(
+            header.contains("cold") && !header.contains("warm"),
+            "{shown}"
+        );
+        assert!(
+            prose(&shown).contains("every counted run started cold (after --prepare)"),
+            "{shown}"
+        );
+        assert!(!shown.contains("faster than"), "{shown}");
+        // The cold runs compared with each other: the table's columns, batch.json's summary
+        // and the exports cover the same runs.
+        let (runs, first) = if warmups == "0" {
+            (4, true)
+        } else {
+            (5, false)
+        };
+        assert_eq!(header.contains("first"), first, "{shown}");
+        let wall = &batch["summary"]["wall_ns"];
+        assert_eq!(wall["warm"]["n"], runs, "{batch:#}");
+        assert_eq!(wall["first"].is_null(), !first, "{batch:#}");
+        let hf: Value = serde_json::from_str(
+            &std::fs::read_to_string(tmp.join(format!("{dir}.json"))).unwrap(),
+        )
+        .unwrap();
+        let summary = &hf["results"][0]["summary"]["time_wall_clock"];
+        assert_eq!(summary["count"], runs, "{hf}");
+        let mean = wall["warm"]["mean"].as_f64().unwrap();
+        assert!(
+            (summary["mean"].as_f64().unwrap() * 1e9 - mean).abs() < 1.0,
+            "{hf}"
+        );
+    }
+}
+
+#[test]
+fn runs_the_verdict_finds_cold_are_in_no_warm_figure() {
+    let tmp = TempDir::new("verdict-views-some-cold");
+    let (d, prepare) = cold_file(&tmp, false);
+    let out = ct(
+        tmp.path(),
+        [
+            "run",
+            "-n",
+            "6",
+            "-o",
+            "b",
+            "-p",
+            &prepare,
+            "--export-json",
+            "b.json",
+            "--export-csv",
+            "b.csv",
+            "--",
+            "cat",
+            &d,
+        ],
+    )
+    .run_within(std::time::Duration::from_secs(120));
+    out.expect_code(0);
+    let batch = read_batch(&tmp.join("b"));
+    let cold: Vec<u64> = batch["verdict"]["cold_runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cold, [2, 4], "{batch:#}");
+    // The warm figures are of runs 1, 3 and 5 only, on the screen, in batch.json and in the
+    // exports; every run's time is still in the hyperfine-shaped JSON's measurements.
+    let hf: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.join("b.json")).unwrap()).unwrap();
+    let result = &hf["results"][0];
+    let walls: Vec<f64> = result["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["time_wall_clock"]["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(walls.len(), 6, "{result}");
+    let warm: Vec<f64> = [1, 3, 5].iter().map(|&i| walls[i]).collect();
+    let mean = warm.iter().sum::<f64>() / 3.0;
+    let summary = &result["summary"]["time_wall_clock"];
+    assert_eq!(summary["count"], 3, "{result}");
+    assert!(
+        (summary["mean"].as_f64().unwrap() - mean).abs() < 1e-12,
+        "{result}"
+    );
+    assert!(
+        result["summary_covers"]
+            .as_str()
+            .unwrap()
+            .contains("measurements[2], measurements[4]"),
+        "{result}"
+    );
+    let wall = &batch["summary"]["wall_ns"];
+    assert_eq!(wall["warm"]["n"], 3, "{batch:#}");
+    assert!((wall["warm"]["mean"].as_f64().unwrap() / 1e9 - mean).abs() < 1e-12);
+    let csv = std::fs::read_to_string(tmp.join("b.csv")).unwrap();
+    let (head, row) = csv.split_once('\n').unwrap();
+    let at = head
+        .split(',')
+        .position(|h| h == "time_wall_clock_mean")
+        .unwrap();
+    let cell: f64 = row.split(',').nth(at).unwrap().parse().unwrap();
+    assert!((cell - mean).abs() < 1e-12, "{csv}");
+    // The table's warm median, read back in its unit: within its rounding of batch.json's.
+    let median = wall["warm"]["median"].as_f64().unwrap();
+    let shown = out.shown();
+    let row: Vec<&str> = shown
+        .lines()
+        .find(|l| l.trim_start().starts_with("wall "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let unit = match row[1] {
+        "s" => 1e9,
+        "ms" => 1e6,
+        "µs" => 1e3,
+        other => panic!("{other}: {shown}"),
+    };
+    let cell: f64 = row[3].parse().unwrap();
+    assert!(
+        (cell * unit - median).abs() <= 0.005 * median,
+        "{median}: {shown}"
+    );
 }

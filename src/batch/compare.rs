@@ -11,7 +11,7 @@ use crate::batch::shared::Shared;
 use crate::batch::signals::Signals;
 use crate::plan::ComparePlan;
 use crate::record::artifacts::BatchDir;
-use crate::record::columns::WarmSeries;
+use crate::record::columns::{Covered, WarmSeries};
 use crate::record::compare::{
     compare_metrics, CommandEntry, CompareDocument, MetricComparison, ParameterEntry,
     COMPARE_SCHEMA,
@@ -198,7 +198,19 @@ fn finish_comparison(
     interrupted_by: Option<Signal>,
 ) -> Result<CompareOutcome, BatchError> {
     let commands = command_entries(plan, &outcomes);
-    let warm: Vec<&dyn WarmSeries> = outcomes.iter().map(|o| &o.columns as _).collect();
+    // Each command's runs as its own figures cover them (the verdict's), so that the ratios
+    // and intervals are of the same runs as the means beside them and every export's.
+    let uncovered: Vec<Vec<u64>> = outcomes.iter().map(|o| o.verdict.uncovered()).collect();
+    let covered: Vec<Covered<'_>> = outcomes
+        .iter()
+        .zip(&uncovered)
+        .map(|(o, uncovered)| Covered {
+            columns: &o.columns,
+            first_apart: o.verdict.first_index.is_some(),
+            uncovered,
+        })
+        .collect();
+    let warm: Vec<&dyn WarmSeries> = covered.iter().map(|c| c as _).collect();
     let metrics = outcomes
         .first()
         .map(|o| o.metrics.clone())

@@ -12,7 +12,7 @@ use crate::plan::ColdWhen;
 use crate::record::anomaly::{noise, series_anomalies, Noise, RunAnomaly};
 use crate::record::batch::{BatchDocument, ConfigRecord, FirstRejected};
 use crate::record::cause::{cold_cause, ColdCause, ColdFacts};
-use crate::record::columns::{AllRows, WarmSeries};
+use crate::record::columns::{AllRows, Covered, WarmSeries};
 use crate::record::cycles::{self, CyclesSummary};
 use crate::record::metrics::metric_index;
 use crate::record::penalty::FirstPenalty;
@@ -64,12 +64,17 @@ impl Findings {
             tick,
             no_tree,
         );
+        let covered = Covered {
+            columns,
+            first_apart: verdict.first_index.is_some(),
+            uncovered: &verdict.uncovered(),
+        };
         Findings {
             first_rejected,
             penalty,
+            warm_noise: noise(&covered.column(0)),
             verdict,
             anomalies,
-            warm_noise: noise(&columns.column(0)),
             cycles: plan
                 .cold
                 .when
@@ -84,30 +89,17 @@ impl Findings {
     }
 }
 
-/// Where warm-ups ran, no counted run was first: every counted run is in the summaries' `warm`
-/// (what the table and the exports show), and none is `first`.
-fn no_first_run(summaries: &mut [crate::record::summary::MetricSummary]) {
-    for s in summaries {
-        s.warm = s.all;
-        s.first = None;
-        s.first_to_warm_median = None;
-        if let Some(at) = &mut s.runs_at_floor {
-            (at.first, at.warm) = (0, at.all);
-        }
-    }
-}
-
 impl CommandBatch<'_> {
     /// Writes `batch.json` (atomically) and returns what the caller renders; `spawner` is what
     /// the batch's spawner cost, once stopped.
     pub fn finish(self, spawner: Option<SpawnerUsage>) -> Result<BatchOutcome, BatchError> {
         let plan = self.plan;
         let tick = Tick::read();
-        let mut summaries = self.columns.summarise(tick.ns);
         let found = Findings::of(&self, tick);
-        if found.verdict.kind == verdict::Kind::NoFirstRun {
-            no_first_run(&mut summaries);
-        }
+        let v = &found.verdict;
+        let summaries = self
+            .columns
+            .summarise(tick.ns, v.first_index.is_some(), &v.uncovered());
         let complete =
             self.interrupted_by.is_none() && self.stopped_reason.is_none() && self.is_done();
         let document = BatchDocument {

@@ -31,6 +31,7 @@ const EXTRAS: &[fn(&RunRecord<'_>) -> Option<f64>] = &[
     |r| tree(r, |t| t.other_threads_cpu_ns),
     |r| tree(r, |t| t.children_cpu_ns),
     |r| tree(r, |t| t.steal_ns),
+    |r| r.max_rss_at_floor.map(|at| f64::from(u8::from(at))),
 ];
 
 /// A figure of the record's `tree`, if it has one.
@@ -61,6 +62,8 @@ pub const WORKING_SET_RATIO: usize = METRICS.len() + 6;
 /// order: R, Q, D, S (ns), tasks, 1 when the run was traced, other threads' and children's CPU
 /// (ns), the hypervisor's steal from the tasks' turns on a CPU (ns).
 pub const TREE: usize = METRICS.len() + 7;
+/// Column of 1 when the run's max RSS is at or below coldtrace's own floor.
+pub const AT_FLOOR: usize = METRICS.len() + 16;
 /// Values per row before the batch's perf events.
 const WIDTH: usize = METRICS.len() + EXTRAS.len();
 
@@ -148,7 +151,6 @@ pub struct FirstRun {
 pub struct Columns {
     metrics: Vec<Metric>,
     first: Option<FirstRun>,
-    warm_at_floor: u64,
     warm: WarmRows,
 }
 
@@ -178,7 +180,6 @@ impl Columns {
         Columns {
             metrics,
             first: None,
-            warm_at_floor: 0,
             warm,
         }
     }
@@ -203,17 +204,10 @@ impl Columns {
                     at_floor,
                 });
             }
-            Role::Warm if record.counted => {
-                self.warm_at_floor += u64::from(at_floor);
-                self.push_warm(Row::of(record, &self.metrics));
-            }
-            // A later cycle's cold run: stored beside the warm runs, read apart ([`AllRows`]).
-            // Without cycles (a cold action before every counted run) the cold runs are the
-            // runs after the first, summarised as such.
-            Role::Cold if record.counted => {
-                if record.cycle.is_none() {
-                    self.warm_at_floor += u64::from(at_floor);
-                }
+            // A cold run (a later cycle's, or any of a batch with a cold action before every
+            // counted run) is stored beside the warm runs; the verdict says which runs the
+            // summaries cover ([`Columns::summarise`]).
+            Role::Warm | Role::Cold if record.counted => {
                 self.push_warm(Row::of(record, &self.metrics));
             }
             Role::Warm | Role::Cold | Role::Warmup => {}
@@ -260,28 +254,43 @@ impl Columns {
         walls
     }
 
-    /// Summaries of every metric, one metric's values in memory at a time. A rejected first
-    /// run is in none of them. A first/warm ratio is left out when the warm median is within
-    /// [`crate::record::metrics::NEAR_ZERO_STEPS`] steps of its source's resolution from 0
-    /// (`tick_ns`: the scheduler tick that samples the user/sys split).
-    pub fn summarise(&self, tick_ns: u64) -> Vec<MetricSummary> {
-        let first = self.counted_first();
-        let first_at_floor = first.is_some_and(|f| f.at_floor);
+    /// Summaries of every metric, one metric's values in memory at a time: `first` over the
+    /// first run where the batch keeps it apart, `warm` over the counted runs but those
+    /// `uncovered` names (see [`crate::record::verdict::Verdict::uncovered`]: what the table's
+    /// columns, compare and the exports are over), `all` over every counted run. A rejected
+    /// first run is in none of them. A first/warm ratio is left out when the warm median is
+    /// within [`crate::record::metrics::NEAR_ZERO_STEPS`] steps of its source's resolution
+    /// from 0 (`tick_ns`: the scheduler tick that samples the user/sys split).
+    pub fn summarise(
+        &self,
+        tick_ns: u64,
+        first_apart: bool,
+        uncovered: &[u64],
+    ) -> Vec<MetricSummary> {
+        let counted_first = self.counted_first();
+        let first = counted_first.filter(|_| first_apart);
+        let covered = Covered {
+            columns: self,
+            first_apart,
+            uncovered,
+        };
+        let floor = |rows: &dyn WarmSeries| rows.column(AT_FLOOR).iter().sum::<f64>() as u64;
+        let at_floor = |f: Option<&FirstRun>| u64::from(f.is_some_and(|f| f.at_floor));
         self.metrics
             .iter()
             .enumerate()
             .map(|(i, metric)| {
                 let first_value = first.and_then(|f| f.row.metric(i));
                 let first_summary = first_value.and_then(|v| Summary::of(&[v]));
-                let warm = Summary::of(&self.metric(i));
+                let warm = Summary::of(&covered.metric(i));
                 let mut values = AllRows(self).metric(i);
-                if let Some(v) = first_value {
+                if let Some(v) = counted_first.and_then(|f| f.row.metric(i)) {
                     values.insert(0, v);
                 }
                 let at_floor = (i == MAX_RSS).then(|| AtFloor {
-                    first: u64::from(first_at_floor),
-                    warm: self.warm_at_floor,
-                    all: u64::from(first_at_floor) + self.warm_at_floor,
+                    first: at_floor(first),
+                    warm: floor(&covered),
+                    all: floor(&AllRows(self)) + at_floor(counted_first),
                 });
                 MetricSummary {
                     name: metric.name,
@@ -351,9 +360,8 @@ impl WarmSeries for Vec<Row> {
     }
 }
 
-/// The runs after the first that the summary's `warm` covers: every stored row but the
-/// cycles' cold runs (position 0). With a cold action before every counted run these are cold
-/// runs (role `cold`): such a batch has no warm series, and its views say so.
+/// The runs after the first but the cycles' cold runs (position 0): the series whose
+/// anomalies are judged before the verdict is decided.
 impl WarmSeries for Columns {
     fn each_row(&self, f: &mut dyn FnMut(&Row)) {
         AllRows(self).each_row(&mut |row| {
@@ -364,16 +372,67 @@ impl WarmSeries for Columns {
     }
 
     fn column(&self, i: usize) -> Vec<f64> {
+        self.column_where(i, POSITION, &|position| position != 0.0)
+    }
+
+    fn metric(&self, m: usize) -> Vec<f64> {
+        self.column(Row::column_of_metric(m))
+    }
+}
+
+impl Columns {
+    /// Column `i`'s present values of the stored rows whose column `key` (NaN when absent)
+    /// `keep` holds, decoding only those two cells of each.
+    fn column_where(&self, i: usize, key: usize, keep: &dyn Fn(f64) -> bool) -> Vec<f64> {
         match &self.warm {
             WarmRows::File { file, rows, .. } => {
-                stored_column(file, *rows, self.width(), i, Some(POSITION))
+                stored_column(file, *rows, self.width(), (i, key), keep)
             }
-            WarmRows::Memory(_) => {
-                let mut values = Vec::new();
-                self.each_row(&mut |row| values.extend(row.get(i)));
-                values
-            }
+            WarmRows::Memory(rows) => rows
+                .iter()
+                .filter(|row| keep(row.0.get(key).copied().unwrap_or(f64::NAN)))
+                .filter_map(|row| row.get(i))
+                .collect(),
         }
+    }
+}
+
+/// The counted runs a batch's figures cover, in run order: the first run where it is not kept
+/// apart, then the runs after it, but those `uncovered` names (see [`Columns::summarise`]).
+pub struct Covered<'c> {
+    /// The batch's runs.
+    pub columns: &'c Columns,
+    /// The batch keeps its first run apart.
+    pub first_apart: bool,
+    /// The runs left out.
+    pub uncovered: &'c [u64],
+}
+
+impl Covered<'_> {
+    fn covers(&self, index: f64) -> bool {
+        !self.uncovered.contains(&(index as u64))
+    }
+
+    fn first(&self) -> Option<&Row> {
+        let first = self.columns.counted_first().filter(|_| !self.first_apart)?;
+        self.covers(first.index as f64).then_some(&first.row)
+    }
+}
+
+impl WarmSeries for Covered<'_> {
+    fn each_row(&self, f: &mut dyn FnMut(&Row)) {
+        self.first().into_iter().for_each(&mut *f);
+        AllRows(self.columns).each_row(&mut |row| {
+            if row.get(INDEX).is_some_and(|i| self.covers(i)) {
+                f(row)
+            }
+        });
+    }
+
+    fn column(&self, i: usize) -> Vec<f64> {
+        let mut values: Vec<f64> = self.first().and_then(|r| r.get(i)).into_iter().collect();
+        values.extend(self.columns.column_where(i, INDEX, &|at| self.covers(at)));
+        values
     }
 
     fn metric(&self, m: usize) -> Vec<f64> {
@@ -396,7 +455,7 @@ impl WarmSeries for AllRows<'_> {
     fn column(&self, i: usize) -> Vec<f64> {
         match &self.0.warm {
             WarmRows::File { file, rows, .. } => {
-                stored_column(file, *rows, self.0.width(), i, None)
+                stored_column(file, *rows, self.0.width(), (i, i), &|_| true)
             }
             WarmRows::Memory(rows) => rows.iter().filter_map(|row| row.get(i)).collect(),
         }
@@ -421,26 +480,25 @@ fn each_stored_row(file: &std::fs::File, rows: usize, width: usize, f: &mut dyn 
     });
 }
 
-/// Column `i`'s present values from the memfd, in run order, decoding only that cell of each
-/// row (and the cell `skip_zero_in`, when given: rows where it is 0 are left out). The summary
-/// asks for one metric at a time; with whole rows decoded for each, and a `memcpy` call per
-/// value (see [`decode`]), `run --minimal` made 1,002 `memcpy` calls per run of the batch
-/// (counted with a uprobe on `memcpy`); now 53.
+/// Column `i`'s present values from the memfd, in run order, of the rows whose column `key`
+/// `keep` holds, decoding only those two cells of each row. The summary asks for one metric at
+/// a time; with whole rows decoded for each, and a `memcpy` call per value (see [`decode`]),
+/// `run --minimal` made 1,002 `memcpy` calls per run of the batch (counted with a uprobe on
+/// `memcpy`); now 53.
 fn stored_column(
     file: &std::fs::File,
     rows: usize,
     width: usize,
-    i: usize,
-    skip_zero_in: Option<usize>,
+    (i, key): (usize, usize),
+    keep: &dyn Fn(f64) -> bool,
 ) -> Vec<f64> {
     let mut values = Vec::with_capacity(rows);
     if i >= width {
         return values;
     }
     each_stored_block(file, rows, width, &mut |stored| {
-        let skip = skip_zero_in.is_some_and(|k| decode(&stored[k * 8..k * 8 + 8]) == 0.0);
         let value = decode(&stored[i * 8..i * 8 + 8]);
-        if !skip && !value.is_nan() {
+        if !value.is_nan() && keep(decode(&stored[key * 8..key * 8 + 8])) {
             values.push(value);
         }
     });

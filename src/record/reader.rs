@@ -74,9 +74,12 @@ pub struct BatchRow {
     pub first_wall_ns: Option<f64>,
     /// Why the run with role `first` was rejected (`None`: it was counted, or there was none).
     pub first_rejected: Option<String>,
-    /// Median wall time of the warm runs (role `warm`: never a run that started cold).
+    /// Median wall time of the warm runs: batch.json's `summary.wall_ns.warm.median`, over the
+    /// runs the verdict says the table covers (`None` where every run started cold); for a
+    /// batch without a verdict, of the records with role `warm`.
     pub warm_median_wall_ns: Option<f64>,
-    /// `first_wall_ns / warm_median_wall_ns`.
+    /// The first run over the warm median (batch.json's `first_to_warm_median`; `None` where
+    /// no run was first).
     pub first_to_warm: Option<f64>,
     /// Major faults of the run with role `first`.
     pub first_major_faults: Option<u64>,
@@ -392,7 +395,7 @@ pub fn parse_batch_document(
 struct BatchFields;
 
 impl BatchFields {
-    const PATHS: [&'static [&'static str]; 23] = [
+    const PATHS: [&'static [&'static str]; 25] = [
         &["schema"],
         &["anomalies"],
         &["label"],
@@ -416,6 +419,8 @@ impl BatchFields {
         &["verdict", "states"],
         &["verdict", "first_read_bytes"],
         &["verdict", "first_wall_ns"],
+        &["summary", "wall_ns", "warm", "median"],
+        &["summary", "wall_ns", "first_to_warm_median"],
     ];
     const SCHEMA: usize = 0;
     const ANOMALIES: usize = 1;
@@ -436,6 +441,9 @@ impl BatchFields {
     const PREPARE: usize = 16;
     /// `verdict`'s kind, counted, penalty_ns, states, first_read_bytes, first_wall_ns.
     const VERDICT: usize = 17;
+    /// The table's warm median wall time and first/warm ratio, over the runs it covers.
+    const WARM_MEDIAN: usize = 23;
+    const FIRST_TO_WARM: usize = 24;
 
     fn pick(bytes: &[u8]) -> Result<Fields<'_>, serde_json::Error> {
         crate::record::pick::pick(bytes, &Self::PATHS)
@@ -468,6 +476,13 @@ fn boot_and_penalty(doc: &Fields<'_>, row: &mut BatchRow) {
     row.uptime_s = doc.f64(BatchFields::UPTIME_S);
     row.first_batch_since_boot = doc.bool(BatchFields::FIRST_BATCH_SINCE_BOOT);
     row.verdict = verdict_fields(doc);
+    // The figures the batch's table gave, over the runs the verdict says they cover (none
+    // where every run started cold); a batch without a verdict has them from its records.
+    if let Some(v) = &row.verdict {
+        let warm = v.kind != verdict::Kind::EveryRunCold;
+        row.warm_median_wall_ns = doc.f64(BatchFields::WARM_MEDIAN).filter(|_| warm);
+        row.first_to_warm = doc.f64(BatchFields::FIRST_TO_WARM).filter(|_| warm);
+    }
     row.warmups = doc.u64(BatchFields::WARMUP).unwrap_or(0);
     row.prepare = doc.str(BatchFields::PREPARE).is_some();
     row.cold_first = doc.str(BatchFields::COLD_WHEN).is_some();
@@ -805,7 +820,12 @@ impl Runs {
         if self.line_no == 0 {
             row.notes.push("runs.jsonl is empty".into());
         }
-        row.warm_median_wall_ns = Summary::of(&self.warm_walls).map(|s| s.median);
+        if self.old.is_some() || row.batch_schema.is_none() {
+            row.warm_median_wall_ns = Summary::of(&self.warm_walls).map(|s| s.median);
+            if row.first_rejected.is_none() {
+                row.first_to_warm = ratio(row.first_wall_ns, row.warm_median_wall_ns);
+            }
+        }
         if self.warm_walls.is_empty() && self.cold_after_first > 0 {
             row.notes.push(format!(
                 "no warm run: the {} counted run{} after the first started cold (a cold action \
@@ -813,10 +833,6 @@ impl Runs {
                 self.cold_after_first,
                 if self.cold_after_first == 1 { "" } else { "s" }
             ));
-        }
-        if row.first_rejected.is_none() {
-            row.first_to_warm = ratio(row.first_wall_ns, row.warm_median_wall_ns);
-            // A `/2` document computed the penalty, or said why there is none: never made up.
         }
         if let Some(old) = self.old {
             let decided = old.decide(row);
@@ -1479,6 +1495,11 @@ mod tests {
             (BatchFields::VERDICT, "verdict.kind"),
             (BatchFields::VERDICT + 3, "verdict.states"),
             (BatchFields::VERDICT + 5, "verdict.first_wall_ns"),
+            (BatchFields::WARM_MEDIAN, "summary.wall_ns.warm.median"),
+            (
+                BatchFields::FIRST_TO_WARM,
+                "summary.wall_ns.first_to_warm_median",
+            ),
         ] {
             assert_eq!(doc.str(i), Some(want), "batch field {i}");
         }

@@ -291,21 +291,26 @@ pub struct First {
 }
 
 /// The verdict on a batch: `first` (the run with role `first`), `rest` (every counted run
-/// after it, in order), the anomalies found over the series.
+/// after it, in order), the anomalies found over the series. Where warm-ups ran and no cold
+/// action made the first counted run first, it is compared as the others are.
 pub fn decide(
     first: Option<First>,
     rest: &[Figures],
     anomalies: &[RunAnomaly],
     setting: Setting,
 ) -> Verdict {
+    let apart = first.filter(|_| setting.warmups == 0 || setting.cold_first);
+    // References, not copies: a batch of 8,000 runs holds its figures once.
+    let not_apart = first.filter(|f| f.counted && apart.is_none());
+    let compared: Vec<&Figures> = not_apart.iter().map(|f| &f.figures).chain(rest).collect();
     let mut v = Verdict {
-        counted: rest.len() as u64 + u64::from(first.is_some_and(|f| f.counted)),
-        first_index: first.map(|f| f.figures.index),
-        first_wall_ns: first.and_then(|f| f.figures.wall_ns),
-        first_read_bytes: first.and_then(|f| f.figures.read_bytes),
+        counted: compared.len() as u64 + u64::from(apart.is_some_and(|f| f.counted)),
+        first_index: apart.map(|f| f.figures.index),
+        first_wall_ns: apart.and_then(|f| f.figures.wall_ns),
+        first_read_bytes: apart.and_then(|f| f.figures.read_bytes),
         ..Verdict::empty()
     };
-    v.cold_runs = rest
+    v.cold_runs = compared
         .iter()
         .filter_map(|r| {
             started_cold(r, setting).map(|why| RunNote {
@@ -318,7 +323,7 @@ pub fn decide(
     v.left_out = left_out(anomalies, &cold);
     let excluded =
         |r: &&Figures| cold.contains(&r.index) || v.left_out.iter().any(|l| l.index == r.index);
-    let reference: Vec<Figures> = rest.iter().filter(|r| !excluded(r)).copied().collect();
+    let reference: Vec<&Figures> = compared.iter().copied().filter(|r| !excluded(r)).collect();
     v.reference_runs = reference.len() as u64;
     let walls: Vec<f64> = reference.iter().filter_map(|r| r.wall_ns).collect();
     v.reference_wall_ns = Summary::of(&walls).map(|s| [s.min, s.median, s.max]);
@@ -332,8 +337,13 @@ pub fn decide(
     if first.is_some_and(|f| !f.counted) {
         return unavailable(v, Kind::FirstRejected, "the first run was rejected");
     }
-    let Some(first) = first.filter(|_| setting.warmups == 0 || setting.cold_first) else {
-        v.first_index = None;
+    if !compared.is_empty() && compared.iter().all(|r| cold.contains(&r.index)) {
+        let cold: Vec<f64> = compared.iter().filter_map(|r| r.wall_ns).collect();
+        v.reference_runs = cold.len() as u64;
+        v.reference_wall_ns = Summary::of(&cold).map(|s| [s.min, s.median, s.max]);
+        return unavailable(v, Kind::EveryRunCold, "every counted run started cold");
+    }
+    let Some(first) = apart else {
         let why = match setting.warmups {
             0 => "no run was counted".to_string(),
             n => format!(
@@ -343,12 +353,6 @@ pub fn decide(
         };
         return unavailable(v, Kind::NoFirstRun, &why);
     };
-    if reference.is_empty() && !rest.is_empty() {
-        let cold: Vec<f64> = rest.iter().filter_map(|r| r.wall_ns).collect();
-        v.reference_runs = cold.len() as u64;
-        v.reference_wall_ns = Summary::of(&cold).map(|s| [s.min, s.median, s.max]);
-        return unavailable(v, Kind::EveryRunCold, "every counted run started cold");
-    }
     if (reference.len() as u64) < MIN_WARM_RUNS {
         v.decide = Some(format!("-n {}", v.counted + MIN_WARM_RUNS));
         return unavailable(v, Kind::TooFewWarmRuns, "too few warm runs to tell");
@@ -427,7 +431,7 @@ fn left_out(anomalies: &[RunAnomaly], cold: &[u64]) -> Vec<RunNote> {
 }
 
 /// The three tests of the first run against the reference warm runs.
-fn test_first(v: &mut Verdict, first: &Figures, reference: &[Figures], setting: Setting) {
+fn test_first(v: &mut Verdict, first: &Figures, reference: &[&Figures], setting: Setting) {
     let reads: Vec<f64> = reference.iter().filter_map(|r| r.read_bytes).collect();
     v.reference_read_bytes = reads.iter().copied().reduce(f64::max);
     let read_more = match (first.read_bytes, v.reference_read_bytes) {
@@ -436,7 +440,7 @@ fn test_first(v: &mut Verdict, first: &Figures, reference: &[Figures], setting: 
         _ => false,
     };
     let column = |get: fn(&Figures) -> Option<f64>| -> Vec<f64> {
-        reference.iter().filter_map(get).collect()
+        reference.iter().filter_map(|r| get(r)).collect()
     };
     let above_max = |state, first: Option<f64>, warm: Vec<f64>, floor: f64, evidence| {
         let s = Summary::of(&warm)?;
@@ -467,7 +471,7 @@ fn test_first(v: &mut Verdict, first: &Figures, reference: &[Figures], setting: 
     // The wait for a CPU and the hypervisor's steal are the machine's, not the command's.
     let uncontended =
         |r: &Figures| Some(r.wall_ns? - r.queued_ns.unwrap_or(0.0) - r.steal_ns.unwrap_or(0.0));
-    let warm = reference.iter().filter_map(uncontended);
+    let warm = reference.iter().filter_map(|r| uncontended(r));
     let time = time_test(uncontended(first), warm, enough);
     v.tests = [storage, kernel, time].into_iter().flatten().collect();
     v.states = v
@@ -587,6 +591,22 @@ impl<W: WarmSeries + ?Sized> WarmSeries for Reference<'_, W> {
 }
 
 impl Verdict {
+    /// The counted runs the figures beside the first run leave out: the table's warm (or
+    /// cold) columns, `summary.*.warm`, compare's ratios and the exports' summaries are over
+    /// the counted runs the verdict compares — the runs after the first where it keeps the
+    /// first apart, every counted run where none was first — less those that started cold,
+    /// unless every one did (then they are the cold runs, compared with each other).
+    pub fn uncovered(&self) -> Vec<u64> {
+        let cold = self
+            .cold_runs
+            .iter()
+            .filter(|_| self.kind != Kind::EveryRunCold);
+        self.first_index
+            .into_iter()
+            .chain(cold.map(|c| c.index))
+            .collect()
+    }
+
     /// The fields of a verdict that its one line says, as a report's row reads them from
     /// `batch.json` (`None`: no such kind). `first` is the first run's read bytes and wall
     /// time.
@@ -873,6 +893,20 @@ mod tests {
         assert_eq!(v.kind, Kind::EveryRunCold);
         assert!(v.cold_runs[0].why.ends_with("after --prepare"), "{v:?}");
         assert_eq!(v.reference_runs, 4);
+        // The figures beside the first run are over the cold runs then, and otherwise leave
+        // out the one that started cold.
+        assert_eq!(v.uncovered(), [0]);
+        let v = decide(first(run(0, 150.0, 40.0, 5e6)), &rest, &[], setting());
+        assert_eq!(v.uncovered(), [0, 2]);
+        // After warm-ups no run is first: the first counted run is one of the cold runs.
+        let warm_ups = Setting {
+            warmups: 3,
+            ..prepared
+        };
+        let v = decide(first(run(0, 150.0, 40.0, 150e6)), &all, &[], warm_ups);
+        assert_eq!((v.kind, v.first_index), (Kind::EveryRunCold, None));
+        assert_eq!((v.reference_runs, v.cold_runs.len()), (5, 5));
+        assert!(v.uncovered().is_empty());
     }
 
     #[test]

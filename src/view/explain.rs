@@ -4,7 +4,6 @@
 
 use crate::batch::{BatchOutcome, FirstPagedIn};
 use crate::measure::cache::{PagedFile, Stayed};
-use crate::plan::ColdWhen;
 use crate::record::anomaly::{RunAnomaly, RULE_OUTLIER};
 use crate::record::metrics::Unit;
 use crate::record::penalty::{Basis, FirstPenalty};
@@ -26,19 +25,13 @@ pub(crate) fn signed_ns(ns: i64) -> String {
     unbreakable(&units::signed_ns(ns))
 }
 
-/// Whether a cold action came before every counted run: the runs after the first (role
-/// `cold`) started cold too, so the batch has no warm series, and what its table and notes say
-/// of the runs after the first is said of cold runs.
-pub fn every_run_cold(outcome: &BatchOutcome) -> bool {
-    outcome.cold_when == Some(ColdWhen::EveryRun)
-}
-
-/// What the runs after the first are called: `cold` when every run started cold, else `warm`.
+/// What the runs the table's columns cover are called: `cold` where every counted run started
+/// cold (the verdict's kind says so: a cold action before each, or a `--prepare` that drops
+/// the caches), else `warm`.
 pub fn rest_word(outcome: &BatchOutcome) -> &'static str {
-    if every_run_cold(outcome) {
-        "cold"
-    } else {
-        "warm"
+    match outcome.verdict.kind {
+        crate::record::verdict::Kind::EveryRunCold => "cold",
+        _ => "warm",
     }
 }
 

@@ -6,7 +6,7 @@
 
 use crate::record::cause::ColdCause;
 use crate::record::penalty::FirstPenalty;
-use crate::record::verdict::{Kind, StateTest, Verdict};
+use crate::record::verdict::{Kind, RunNote, StateTest, Verdict};
 use crate::text::unbreakable;
 use crate::view::explain::{human_bytes, human_ns, signed_ns};
 use crate::view::lines::Note;
@@ -212,30 +212,40 @@ fn not_distinguishable_words(v: &Verdict) -> String {
     )
 }
 
-/// `every counted run started cold (a cold action before each): there is no warm series; the
-/// first run 177.5 ms, the 4 cold runs after it 156.5–183.6 ms`.
+/// `every counted run started cold (after --prepare): there is no warm series to compare the
+/// first run with; the first run 177.5 ms, the 4 cold runs after it 156.5–183.6 ms` (without a
+/// first run, after warm-ups: `…: there is no warm series; the 4 cold runs 156.5–183.6 ms`).
 fn every_run_cold_words(v: &Verdict) -> String {
-    let first = v.first_wall_ns.map_or(String::new(), |w| {
-        format!("; the first run {}", human_ns(w))
-    });
-    let rest = match v.reference_wall_ns {
-        Some([lo, _, hi]) => format!(
-            ", the {} cold run{} after it {}",
-            v.reference_runs,
-            if v.reference_runs == 1 { "" } else { "s" },
-            range_text(lo, hi)
+    let runs = |n: u64| format!("{n} cold run{}", if n == 1 { "" } else { "s" });
+    let range = v.reference_wall_ns.map(|[lo, _, hi]| range_text(lo, hi));
+    let after = match (v.first_wall_ns, range) {
+        (Some(w), Some(range)) => format!(
+            " to compare the first run with; the first run {}, the {} after it {range}",
+            human_ns(w),
+            runs(v.reference_runs)
         ),
-        None => String::new(),
+        (Some(w), None) => format!(
+            " to compare the first run with; the first run {}",
+            human_ns(w)
+        ),
+        (None, Some(range)) => format!("; the {} {range}", runs(v.reference_runs)),
+        (None, None) => String::new(),
     };
-    let why = v.cold_runs.first().map_or(String::new(), |c| {
-        let same = v.cold_runs.iter().all(|r| r.why == c.why);
-        if same {
-            format!(" ({})", c.why.replace(" it", " each"))
-        } else {
-            String::new()
-        }
-    });
-    format!("every counted run started cold{why}: there is no warm series to compare the first run with{first}{rest}")
+    // What made them cold, when it is one thing: the words after a run's own read.
+    let made = |c: &RunNote| {
+        c.why
+            .rsplit("; ")
+            .next()
+            .unwrap_or(&c.why)
+            .replace("before it", "before each")
+    };
+    let why = v
+        .cold_runs
+        .first()
+        .map(made)
+        .filter(|w| v.cold_runs.iter().all(|c| made(c) == *w));
+    let why = why.map_or(String::new(), |w| format!(" ({w})"));
+    format!("every counted run started cold{why}: there is no warm series{after}")
 }
 
 /// `left out of the warm reference: run #7 (its cached files were evicted between runs)`.

@@ -49,6 +49,9 @@ pub struct Measured {
     exit_code: Option<i64>,
     /// The batch's first run, kept apart: in `measurements`, not in `summary`.
     first: bool,
+    /// In `summary`: a run the screen's figures cover (see
+    /// [`crate::record::verdict::Verdict::uncovered`]).
+    covered: bool,
 }
 
 /// hyperfine 2.0's metrics (`Metric::ALL`, in its order): name, base unit as the JSON names it
@@ -81,7 +84,7 @@ pub const MEMORY: MetricOf = METRICS[4];
 impl Measured {
     /// A counted run's record, as hyperfine would have measured it (`None`: not counted, or
     /// no wall time).
-    fn of(record: &Value, first_index: Option<u64>) -> Option<Measured> {
+    fn of(record: &Value, first_index: Option<u64>, uncovered: &[u64]) -> Option<Measured> {
         if record["counted"] != true {
             return None;
         }
@@ -106,16 +109,21 @@ impl Measured {
                 _ => None,
             },
             first: first_index.is_some() && record["index"].as_u64() == first_index,
+            covered: record["index"]
+                .as_u64()
+                .is_some_and(|i| !uncovered.contains(&i)),
         })
     }
 
     /// The counted runs of `part`, in order; its first run marked when the batch keeps it
-    /// apart (the verdict has a first run: no warm-up came before it).
+    /// apart (the verdict has a first run: no warm-up came before it), and the runs the
+    /// screen's figures cover.
     pub fn all(part: &Part<'_>) -> io::Result<Vec<Measured>> {
-        let first_index = part.outcome.verdict.first_index;
+        let verdict = &part.outcome.verdict;
+        let uncovered = verdict.uncovered();
         let mut runs = Vec::new();
         part.each_record(|record| {
-            runs.extend(Measured::of(record, first_index));
+            runs.extend(Measured::of(record, verdict.first_index, &uncovered));
             Ok(())
         })?;
         Ok(runs)
@@ -124,9 +132,10 @@ impl Measured {
 
 /// `metric` over the runs the screen's statistics cover, as hyperfine summarises it (only when
 /// every one has it): the runs after the first where the batch keeps its first run apart, as
-/// the table's columns do; every counted run where it has no first run.
+/// the table's columns do, every counted run where it has no first run — less the runs that
+/// started cold while others did not.
 pub fn summary(metric: &MetricOf, runs: &[Measured]) -> Option<Summary> {
-    let values: Option<Vec<f64>> = runs.iter().filter(|m| !m.first).map(metric.2).collect();
+    let values: Option<Vec<f64>> = runs.iter().filter(|m| m.covered).map(metric.2).collect();
     Summary::of(&values?)
 }
 
@@ -137,13 +146,25 @@ pub fn first_run(metric: &MetricOf, runs: &[Measured]) -> Option<f64> {
 
 /// What `summary` covers, said in the document (hyperfine's scripts compute their own figures
 /// from `measurements`, which hold every counted run).
-fn covers(runs: &[Measured]) -> &'static str {
-    if runs.iter().any(|m| m.first) {
+fn covers(runs: &[Measured]) -> String {
+    let mut text = if runs.iter().any(|m| m.first) {
         "the runs after the first (measurements[1..]): the first run, measurements[0], is kept \
          apart, as on coldtrace's screen"
+            .to_string()
     } else {
-        "every counted run"
+        "every counted run".to_string()
+    };
+    let left: Vec<String> = (runs.iter().enumerate())
+        .filter(|(_, m)| !m.first && !m.covered)
+        .map(|(i, _)| format!("measurements[{i}]"))
+        .collect();
+    if !left.is_empty() {
+        text.push_str(&format!(
+            ", less the runs that started cold while the others did not ({})",
+            left.join(", ")
+        ));
     }
+    text
 }
 
 /// `{"value": V, "unit": U}` (a count has no unit).
@@ -228,7 +249,7 @@ impl Serialize for Entry<'_> {
             .collect();
         summary.sort_by_key(|(name, _)| *name);
         map.serialize_entry("summary", &ByName(summary))?;
-        map.serialize_entry("summary_covers", covers(&self.runs))?;
+        map.serialize_entry("summary_covers", &covers(&self.runs))?;
         map.end()
     }
 }

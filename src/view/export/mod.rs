@@ -16,6 +16,7 @@ pub use part::Part;
 use crate::batch::{BatchOutcome, CompareOutcome};
 use crate::plan::Exports;
 use crate::record::artifacts::ArtifactError;
+use crate::record::compare::MetricComparison;
 use crate::record::export_file::{self, Target};
 use std::path::Path;
 
@@ -38,7 +39,7 @@ pub fn write_batch(
             json::batch(w, &parts[0])
         })?;
     }
-    write_hyperfine(exports, &parts)
+    write_hyperfine(exports, &parts, None)
 }
 
 /// Writes every export `exports` asks for, of a comparison.
@@ -63,17 +64,23 @@ pub fn write_compare(exports: &Exports, outcome: &CompareOutcome) -> Result<(), 
             json::comparison(w, &outcome.json, &parts)
         })?;
     }
-    write_hyperfine(exports, &parts)
+    let wall = outcome.comparison.iter().find(|c| c.metric == "wall_ns");
+    write_hyperfine(exports, &parts, wall)
 }
 
-/// The exports hyperfine 2.0 has (its JSON, Markdown and summary CSV) and the per-run CSV.
-fn write_hyperfine(exports: &Exports, parts: &[Part<'_>]) -> Result<(), ArtifactError> {
+/// The exports hyperfine 2.0 has (its JSON, Markdown and summary CSV) and the per-run CSV;
+/// `wall` is a comparison's wall time (the ratios and intervals its screen gives).
+fn write_hyperfine(
+    exports: &Exports,
+    parts: &[Part<'_>],
+    wall: Option<&MetricComparison>,
+) -> Result<(), ArtifactError> {
     if let Some(path) = &exports.hyperfine_json {
         write_file("--export-json", path, |w| hyperfine::results(w, parts))?;
     }
     if let Some(path) = &exports.markdown {
         write_file("--export-markdown", path, |w| {
-            w.write_all(markdown::table(parts)?.as_bytes())
+            w.write_all(markdown::table(parts, wall)?.as_bytes())
         })?;
     }
     if let Some(path) = &exports.csv {
