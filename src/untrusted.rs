@@ -76,12 +76,16 @@ pub enum Want {
     Directory,
     /// A command's stdin: a regular file, a FIFO or a character device.
     Input,
+    /// A file coldtrace wrote (a record, a batch document, its state file): a regular file,
+    /// and not one of a file system the kernel makes, whose files are made on each read and
+    /// may be consumed by it (`/proc/kmsg`, tracefs's `trace_pipe`).
+    Record,
 }
 
 impl Want {
     fn admits(self, kind: FileKind) -> bool {
         match self {
-            Want::Regular => kind == FileKind::Regular,
+            Want::Regular | Want::Record => kind == FileKind::Regular,
             Want::Directory => kind == FileKind::Directory,
             Want::Input => matches!(
                 kind,
@@ -92,7 +96,7 @@ impl Want {
 
     fn name(self) -> &'static str {
         match self {
-            Want::Regular => "a regular file",
+            Want::Regular | Want::Record => "a regular file",
             Want::Directory => "a directory",
             Want::Input => "a regular file, a FIFO or a character device",
         }
@@ -118,6 +122,8 @@ pub enum OpenError {
     },
     /// A signal asked coldtrace to stop while it waited for a FIFO's writer.
     Interrupted(Signal),
+    /// A file of this file system the kernel makes, where a record was wanted: left unread.
+    KernelMade(&'static str),
 }
 
 impl fmt::Display for OpenError {
@@ -129,6 +135,10 @@ impl fmt::Display for OpenError {
             }
             OpenError::TooLarge { limit } => write!(f, "it holds more than {limit} bytes"),
             OpenError::Interrupted(sig) => write!(f, "interrupted by {sig}"),
+            OpenError::KernelMade(fs) => write!(
+                f,
+                "it is a file {fs} makes as it is read, not a record: left unread"
+            ),
         }
     }
 }
@@ -185,6 +195,11 @@ pub fn open_at<D: AsFd>(
     if !want.admits(kind) {
         return Err(OpenError::Kind { found: kind, want });
     }
+    if want == Want::Record {
+        if let Some(fs) = kernel_file_system(rustix::fs::fstatfs(&fd)?.f_type) {
+            return Err(OpenError::KernelMade(fs));
+        }
+    }
     Ok(Opened {
         fd,
         kind,
@@ -222,13 +237,14 @@ pub fn examine(path: &Path, want: Want) -> Result<FileKind, OpenError> {
     Ok(kind)
 }
 
-/// The whole of a regular file, if it holds at most `limit` bytes (checked on the size and
-/// again while reading: a file that grows meanwhile is cut off, not followed).
+/// The whole of a file coldtrace wrote ([`Want::Record`]), if it holds at most `limit` bytes
+/// (checked on the size and again while reading: a file that grows meanwhile is cut off, not
+/// followed).
 ///
 /// # Errors
 /// As [`open`]; [`OpenError::TooLarge`] beyond `limit`.
 pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, OpenError> {
-    let opened = open(path, Want::Regular)?;
+    let opened = open(path, Want::Record)?;
     if opened.size > limit {
         return Err(OpenError::TooLarge { limit });
     }

@@ -14,7 +14,8 @@
 //! batch starts on a new boot (so a batch cut short still marks the boot) and when a batch ends
 //! (so its own `--drop-caches` is not taken for another's by the next batch). It holds one
 //! line of JSON (`{"boot_id": …, "uptime_s": …, "drop_pagecache": …}`); a file of an older
-//! coldtrace holds the boot ID alone, and is read as a boot with no counters.
+//! coldtrace holds the boot ID alone, and is read as a boot with no counters. The directory is
+//! reached without following a symlink and must be the user's own (`open_state_dir`).
 //!
 //! An empty or new state directory says nothing of the boot: the batch is then the first
 //! *coldtrace batch that directory knows of*, and whether the page cache was dropped since boot
@@ -27,9 +28,11 @@
 
 use crate::measure::cache::CacheHistory;
 use crate::untrusted::OpenError;
+use rustix::fd::OwnedFd;
+use rustix::fs::{Mode, OFlags, CWD};
+use rustix::io::Errno;
 use std::ffi::OsString;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The environment variable that chooses the state directory (empty: no state file).
@@ -148,11 +151,23 @@ pub fn check_and_mark(boot_id: Option<&str>, now: CacheHistory) -> BootMarker {
     let Some(boot_id) = boot_id else {
         return unknown(Some(path), "the boot ID is unreadable".into(), now);
     };
-    // The state directory is the user's: a FIFO or a device planted there must neither block
-    // nor be read without end (the state is one short line).
-    let previous = match crate::untrusted::read_bounded(&path, 4096) {
+    let dir = match open_state_dir(path.parent().unwrap_or(Path::new("."))) {
+        Ok(dir) => dir,
+        Err(why) => return unknown(Some(path), why, now),
+    };
+    // The state directory is the user's: a FIFO, a device or a symlink planted there must
+    // neither block nor be read without end (the state is one short line) nor be followed.
+    let previous = match read_state(&dir) {
         Ok(bytes) => Some(parse_state(&String::from_utf8_lossy(&bytes))),
         Err(OpenError::Os(e)) if e == coldtrace_syscalls::Errno::NOENT => None,
+        Err(OpenError::Os(e)) if e == coldtrace_syscalls::Errno::LOOP => {
+            let why = "is a symlink; coldtrace follows none in its state directory";
+            return unknown(
+                Some(path.clone()),
+                format!("{}: {why}", path.display()),
+                now,
+            );
+        }
         Err(e) => return unknown(Some(path.clone()), format!("{}: {e}", path.display()), now),
     };
     if let Some(last) = previous.filter(|p| p.boot_id == boot_id) {
@@ -166,7 +181,7 @@ pub fn check_and_mark(boot_id: Option<&str>, now: CacheHistory) -> BootMarker {
     }
     // The file names another boot, or none: this batch is the first since boot only if it can
     // say so for the next one. A marker that cannot be written would make every batch "first".
-    match write_atomically(&path, &state_text(boot_id, &now)) {
+    match write_atomically(&dir, &state_text(boot_id, &now)) {
         Ok(()) => BootMarker {
             first_batch_since_boot: Some(true),
             state_file: Some(path),
@@ -191,7 +206,9 @@ pub fn mark_end(marker: &BootMarker, boot_id: Option<&str>, now: &CacheHistory) 
     if let (Some(path), Some(boot_id), Some(_)) =
         (&marker.state_file, boot_id, marker.first_batch_since_boot)
     {
-        let _ = write_atomically(path, &state_text(boot_id, now));
+        if let Ok(dir) = open_state_dir(path.parent().unwrap_or(Path::new("."))) {
+            let _ = write_atomically(&dir, &state_text(boot_id, now));
+        }
     }
 }
 
@@ -205,29 +222,108 @@ fn unknown(state_file: Option<PathBuf>, why: String, now: CacheHistory) -> BootM
     }
 }
 
-/// Replaces `path` with a file holding `text`: a new file beside it (never following a
-/// symlink), fsynced, renamed over the old one; the directory is created (0700) if need be.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let tmp = dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
+/// The state directory `dir`, opened one component at a time with `O_NOFOLLOW` (as
+/// `openat2`'s `RESOLVE_NO_SYMLINKS` would, on every kernel and under seccomp profiles that
+/// refuse `openat2`): a symlink anywhere on the way is refused, so that coldtrace run as root
+/// with a user's `HOME` (`sudo -E`) writes nowhere that user points it. A missing component is
+/// made (0700) only inside a directory of this user's or root's, and the directory must be
+/// this user's own or root's: otherwise the marker is off, and the reason says so.
+fn open_state_dir(dir: &Path) -> Result<OwnedFd, String> {
+    use std::path::Component;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let me = rustix::process::geteuid().as_raw();
+    let ours = |uid: u32| uid == me || uid == 0;
+    let open = |at: &OwnedFd, name: &Path| rustix::fs::openat(at, name, flags, Mode::empty());
+    let mut at = rustix::fs::openat(CWD, ".", flags, Mode::empty()).map_err(|e| io_said(dir, e))?;
+    for part in dir.components() {
+        let name = match part {
+            Component::RootDir => Path::new("/"),
+            Component::ParentDir => Path::new(".."),
+            Component::Normal(name) => Path::new(name),
+            Component::CurDir | Component::Prefix(_) => continue,
+        };
+        at = match open(&at, name) {
+            Ok(next) => next,
+            Err(Errno::NOENT) if owner(&at).is_some_and(ours) => {
+                match rustix::fs::mkdirat(&at, name, Mode::from_raw_mode(0o700)) {
+                    Ok(()) | Err(Errno::EXIST) => open(&at, name).map_err(|e| io_said(dir, e))?,
+                    Err(e) => return Err(io_said(dir, e)),
+                }
+            }
+            Err(Errno::NOENT) => {
+                return Err(format!(
+                    "{} is missing, and coldtrace makes no state directory inside another \
+                     user's; set {STATE_DIR_VAR} to a directory of your own",
+                    dir.display()
+                ))
+            }
+            Err(Errno::LOOP | Errno::NOTDIR) => {
+                return Err(format!(
+                    "{}: {} is a symlink (or no directory); coldtrace follows none to its state \
+                     directory: set {STATE_DIR_VAR} to a directory of your own",
+                    dir.display(),
+                    name.display()
+                ))
+            }
+            Err(e) => return Err(io_said(dir, e)),
+        };
+    }
+    match owner(&at) {
+        Some(uid) if ours(uid) => Ok(at),
+        Some(uid) => Err(format!(
+            "{} belongs to uid {uid}, not to this user (uid {me}); set {STATE_DIR_VAR} to a \
+             directory of your own",
+            dir.display()
+        )),
+        None => Err(format!("{}: cannot stat it", dir.display())),
+    }
+}
+
+/// The owner of an open directory.
+fn owner(dir: &OwnedFd) -> Option<u32> {
+    rustix::fs::fstat(dir).ok().map(|st| st.st_uid)
+}
+
+/// `DIR: the kernel's error`.
+fn io_said(dir: &Path, e: Errno) -> String {
+    format!("{}: {}", dir.display(), std::io::Error::from(e))
+}
+
+/// The state file's bytes (at most 4 KiB), never through a symlink (`ELOOP`).
+fn read_state(dir: &OwnedFd) -> Result<Vec<u8>, OpenError> {
+    let opened = crate::untrusted::open_at(
+        dir,
+        Path::new(FILE_NAME),
+        crate::untrusted::Want::Record,
+        OFlags::NOFOLLOW,
+    )?;
+    let mut bytes = Vec::with_capacity(256);
+    let read = std::fs::File::from(opened.fd)
+        .take(4096)
+        .read_to_end(&mut bytes);
+    read.map_err(|e| {
+        OpenError::Os(coldtrace_syscalls::Errno::from_raw(
+            e.raw_os_error().unwrap_or(5),
+        ))
+    })?;
+    Ok(bytes)
+}
+
+/// Replaces the state file in `dir` with one holding `text`: a new file beside it (made with
+/// `O_EXCL`, never through a symlink), fsynced, renamed over the old one.
+fn write_atomically(dir: &OwnedFd, text: &str) -> std::io::Result<()> {
+    let tmp = format!(".{FILE_NAME}.{}.tmp", std::process::id());
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     // Made here with O_EXCL, or not at all: a failure removes only a file this call made.
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(&tmp)?;
+    let made = rustix::fs::openat(dir, tmp.as_str(), flags, Mode::from_raw_mode(0o600))?;
+    let mut file = std::fs::File::from(made);
     let written = (|| {
         file.write_all(text.as_bytes())?;
         file.sync_all()?;
-        std::fs::rename(&tmp, path)
+        rustix::fs::renameat(dir, tmp.as_str(), dir, FILE_NAME).map_err(std::io::Error::from)
     })();
     if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = rustix::fs::unlinkat(dir, tmp.as_str(), rustix::fs::AtFlags::empty());
     }
     written
 }

@@ -213,7 +213,7 @@ fn facts(dir: &Path) -> Option<Value> {
 fn first_record(dir: &Path) -> (Option<u64>, Option<u64>, Option<f64>) {
     use std::io::BufRead;
     let Ok(opened) =
-        crate::untrusted::open(&dir.join("runs.jsonl"), crate::untrusted::Want::Regular)
+        crate::untrusted::open(&dir.join("runs.jsonl"), crate::untrusted::Want::Record)
     else {
         return (None, None, None);
     };

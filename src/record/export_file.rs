@@ -13,7 +13,8 @@
 //!   file); on failure only that temporary file is removed;
 //! - a new name: created the same way;
 //! - anything else (a directory, a block device, a socket, a symlink to nothing, another user's
-//!   file that coldtrace could not give back to them): refused in one line.
+//!   file that coldtrace could not give back to them, a file of a file system the kernel makes:
+//!   procfs, sysfs, tracefs…): refused in one line.
 //!
 //! Before the first run every target is checked as it would be written (its directory
 //! writable, the file writable), no two exports may name one file, and none may lie inside a
@@ -118,8 +119,9 @@ fn existing(path: &Path, meta: &Metadata) -> Result<Way, String> {
             meta.uid()
         ));
     }
-    writable(&real)?;
     let (dir, name) = split(&real)?;
+    not_made_by_the_kernel(&dir)?;
+    writable(&real)?;
     directory_writable(&dir)?;
     Ok(Way::Replace {
         dir,
@@ -138,6 +140,7 @@ fn new_file(path: &Path) -> Result<Way, String> {
         return Err("its directory does not exist; create it first".into());
     }
     let dir = std::fs::canonicalize(parent).map_err(|e| explain(&e))?;
+    not_made_by_the_kernel(&dir)?;
     directory_writable(&dir)?;
     let name = path
         .file_name()
@@ -148,6 +151,21 @@ fn new_file(path: &Path) -> Result<Way, String> {
         name: name.to_string(),
         keep: None,
     })
+}
+
+/// Refuses a directory on a file system the kernel makes (procfs, sysfs, tracefs…): its files
+/// are the kernel's controls, never an export's place.
+fn not_made_by_the_kernel(dir: &Path) -> Result<(), String> {
+    let f_type = rustix::fs::statfs(dir)
+        .map_err(|e| explain(&e.into()))?
+        .f_type;
+    match crate::untrusted::kernel_file_system(f_type) {
+        Some(kind) => Err(format!(
+            "is on {kind}, a file system the kernel makes; an export goes to a file on a disk \
+             or tmpfs, a FIFO or a character device"
+        )),
+        None => Ok(()),
+    }
 }
 
 fn split(real: &Path) -> Result<(PathBuf, String), String> {

@@ -286,7 +286,7 @@ fn read_document(
 fn open_runs(dir: &Path) -> Result<(impl io::BufRead, String), ReportError> {
     let runs_path = dir.join("runs.jsonl");
     let opened =
-        untrusted::open(&runs_path, Want::Regular).map_err(|e| unreadable(&runs_path, e))?;
+        untrusted::open(&runs_path, Want::Record).map_err(|e| unreadable(&runs_path, e))?;
     let reader = ChunkReader::new(fs::File::from(opened.fd));
     Ok((reader, runs_path.display().to_string()))
 }
