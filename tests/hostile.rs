@@ -3,7 +3,7 @@
 //! code, that a one-line error stays one escaped line, that no process of the command survives
 //! (running or as a zombie), and that the records are whole. The cases of this file come first;
 //! each class with its own file below `tests/hostile/` follows (address_space, crashes, files,
-//! hangs, markup, memory, processes, recorded, signals, time_fifo, truth).
+//! hangs, markup, memory, processes, recorded, side_effects, signals, time_fifo, truth).
 #![forbid(unsafe_code)]
 
 #[path = "hostile/address_space.rs"]
@@ -27,6 +27,8 @@ mod places;
 mod processes;
 #[path = "hostile/recorded.rs"]
 mod recorded;
+#[path = "hostile/side_effects.rs"]
+mod side_effects;
 #[path = "hostile/signals.rs"]
 mod signals;
 #[path = "hostile/time_fifo.rs"]

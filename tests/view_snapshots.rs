@@ -121,6 +121,7 @@ fn outcome(summaries: Vec<MetricSummary>, counts: Counts) -> BatchOutcome {
         spawner: None,
         single_outcome: None,
         start_failure: None,
+        wait_failure: None,
         failure_stop: None,
     }
 }

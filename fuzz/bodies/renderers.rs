@@ -199,6 +199,7 @@ fn outcome(c: &mut Cursor<'_>) -> BatchOutcome {
         }),
         single_outcome: c.some_text(),
         start_failure: c.some_text(),
+        wait_failure: c.some_text(),
         failure_stop,
     };
     // Last, so that the seeds written before it keep their meaning.

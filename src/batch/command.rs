@@ -67,6 +67,8 @@ pub struct CommandBatch<'p> {
     /// The failing first run (or first warm-up) that stopped the batch.
     pub(super) failure_stop: Option<crate::batch::outcome::FailureStop>,
     pub(super) start_failure: Option<(ChildStage, Errno)>,
+    /// coldtrace could not wait for or reap a run: why (the batch stopped after it).
+    pub(super) wait_failure: Option<String>,
     pub(super) single: Option<SingleRun>,
     /// The current record's JSON line, reused: no allocation per run.
     pub(super) line: Vec<u8>,
@@ -226,6 +228,7 @@ impl<'p> Checked<'p> {
             stopped_reason: None,
             failure_stop: None,
             start_failure: None,
+            wait_failure: None,
             single: None,
             line: Vec::with_capacity(16 * 1024),
             next_index: 0,

@@ -181,6 +181,7 @@ impl CommandBatch<'_> {
             start_failure: self
                 .start_failure
                 .map(|(_, errno)| cannot_start(&self.argv[0], errno)),
+            wait_failure: self.wait_failure,
         })
     }
 
@@ -221,6 +222,8 @@ impl CommandBatch<'_> {
             128u8.saturating_add(sig.raw() as u8)
         } else if let Some((stage, errno)) = self.start_failure {
             exit_code_for_failed_start(stage, errno)
+        } else if self.wait_failure.is_some() {
+            125
         } else if let Some(single) = self.single.filter(|_| self.plan.is_single_run()) {
             single_exit_code(&single.outcome)
         } else if self.counts.rejected > 0

@@ -37,8 +37,8 @@ pub use command::CommandBatch;
 pub use compare::{round_order, run_compare, CompareOutcome};
 pub use error::BatchError;
 pub use outcome::{
-    named_processes, processes_count, BatchOutcome, FailureStop, FirstPagedIn, SingleRun, Step,
-    SurvivorsSeen,
+    cannot_wait, named_processes, processes_count, BatchOutcome, FailureStop, FirstPagedIn,
+    SingleRun, Step, SurvivorsSeen,
 };
 pub use program::exit_code_for_start_failure;
 pub use progress::{BatchStart, Observer, Preparing, RunEnd, RunStart, Unobserved};

@@ -83,6 +83,8 @@ pub struct BatchOutcome {
     pub single_outcome: Option<String>,
     /// The program could not be started (`execve` failed): the one-line reason.
     pub start_failure: Option<String>,
+    /// coldtrace could not wait for or reap a run ([`cannot_wait`]): the one-line reason.
+    pub wait_failure: Option<String>,
     /// A single run's own figures (what `coldtrace time` reports); `None` for a batch.
     pub single_run: Option<SingleRun>,
     /// The batch stopped because its first counted run (or first warm-up) failed.
@@ -154,6 +156,28 @@ pub(crate) fn describe(outcome: &Outcome) -> String {
             format!("ran but was not measured (the spawner ended while starting it), {status}")
         }
     }
+}
+
+/// Why coldtrace stops when it cannot wait for or reap its own child (`None` for any other
+/// outcome): not the command's failure, so `-i` cannot help — something around coldtrace
+/// (a seccomp filter, a container's profile) refuses the calls it waits with. See
+/// [wait4(2)](https://man7.org/linux/man-pages/man2/wait4.2.html) and
+/// [waitid(2)](https://man7.org/linux/man-pages/man2/waitid.2.html).
+pub fn cannot_wait(outcome: &Outcome) -> Option<String> {
+    let what = match outcome {
+        Outcome::Unreaped { errno } => {
+            format!("the command ran but coldtrace could not reap it: {errno}")
+        }
+        Outcome::WaitFailed { errno, .. } => {
+            format!("coldtrace could not wait for the command (it was killed): {errno}")
+        }
+        _ => return None,
+    };
+    Some(format!(
+        "{what}; something here refuses wait4 or waitid (a seccomp filter, a container's \
+         profile?), which coldtrace needs to measure a run: allow them, or run coldtrace \
+         outside that sandbox"
+    ))
 }
 
 /// The processes the runs of a batch left running when their commands exited, counted, the

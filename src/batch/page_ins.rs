@@ -46,11 +46,8 @@ impl Shared<'_> {
         let tracer = match (leaf, &self.group) {
             (Some(leaf), _) => PageInTracer::open(leaf.path(), leaf.fd()).map(|t| {
                 if let Some(dir) = &t.mounted {
-                    eprintln!(
-                        "coldtrace: note: mounted tracefs at {} to read the page cache's \
-                         tracepoint format",
-                        dir.display()
-                    );
+                    let what = "the page cache's tracepoint format";
+                    eprintln!("{}", crate::measure::tree::tracefs::mounted_note(dir, what));
                 }
                 RefCell::new(t)
             }),

@@ -184,11 +184,8 @@ impl<'s> Shared<'s> {
             }
             let tracer = TreeTracer::open()?;
             if let Some(dir) = &tracer.mounted {
-                eprintln!(
-                    "coldtrace: note: mounted tracefs at {} to read the scheduler's tracepoint \
-                     formats",
-                    dir.display()
-                );
+                let what = "the scheduler's tracepoint formats";
+                eprintln!("{}", crate::measure::tree::tracefs::mounted_note(dir, what));
             }
             Ok(RefCell::new(tracer))
         });

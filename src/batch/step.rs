@@ -684,7 +684,10 @@ impl CommandBatch<'_> {
             && !self.plan.is_single_run()
             && !matches!(
                 outcome,
-                Outcome::FailedToStart { .. } | Outcome::Unmeasured { .. }
+                Outcome::FailedToStart { .. }
+                    | Outcome::Unmeasured { .. }
+                    | Outcome::Unreaped { .. }
+                    | Outcome::WaitFailed { .. }
             )
             && !outcome.succeeded()
     }
@@ -770,6 +773,12 @@ impl CommandBatch<'_> {
                 "{}; the batch stops",
                 crate::batch::program::cannot_start(&self.argv[0], errno)
             ));
+            return Step::Stop;
+        }
+        if let Some(why) = crate::batch::cannot_wait(&run.outcome) {
+            // Every later run would end the same way, each leaving a zombie: stop, -i or not.
+            self.stopped_reason = Some(why.clone());
+            self.wait_failure = Some(why);
             return Step::Stop;
         }
         if let Some(sig) = interrupted_by {

@@ -99,6 +99,10 @@ pub fn execute_compare(plan: &ComparePlan) -> Result<Output, crate::batch::Batch
     let mut progress = ProgressLine::new(plan.quiet, on_terminal);
     let outcome = run_compare(plan, &signals, &mut progress)?;
     let width = terminal::width(Stream::Stderr);
+    let cannot_wait = outcome
+        .batches
+        .iter()
+        .find_map(|b| b.wait_failure.as_deref());
     let stopped = outcome
         .batches
         .iter()
@@ -107,7 +111,13 @@ pub fn execute_compare(plan: &ComparePlan) -> Result<Output, crate::batch::Batch
             let shown = crate::text::escape_controls(c.name.as_deref().unwrap_or(&c.command));
             crate::view::table::failure_stop(b, &shown, "", use_colour(), width)
         });
-    if let Some(stopped) = stopped {
+    if let Some(message) = cannot_wait {
+        // coldtrace's own failure, not a command's: one line, as every error of its own.
+        eprintln!(
+            "coldtrace: error: {}",
+            crate::text::escape_controls(message)
+        );
+    } else if let Some(stopped) = stopped {
         // An error: said even with -q, instead of a comparison that stopped at its start.
         eprint!("{stopped}");
     } else if !plan.quiet {

@@ -103,6 +103,9 @@ pub fn execute_run(plan: &Plan) -> Result<Output, crate::batch::BatchError> {
     if let (Some(message), 0) = (&outcome.start_failure, outcome.counts.counted) {
         // Nothing ran: one line, like a PATH lookup failure, not an empty table.
         eprintln!("coldtrace: error: {}", escape_controls(message));
+    } else if let Some(message) = &outcome.wait_failure {
+        // coldtrace's own failure, not the command's: one line, as every error of its own.
+        eprintln!("coldtrace: error: {}", escape_controls(message));
     } else if let Some(stopped) = stopped {
         // An error, like a command that cannot start: said even with -q.
         eprint!("{stopped}");

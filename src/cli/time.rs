@@ -183,15 +183,9 @@ fn ending_of(plan: &Plan, run: SingleRun) -> Result<Ran, BatchError> {
             )))
         }
         Outcome::FailedToStart { errno, .. } => return Ok((cannot_run(plan, errno), None, None)),
-        Outcome::WaitFailed { errno, .. } => {
-            return Err(BatchError::own(format!(
-                "waiting for the command failed ({errno}); it was killed"
-            )))
-        }
-        Outcome::Unreaped { errno } => {
-            return Err(BatchError::own(format!(
-                "the command ran but could not be reaped ({errno}): no status, no usage"
-            )))
+        Outcome::WaitFailed { .. } | Outcome::Unreaped { .. } => {
+            let why = batch::cannot_wait(&run.outcome).unwrap_or_default();
+            return Err(BatchError::own(why));
         }
         // GNU time reports a stopped command and exits 128 + the signal (it then leaves the
         // command behind; coldtrace has killed it).
