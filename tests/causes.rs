@@ -398,6 +398,40 @@ fn evict_of_a_file_barely_read_while_the_rest_is_cold_names_the_rest() {
 }
 
 #[test]
+fn evict_of_a_small_file_after_a_drop_by_hand_names_the_drop_for_the_rest() {
+    let Some(_alone) = alone_as_root() else {
+        return;
+    };
+    let tmp = disk_dir("cause-elsewhere-dropped");
+    let small = tmp.join("small.txt");
+    std::fs::write(&small, b"a few bytes\n").unwrap();
+    let small = small.to_str().unwrap().to_string();
+    let big = data_file(&tmp, "big.bin", 16);
+    let state = tmp.join("state");
+    batch(tmp.path(), &state, "run -n 2 -o a -- true");
+    drop_caches_by_hand();
+    let out = batch(
+        tmp.path(),
+        &state,
+        &format!("run -n 3 --cold-first-only --evict {small} -o b -- cat {small} {big}"),
+    );
+    let cause = cause_of(&tmp.join("b"));
+    assert_eq!(cause["cause"], "evict", "{cause}");
+    assert_eq!(cause["second"], "elsewhere", "{cause}");
+    assert_eq!(cause["second_cause"], "drop_caches_outside", "{cause}");
+    assert_eq!(cause["dropped_since"], "last_batch", "{cause}");
+    let said = sentence(&out, "the first run was made cold by coldtrace's --evict");
+    assert!(
+        said.contains(
+            "something else had made those cold too — the page cache, dentries and inodes were \
+             dropped outside coldtrace: drop_caches was written since the last coldtrace batch \
+             of this boot ended,"
+        ),
+        "{said}"
+    );
+}
+
+#[test]
 fn nothing_at_all_names_nothing() {
     let Some(_alone) = alone_as_root() else {
         return;

@@ -149,6 +149,11 @@ pub struct ColdCause {
     /// evicted roots came from files coldtrace did not evict (something else had made them
     /// cold); `null` otherwise.
     pub second: Option<&'static str>,
+    /// What made that rest cold, where the evidence says: `reclaim` (file pages refaulted during
+    /// the run, at least half as many as the pages from elsewhere: `--evict` leaves no shadow
+    /// entry, so they are not the evicted files'), or `drop_caches_outside` (as the cause of
+    /// that name, with `dropped_since`); `null` otherwise.
+    pub second_cause: Option<&'static str>,
 }
 serialize_struct!(ColdCause {
     cause,
@@ -165,7 +170,8 @@ serialize_struct!(ColdCause {
     from_evicted_bytes,
     from_elsewhere_bytes,
     split_unknown_reason,
-    second
+    second,
+    second_cause
 });
 
 /// Bytes brought in from outside the evicted roots from which they are a second cause (beside
@@ -251,6 +257,17 @@ pub fn cold_cause(f: &ColdFacts) -> ColdCause {
     let elsewhere = from_elsewhere.unwrap_or(0);
     let second = (elsewhere >= ELSEWHERE_BYTES && elsewhere >= from_evicted.unwrap_or(0))
         .then_some("elsewhere");
+    let second_cause = second.and_then(|_| {
+        let pages = elsewhere as f64 / f.page_bytes.max(1) as f64;
+        if f.refaults
+            .is_some_and(|n| n as f64 >= REFAULTS_OF_WHAT_IT_READ * pages)
+        {
+            Some("reclaim")
+        } else {
+            outside.map(|_| "drop_caches_outside")
+        }
+    });
+    let dropped = cause == "drop_caches_outside" || second_cause == Some("drop_caches_outside");
     ColdCause {
         cause,
         verified,
@@ -262,7 +279,7 @@ pub fn cold_cause(f: &ColdFacts) -> ColdCause {
         since_boot: w.since_boot,
         since_last_batch: w.since_last_batch,
         before_first_run: w.before_first_run,
-        dropped_since: outside.filter(|_| cause == "drop_caches_outside"),
+        dropped_since: outside.filter(|_| dropped),
         from_evicted_bytes: from_evicted.or(split.map(|_| 0)),
         from_elsewhere_bytes: from_elsewhere.or(split.map(|_| 0)),
         split_unknown_reason: f
@@ -270,6 +287,7 @@ pub fn cold_cause(f: &ColdFacts) -> ColdCause {
             .clone()
             .filter(|_| cause == "evict" && split.is_none()),
         second,
+        second_cause,
     }
 }
 

@@ -206,8 +206,17 @@ fn split_words(c: &ColdCause) -> String {
         (Some(_), _) => format!(
             "; of what it brought into the page cache, {evicted} came from the evicted files \
              and {} from files coldtrace did not evict: something else had made those cold \
-             too (a drop_caches, reclaim, another process)",
-            human_bytes(elsewhere as f64)
+             too {}",
+            human_bytes(elsewhere as f64),
+            match c.second_cause {
+                Some("reclaim") => format!(
+                    "— the machine had reclaimed them: {} file pages refaulted system-wide \
+                     during it",
+                    c.workingset_refault_file.unwrap_or(0)
+                ),
+                Some("drop_caches_outside") => format!("— {}", outside_words(c)),
+                _ => "(a drop_caches, reclaim, another process)".into(),
+            }
         ),
         (None, 0) => {
             format!("; all it brought into the page cache, {evicted}, came from the evicted files")
@@ -361,6 +370,7 @@ mod tests {
             from_elsewhere_bytes: None,
             split_unknown_reason: None,
             second: None,
+            second_cause: None,
         }
     }
 
@@ -558,6 +568,38 @@ mod tests {
         // A little from elsewhere beside much from the evicted roots: said, not a cause.
         let c = crate::record::cause::cold_cause(&facts(36 << 20, 2 << 20));
         assert_eq!(c.second, None);
+        // A drop by hand since the last batch, or reclaim, made the rest cold: said.
+        let by_hand = crate::record::cause::ColdFacts {
+            last_batch: counts(468.0, 26, 0),
+            at_start: counts(660.0, 27, 0),
+            at_first: counts(661.0, 27, 0),
+            ..facts(4096, 200 << 20)
+        };
+        let c = crate::record::cause::cold_cause(&by_hand);
+        assert_eq!(
+            (c.second_cause, c.dropped_since),
+            (Some("drop_caches_outside"), Some("last_batch"))
+        );
+        let said = plain(cause_sentence(&c));
+        assert!(
+            said.ends_with(
+                "something else had made those cold too — the page cache, dentries and inodes \
+                 were dropped outside coldtrace: drop_caches was written since the last \
+                 coldtrace batch of this boot ended, 3m12s before this one (drop_pagecache +1, \
+                 drop_slab +1)"
+            ),
+            "{said}"
+        );
+        let reclaimed = crate::record::cause::ColdFacts {
+            refaults: Some(30_000),
+            ..by_hand
+        };
+        let c = crate::record::cause::cold_cause(&reclaimed);
+        assert_eq!((c.second_cause, c.dropped_since), (Some("reclaim"), None));
+        assert!(plain(cause_sentence(&c)).ends_with(
+            "something else had made those cold too — the machine had reclaimed them: 30000 \
+             file pages refaulted system-wide during it"
+        ));
         // Without the ledger, no split is claimed.
         let mut f = facts(0, 0);
         (f.page_ins_evicted_bytes, f.page_ins_elsewhere_bytes) = (None, None);
