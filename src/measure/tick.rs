@@ -36,9 +36,8 @@ pub struct Tick {
 impl Tick {
     /// The tick of this kernel, read once.
     pub fn read() -> Tick {
-        let from_timer_list = std::fs::read("/proc/timer_list")
-            .ok()
-            .and_then(|t| hz_from_timer_list(&t))
+        let from_timer_list = crate::measure::procfs::read_text("/proc/timer_list", usize::MAX)
+            .and_then(|t| hz_from_timer_list(t.as_bytes()))
             .map(|hz| (hz, "timer_list"));
         let from_config = || {
             let release = rustix::system::uname().release().to_str().ok()?.to_owned();

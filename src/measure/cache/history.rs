@@ -84,8 +84,11 @@ impl CacheHistory {
     /// Reads `/proc/vmstat` and the boot-time clock now. Never fails: what cannot be read is
     /// `None`.
     pub fn read() -> CacheHistory {
-        let text = std::fs::read("/proc/vmstat").unwrap_or_default();
-        Self::parse(&text, Some(crate::measure::clock::boottime_s()))
+        // Opened as every /proc file is: a FIFO bind-mounted over it must not block the batch.
+        let text =
+            crate::measure::procfs::read_text("/proc/vmstat", usize::MAX).unwrap_or_default();
+        let text = text.as_bytes();
+        Self::parse(text, Some(crate::measure::clock::boottime_s()))
     }
 
     /// The counters of `/proc/vmstat` text ("name value" lines), read at `uptime_s`.

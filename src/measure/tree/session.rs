@@ -132,7 +132,7 @@ fn pages_per_cpu(cpus: usize) -> usize {
 
 /// Why the tracepoints could not be had, in words.
 fn refused(errno: Errno) -> String {
-    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+    let paranoid = crate::measure::procfs::read_text("/proc/sys/kernel/perf_event_paranoid", 64)
         .map(|s| format!(", perf_event_paranoid is {}", s.trim()))
         .unwrap_or_default();
     match errno {

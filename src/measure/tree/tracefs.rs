@@ -54,7 +54,8 @@ fn unescape(field: &str) -> String {
 /// (as root) tracefs newly mounted at [`DEFAULT_MOUNT`]. The second value says it was mounted
 /// here. `Err` says why none could be had.
 pub fn find_or_mount() -> Result<(PathBuf, bool), String> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mountinfo =
+        crate::measure::procfs::read_text("/proc/self/mountinfo", usize::MAX).unwrap_or_default();
     let candidates = mount_points(&mountinfo, "tracefs").into_iter().chain(
         mount_points(&mountinfo, "debugfs")
             .into_iter()
