@@ -17,7 +17,7 @@ use crate::measure::system::SystemSampler;
 use crate::measure::tree::session::TreeTracer;
 use crate::measure::tree::source::TreeSource;
 use crate::measure::tree::tasks::TaskCounter;
-use coldtrace_syscalls::{ChildStack, Signal};
+use coldtrace_syscalls::{ChildStack, Errno, Signal};
 use std::cell::RefCell;
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -70,13 +70,27 @@ pub struct Shared<'s> {
     pub(crate) own_drops: u64,
 }
 
+/// Why the child stack could not be mapped. Under an address-space limit (`ulimit -v`) the
+/// kernel's `ENOMEM` is the limit's doing, and is said as coldtrace's allocator says it.
+fn stack_refused(e: Errno) -> BatchError {
+    let limit = rustix::process::getrlimit(rustix::process::Resource::As).current;
+    match limit {
+        Some(bytes) if e == Errno::NOMEM => BatchError::own(format!(
+            "out of memory: the child stack ({} KiB) could not be mapped under an address-space \
+             limit of {} KiB (ulimit -v): raise it",
+            ChildStack::USABLE_BYTES / 1024,
+            bytes / 1024
+        )),
+        _ => BatchError::own(format!("cannot map the child stack: {e}")),
+    }
+}
+
 impl<'s> Shared<'s> {
     /// Maps the child stack and opens what every run needs.
     pub fn new(signals: &'s Signals) -> Result<Shared<'s>, BatchError> {
         Ok(Shared {
             signals,
-            stack: ChildStack::new()
-                .map_err(|e| BatchError::own(format!("cannot map the child stack: {e}")))?,
+            stack: ChildStack::new().map_err(stack_refused)?,
             floor: Floor::open(),
             spawner: None,
             spawner_asked: false,
