@@ -587,38 +587,15 @@ impl CommandBatch<'_> {
             &mut record.anomalies,
         );
         if role == Role::First {
-            self.first_refaults = record
-                .system_delta
-                .as_ref()
-                .and_then(|d| d.workingset_refault_file);
-            self.first_page_in_split = match &record.page_ins {
-                None => Err("no page-in ledger with --minimal".into()),
-                Some(p) => match (&p.unknown_reason, &p.split_unknown_reason) {
-                    (Some(why), _) | (None, Some(why)) => Err(why.clone()),
-                    (None, None) => Ok((p.evicted.map(|e| e.bytes), p.elsewhere.map(|e| e.bytes))),
-                },
-            };
+            (self.first_refaults, self.first_page_in_split) = first_run_evidence(&record);
         }
-        let counter_notes = if index == 0 {
-            Self::unavailable_counters(&record)
-        } else {
-            Vec::new()
-        };
-        // The record line goes to runs.jsonl, to the exports, or is a single run's JSON: with
-        // none of those (a batch without -o) it would be written for nothing.
+        if index == 0 {
+            let notes = Self::unavailable_counters(&record);
+            self.notices.extend(notes);
+        }
         if self.dir.is_some() || self.kept.is_some() || self.plan.is_single_run() {
-            self.line.clear();
-            // Serialising plain data into memory cannot fail.
-            let _ = serde_json::to_writer(&mut self.line, &record);
-            self.line.push(b'\n');
+            write_line(&mut self.line, &mut self.dir, &mut self.kept, &record)?;
         }
-        if let Some(d) = &mut self.dir {
-            d.append_record(&self.line)?;
-        }
-        if let Some(kept) = &mut self.kept {
-            kept.push(&self.line);
-        }
-        self.notices.extend(counter_notes);
         if self.cache_unknown.is_none() {
             self.cache_unknown = record.cache.as_ref().and_then(|c| {
                 c.before
@@ -806,4 +783,45 @@ fn name_what_kept_it_cached(
             anomaly: a.clone(),
         });
     }
+}
+
+/// What the first run's cause is told from: its refaults and the split of its page-ins.
+type FirstRunEvidence = (Option<u64>, Result<(Option<u64>, Option<u64>), String>);
+
+/// The first run's [`FirstRunEvidence`] from its record.
+fn first_run_evidence(record: &RunRecord) -> FirstRunEvidence {
+    let refaults = record
+        .system_delta
+        .as_ref()
+        .and_then(|d| d.workingset_refault_file);
+    let split = match &record.page_ins {
+        None => Err("no page-in ledger with --minimal".into()),
+        Some(p) => match (&p.unknown_reason, &p.split_unknown_reason) {
+            (Some(why), _) | (None, Some(why)) => Err(why.clone()),
+            (None, None) => Ok((p.evicted.map(|e| e.bytes), p.elsewhere.map(|e| e.bytes))),
+        },
+    };
+    (refaults, split)
+}
+
+/// Writes the record as one line into `line` and appends it to `runs.jsonl` and the exports'
+/// store. Only where one of those, or a single run's JSON, takes it: a batch without -o would
+/// write it for nothing.
+fn write_line(
+    line: &mut Vec<u8>,
+    dir: &mut Option<crate::record::artifacts::BatchDir>,
+    kept: &mut Option<crate::record::kept::KeptRecords>,
+    record: &RunRecord,
+) -> Result<(), BatchError> {
+    line.clear();
+    // Serialising plain data into memory cannot fail.
+    let _ = serde_json::to_writer(&mut *line, record);
+    line.push(b'\n');
+    if let Some(d) = dir {
+        d.append_record(line)?;
+    }
+    if let Some(kept) = kept {
+        kept.push(line);
+    }
+    Ok(())
 }

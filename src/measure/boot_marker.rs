@@ -19,8 +19,8 @@
 //!
 //! An empty or new state directory says nothing of the boot: the batch is then the first
 //! *coldtrace batch that directory knows of*, and whether the page cache was dropped since boot
-//! is asked of the kernel's own counts ([`crate::record::cause`] decides what made a first run
-//! cold from those, never from the state directory alone).
+//! is asked of the kernel's own counts (what made a first run cold is decided from those, by
+//! the verdict's causes, never from the state directory alone).
 //!
 //! [proc_sys_kernel(5)]: https://man7.org/linux/man-pages/man5/proc_sys_kernel.5.html
 //! [rename(2)]: https://man7.org/linux/man-pages/man2/rename.2.html
@@ -75,10 +75,10 @@ pub struct LastBatch {
 /// Reads a state file's text: one line of JSON, or the bare boot ID an older coldtrace wrote.
 pub fn parse_state(text: &str) -> LastBatch {
     let text = text.trim();
-    let json: Option<serde_json::Value> = text
-        .starts_with('{')
-        .then(|| serde_json::from_str(text).ok())
-        .flatten();
+    // A bare boot ID (a UUID) is no JSON at all; only an object is a state of this coldtrace.
+    let json = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .filter(serde_json::Value::is_object);
     let Some(json) = json else {
         return LastBatch {
             boot_id: text.to_string(),
