@@ -263,6 +263,8 @@ fn a_prepare_command_that_drops_caches_is_named_for_it() {
         cause["before_first_run"]["drop_pagecache"].as_u64() >= Some(1),
         "{cause}"
     );
+    // The file the hook made before the first run is not one the run created.
+    assert_eq!(cause["wrote_caches"]["files"], 0, "{cause}");
     let said = sentence(&out, "the first run followed a --prepare command");
     assert!(
         said.starts_with(
@@ -455,15 +457,118 @@ fn nothing_at_all_names_nothing() {
             continue;
         }
         assert_eq!(cause["cause"], "none", "{cause}");
+        // Looked for, and nothing created: the batch's own directory is not the command's.
+        let wrote = &cause["wrote_caches"];
+        assert_eq!(
+            (&wrote["files"], &wrote["rewritten_files"]),
+            (&Value::from(0), &Value::from(0)),
+            "{cause}"
+        );
         let text = prose(&out.shown());
         for words in [
             "made cold",
             "dropped outside",
             "reclaimed",
             "what made the first run",
+            "wrote caches",
         ] {
             assert!(!text.contains(words), "{words}{}", out.describe());
         }
+        break;
+    }
+}
+
+/// `coldtrace run -n 5 --explain -o b -- ARGV` in `dir`, Python free to write its bytecode
+/// caches (this machine's environment may forbid them).
+fn batch_writing(dir: &Path, argv: &[&str]) -> Output {
+    let mut args = vec!["run", "-n", "5", "--explain", "-o", "b", "--"];
+    args.extend(argv);
+    let mut c = ct(dir, &args).env("COLDTRACE_STATE_DIR", dir.join("state").to_str().unwrap());
+    c.cmd
+        .env_remove("PYTHONDONTWRITEBYTECODE")
+        .env_remove("PYTHONPYCACHEPREFIX");
+    let out = c.run_within(DEADLINE);
+    out.expect_code(0);
+    out
+}
+
+#[test]
+fn a_first_run_that_writes_pycache_is_named_for_the_caches_it_wrote() {
+    let Some(_alone) = alone_as_root() else {
+        return;
+    };
+    // Warm: the interpreter read just before. Another test on the machine may drop caches in
+    // between: then the first run read from storage too, and the premise is awaited again.
+    for attempt in 0.. {
+        let tmp = disk_dir(&format!("cause-pycache-{attempt}"));
+        std::fs::write(tmp.join("mymod.py"), b"import json\nX = 1\n").unwrap();
+        let warm = std::process::Command::new("python3")
+            .args(["-B", "-c", "import json"])
+            .status()
+            .unwrap();
+        assert!(warm.success());
+        let out = batch_writing(tmp.path(), &["python3", "-c", "import mymod"]);
+        let cause = cause_of(&tmp.join("b"));
+        let wrote = &cause["wrote_caches"];
+        assert_eq!(wrote["files"], 1, "{cause}");
+        assert_eq!(wrote["rewritten_files"], 0, "{cause}");
+        let pyc = wrote["paths"][0].as_str().unwrap_or_default();
+        assert!(
+            pyc.starts_with("__pycache__/mymod.") && pyc.ends_with(".pyc"),
+            "{cause}"
+        );
+        let size = std::fs::metadata(tmp.join(pyc)).unwrap().len();
+        assert_eq!(wrote["bytes"], size, "{cause}");
+        let verdict = &read_batch(&tmp.join("b"))["verdict"];
+        assert_eq!(verdict["first_wrote_caches"], 1, "{verdict}");
+        let created = format!(
+            "wrote caches the later runs found: it created {pyc} (1 file, {size} B) under {}, \
+             and no later run wrote it again: work of its own the later runs did not repeat, \
+             not a cold page cache",
+            tmp.path().display()
+        );
+        if cause["read_bytes"].as_f64() != Some(0.0) && attempt < 5 {
+            // Said beside what made it cold.
+            let text = prose(&out.shown());
+            assert!(text.contains(&format!("it also {created}")), "{text}");
+            continue;
+        }
+        assert_eq!(cause["cause"], "wrote_caches", "{cause}");
+        let said = sentence(&out, "the first run wrote caches");
+        assert!(
+            said.starts_with(&format!(
+                "the first run {created}; it read nothing from storage"
+            )),
+            "{said}"
+        );
+        break;
+    }
+}
+
+#[test]
+fn an_output_every_run_writes_again_is_no_cache() {
+    let Some(_alone) = alone_as_root() else {
+        return;
+    };
+    let tmp = disk_dir("cause-output");
+    for attempt in 0.. {
+        let _ = std::fs::remove_dir_all(tmp.join("b"));
+        let _ = std::fs::remove_file(tmp.join("out.txt"));
+        // Each run writes out.txt anew: the first creates it, every later one rewrites it.
+        let out = batch_writing(tmp.path(), &["sh", "-c", "echo $$ > out.txt"]);
+        let cause = cause_of(&tmp.join("b"));
+        if cause["read_bytes"].as_f64() != Some(0.0) && attempt < 5 {
+            continue;
+        }
+        let wrote = &cause["wrote_caches"];
+        assert_eq!(
+            (&wrote["files"], &wrote["rewritten_files"]),
+            (&Value::from(0), &Value::from(1)),
+            "{cause}"
+        );
+        assert_eq!(cause["cause"], "none", "{cause}");
+        let text = prose(&out.shown());
+        assert!(!text.contains("wrote caches"), "{}", out.describe());
         break;
     }
 }

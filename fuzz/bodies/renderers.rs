@@ -241,6 +241,14 @@ fn cold_cause_of(c: &mut Cursor<'_>) -> coldtrace::record::cause::ColdCause {
         page_ins_evicted_bytes: count(c),
         page_ins_elsewhere_bytes: count(c),
         page_ins_unknown_reason: c.some_text(),
+        wrote_caches: (c.byte() & 1 == 1).then(|| coldtrace::record::cause::WroteCaches {
+            files: count(c).unwrap_or(0),
+            bytes: count(c).unwrap_or(0),
+            rewritten_files: count(c).unwrap_or(0),
+            paths: c.some_text().into_iter().collect(),
+            roots: c.some_text().into_iter().collect(),
+            unknown_reason: c.some_text(),
+        }),
     };
     coldtrace::record::cause::cold_cause(&facts)
 }

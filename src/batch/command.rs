@@ -119,6 +119,8 @@ pub struct CommandBatch<'p> {
     pub(super) survivors: SurvivorsSeen,
     /// File pages refaulted system-wide during the first counted run.
     pub(super) first_refaults: Option<u64>,
+    /// The files the first run created under the working directory and the watched trees.
+    pub(super) first_created: crate::batch::created::FirstCreated,
     /// The kernel's counts of drops and reclaim right before the first run, and how many of
     /// those drops coldtrace made itself by then.
     pub(super) first_history: Option<(crate::measure::cache::CacheHistory, u64)>,
@@ -254,6 +256,7 @@ impl<'p> Checked<'p> {
             first_stayed: None,
             survivors: SurvivorsSeen::default(),
             first_refaults: None,
+            first_created: Default::default(),
             first_history: None,
             first_page_in_split: Err("the first run was not traced".into()),
             working_set: None,

@@ -56,7 +56,7 @@ impl Findings {
             tick_ns: tick.ns,
         };
         let no_tree = batch.tree_why.as_deref();
-        let (verdict, penalty) = verdict::of_rows(
+        let (mut verdict, penalty) = verdict::of_rows(
             columns.first(),
             &AllRows(columns),
             &anomalies,
@@ -64,6 +64,11 @@ impl Findings {
             tick,
             no_tree,
         );
+        let cause = batch.cold_facts().map(|f| cold_cause(&f));
+        verdict.first_wrote_caches = cause
+            .as_ref()
+            .and_then(|c| c.wrote_caches.as_ref())
+            .map(|w| w.files);
         let covered = Covered {
             columns,
             first_apart: verdict.first_index.is_some(),
@@ -80,7 +85,7 @@ impl Findings {
                 .when
                 .and_then(ColdWhen::cycles)
                 .map(|m| cycles::summarise(columns.first(), &AllRows(columns), m, runs_per_cycle)),
-            cause: batch.cold_facts().map(|f| cold_cause(&f)),
+            cause,
             working_set: batch.working_set.as_ref().and_then(|ws| {
                 let (files, bytes) = ws.first_run();
                 working_set::summarise(files, bytes, &AllRows(columns), cold_every_run)
@@ -208,6 +213,7 @@ impl CommandBatch<'_> {
             page_ins_elsewhere_bytes: self.first_page_in_split.as_ref().ok().and_then(|s| s.1),
             page_ins_unknown_reason: self.first_page_in_split.as_ref().err().cloned(),
             page_bytes: rustix::param::page_size() as u64,
+            wrote_caches: self.wrote_caches(),
             first_batch_since_boot: self.context.boot_marker.first_batch_since_boot,
             at_first: self.first_history.map(|(h, _)| h),
             at_start: self.context.boot_marker.at_start,

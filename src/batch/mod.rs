@@ -19,6 +19,7 @@ mod capture;
 mod cold;
 mod command;
 mod compare;
+mod created;
 mod error;
 mod finish;
 mod group;

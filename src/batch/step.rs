@@ -212,6 +212,7 @@ impl CommandBatch<'_> {
         if role == Role::First && !self.plan.minimal {
             // What dropped or reclaimed pages before it: its cause is told from these.
             self.first_history = Some((CacheHistory::read(), shared.own_drops));
+            self.note_first_began();
         }
         self.walk_watched(shared.signals, observer)?;
         let io = self.wire_io(shared, index)?;
@@ -219,6 +220,7 @@ impl CommandBatch<'_> {
         let measured = self
             .measure_run(shared, &io, observer)
             .map_err(NotRun::Interrupted)?;
+        self.search_created(role);
         // Output that cannot be kept (a full disk) stops the batch — after the run's record is
         // written (its `artifacts` null): what was measured is never lost with it.
         let none_left_alive = measured.result.no_descendant_left;

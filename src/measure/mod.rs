@@ -8,6 +8,7 @@ pub mod cache;
 pub mod cgroup;
 pub mod clock;
 pub mod context;
+pub mod created;
 pub mod descendants;
 pub mod floor;
 pub mod page_ins;

@@ -75,7 +75,44 @@ pub struct ColdFacts {
     pub page_ins_elsewhere_bytes: Option<u64>,
     /// Why there is no such split (no ledger, or a file system it cannot place).
     pub page_ins_unknown_reason: Option<String>,
+    /// The files the first run created under the working directory and the watched trees
+    /// (`None`: not looked for, as with `--minimal`).
+    pub wrote_caches: Option<WroteCaches>,
 }
+
+/// The files a first run created under the command's working directory and the watched trees
+/// (`first_cold_cause.wrote_caches`): those every later run left as the first run wrote them
+/// are caches the later runs found (`__pycache__`, ccache, a JIT cache), and the first run was
+/// slower for writing them, not for a cold page cache; those a later run wrote again are
+/// outputs every run writes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WroteCaches {
+    /// Files the first run created that no later run wrote again, removed or replaced.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Files the first run created that a later run wrote again, removed or replaced.
+    pub rewritten_files: u64,
+    /// The first of the files kept, largest first (at most [`PATHS`]), relative to the root
+    /// they were found under.
+    pub paths: Vec<String>,
+    /// The roots looked in: the working directory, then the watched trees.
+    pub roots: Vec<String>,
+    /// Why what it created is not wholly known (the search's bound, a file system without
+    /// birth times); `None`: every directory under the roots was read.
+    pub unknown_reason: Option<String>,
+}
+serialize_struct!(WroteCaches {
+    files,
+    bytes,
+    rewritten_files,
+    paths,
+    roots,
+    unknown_reason
+});
+
+/// The paths of the files a first run wrote that `first_cold_cause.wrote_caches` names.
+pub const PATHS: usize = 5;
 
 impl ColdFacts {
     /// The first run read from storage: its own bytes or major faults.
@@ -109,8 +146,9 @@ pub struct ColdCause {
     /// `drop_caches`, or that ran before a run nothing else explains), `reclaim`,
     /// `drop_caches_outside` (a write to `drop_caches` not coldtrace's), `boot` (nothing dropped
     /// since boot: the pages had not been read since), `unknown` (read from storage, nothing
-    /// seen that explains it), or `none` (no cold action, no drop by a hook, no storage read:
-    /// nothing to name).
+    /// seen that explains it), `wrote_caches` (no storage read, and it created files the
+    /// later runs left as written: its own writes, not a cold cache), or `none` (no cold
+    /// action, no drop by a hook, no storage read, no cache written: nothing to name).
     pub cause: &'static str,
     /// For coldtrace's own action, whether it is verified (`null`: cannot be told); for a hook,
     /// whether it wrote `drop_caches`.
@@ -154,6 +192,9 @@ pub struct ColdCause {
     /// entry, so they are not the evicted files'), or `drop_caches_outside` (as the cause of
     /// that name, with `dropped_since`); `null` otherwise.
     pub second_cause: Option<&'static str>,
+    /// The files the first run created under the working directory and the watched trees, and
+    /// which of them the later runs left as written (`null`: not looked for).
+    pub wrote_caches: Option<WroteCaches>,
 }
 serialize_struct!(ColdCause {
     cause,
@@ -171,7 +212,8 @@ serialize_struct!(ColdCause {
     from_elsewhere_bytes,
     split_unknown_reason,
     second,
-    second_cause
+    second_cause,
+    wrote_caches
 });
 
 /// Bytes brought in from outside the evicted roots from which they are a second cause (beside
@@ -217,8 +259,10 @@ impl Windows {
 
 /// What made the first run cold, in order of what coldtrace knows best: its own action, a hook
 /// that wrote `drop_caches`, reclaim it saw, a `drop_caches` not its own, a hook it cannot see
-/// into, a boot since which nothing was dropped; else unknown (or nothing, when nothing was
-/// read).
+/// into, a boot since which nothing was dropped; else unknown. A first run that read nothing
+/// from storage and created files the later runs left as written is named for those caches
+/// (`wrote_caches`); one that did neither names nothing. Beside any other cause, the caches it
+/// wrote are kept in `wrote_caches` for the sentence to say too.
 pub fn cold_cause(f: &ColdFacts) -> ColdCause {
     let read = f.read_from_storage();
     let w = Windows::of(f);
@@ -237,6 +281,8 @@ pub fn cold_cause(f: &ColdFacts) -> ColdCause {
         ("drop_caches", verified, words)
     } else if let Some(hook) = hook.filter(|_| hook_dropped == Some(true)) {
         (hook, Some(true), None)
+    } else if !read && f.wrote_caches.as_ref().is_some_and(|w| w.files > 0) {
+        ("wrote_caches", None, None)
     } else if !read {
         ("none", None, None)
     } else if f.refaults_are_its_own() {
@@ -288,6 +334,7 @@ pub fn cold_cause(f: &ColdFacts) -> ColdCause {
             .filter(|_| cause == "evict" && split.is_none()),
         second,
         second_cause,
+        wrote_caches: f.wrote_caches.clone(),
     }
 }
 

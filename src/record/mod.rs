@@ -73,7 +73,10 @@ pub fn is_run_schema(schema: Option<&str>) -> bool {
     schema.is_some_and(|s| RUN_SCHEMAS_READ.contains(&s))
 }
 
-/// Schema name and version of a batch document (`batch.json`). Version 7: `verdict` (each
+/// Schema name and version of a batch document (`batch.json`). Version 8:
+/// `first_cold_cause.wrote_caches` (the files the first run created under the working
+/// directory and the watched trees, and which the later runs left as written), the cause
+/// `wrote_caches`, and `verdict.first_wrote_caches`. Version 7: `verdict` (each
 /// run's role by its evidence, the reference warm set, whether the first run has a penalty and
 /// in which states, with the tests' figures; see [`crate::record::verdict`]); `first_penalty`
 /// is taken over the reference warm set, and its `significant` is the verdict's. Version 6: `context.cgroup`
@@ -89,10 +92,11 @@ pub fn is_run_schema(schema: Option<&str>) -> bool {
 /// `rule` and the figures the rule used). Version 2: `summary.first` is the run with role
 /// `first` or null when it was rejected (`first_rejected`); version 1 put the next counted run
 /// there instead.
-pub const BATCH_SCHEMA: &str = "coldtrace.batch/7";
+pub const BATCH_SCHEMA: &str = "coldtrace.batch/8";
 /// Every batch document version `report` reads, the newest first.
-pub const BATCH_SCHEMAS_READ: [&str; 7] = [
+pub const BATCH_SCHEMAS_READ: [&str; 8] = [
     BATCH_SCHEMA,
+    "coldtrace.batch/7",
     "coldtrace.batch/6",
     "coldtrace.batch/5",
     "coldtrace.batch/4",

@@ -395,7 +395,7 @@ pub fn parse_batch_document(
 struct BatchFields;
 
 impl BatchFields {
-    const PATHS: [&'static [&'static str]; 25] = [
+    const PATHS: [&'static [&'static str]; 26] = [
         &["schema"],
         &["anomalies"],
         &["label"],
@@ -421,6 +421,7 @@ impl BatchFields {
         &["verdict", "first_wall_ns"],
         &["summary", "wall_ns", "warm", "median"],
         &["summary", "wall_ns", "first_to_warm_median"],
+        &["verdict", "first_wrote_caches"],
     ];
     const SCHEMA: usize = 0;
     const ANOMALIES: usize = 1;
@@ -444,6 +445,8 @@ impl BatchFields {
     /// The table's warm median wall time and first/warm ratio, over the runs it covers.
     const WARM_MEDIAN: usize = 23;
     const FIRST_TO_WARM: usize = 24;
+    /// `verdict.first_wrote_caches`, which its one line says too.
+    const WROTE_CACHES: usize = 25;
 
     fn pick(bytes: &[u8]) -> Result<Fields<'_>, serde_json::Error> {
         crate::record::pick::pick(bytes, &Self::PATHS)
@@ -459,13 +462,17 @@ fn verdict_fields(doc: &Fields<'_>) -> Option<Verdict> {
             .map(str::to_owned)
             .collect()
     });
-    Verdict::brief(
+    let brief = Verdict::brief(
         doc.str(at(0))?,
         doc.u64(at(1)).unwrap_or(0),
         doc.f64(at(2)),
         &states,
         (doc.f64(at(4)), doc.f64(at(5))),
-    )
+    )?;
+    Some(Verdict {
+        first_wrote_caches: doc.u64(BatchFields::WROTE_CACHES),
+        ..brief
+    })
 }
 
 /// What batch.json knows of the boot (also for `--minimal` batches, whose records have no boot

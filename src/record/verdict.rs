@@ -177,6 +177,10 @@ pub struct Verdict {
     pub decide: Option<String>,
     /// Why there is no test (the kinds other than penalty and not distinguishable).
     pub why: Option<String>,
+    /// Files the first run created that every later run left as written: caches it wrote
+    /// (`first_cold_cause.wrote_caches`; `None`: not looked for). Set beside the decision,
+    /// which it does not change: it says what else the first run did.
+    pub first_wrote_caches: Option<u64>,
 }
 serialize_struct!(Verdict {
     kind,
@@ -194,7 +198,8 @@ serialize_struct!(Verdict {
     first_read_bytes,
     reference_read_bytes,
     decide,
-    why
+    why,
+    first_wrote_caches
 });
 
 /// One counted run's figures that the verdict uses.
@@ -659,6 +664,7 @@ impl Verdict {
             reference_read_bytes: None,
             decide: None,
             why: None,
+            first_wrote_caches: None,
         }
     }
 
@@ -714,6 +720,7 @@ impl Verdict {
             reference_read_bytes: f("reference_read_bytes"),
             decide: s("decide"),
             why: s("why"),
+            first_wrote_caches: v.get("first_wrote_caches").and_then(Value::as_u64),
         })
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::measure::cache::CacheChange;
 use crate::record::anomaly::RunAnomaly;
-use crate::record::cause::ColdCause;
+use crate::record::cause::{ColdCause, WroteCaches};
 use crate::record::stats::Summary;
 use crate::record::working_set::WorkingSetSummary;
 use crate::view::explain::human_bytes;
@@ -62,9 +62,58 @@ pub fn cause_sentence(c: &ColdCause) -> Option<String> {
             },
             unknown_words(c)
         ),
+        "wrote_caches" => {
+            let w = c.wrote_caches.as_ref()?;
+            format!(
+                "the first run wrote caches the later runs found: {}",
+                wrote_words(w)
+            )
+        }
         _ => return None,
     };
-    Some(format!("{head}{}{}", read_words(c), split_words(c)))
+    let also = match &c.wrote_caches {
+        Some(w) if w.files > 0 && c.cause != "wrote_caches" => {
+            format!(
+                "; it also wrote caches the later runs found: {}",
+                wrote_words(w)
+            )
+        }
+        _ => String::new(),
+    };
+    Some(format!("{head}{}{}{also}", read_words(c), split_words(c)))
+}
+
+/// `it created __pycache__/mymod.cpython-311.pyc (1 file, 230 B) under /tmp/p, and no later
+/// run wrote it again: work of its own the later runs did not repeat, not a cold page cache`,
+/// with the outputs it also created and what is not known of it.
+fn wrote_words(w: &WroteCaches) -> String {
+    let files = |n: u64| format!("{n} file{}", if n == 1 { "" } else { "s" });
+    let under = match w.roots.as_slice() {
+        [one] => format!(" under {one}"),
+        _ => " under the working directory and the watched trees".into(),
+    };
+    let named = match w.files.saturating_sub(w.paths.len() as u64) {
+        0 => w.paths.join(", "),
+        n => format!("{} and {n} more", w.paths.join(", ")),
+    };
+    let rewritten = match w.rewritten_files {
+        0 => String::new(),
+        n => format!(
+            "; {} it created were written again by later runs: outputs, not caches",
+            files(n)
+        ),
+    };
+    let unknown = w
+        .unknown_reason
+        .as_ref()
+        .map_or(String::new(), |why| format!(" (not wholly known: {why})"));
+    format!(
+        "it created {named} ({}, {}){under}, and no later run wrote {} again: work of its own \
+         the later runs did not repeat, not a cold page cache{rewritten}{unknown}",
+        files(w.files),
+        human_bytes(w.bytes as f64),
+        if w.files == 1 { "it" } else { "them" }
+    )
 }
 
 /// What a write to `drop_caches` dropped, by the bits the kernel counted: `the page cache`,
@@ -371,6 +420,7 @@ mod tests {
             split_unknown_reason: None,
             second: None,
             second_cause: None,
+            wrote_caches: None,
         }
     }
 
@@ -422,6 +472,63 @@ mod tests {
              is not known (the page-in tracepoint needs root)"
         ));
         assert!(cause_sentence(&cause("none")).is_none());
+    }
+
+    #[test]
+    fn caches_the_first_run_wrote_are_its_cause_or_said_beside_one() {
+        let pyc = crate::record::cause::WroteCaches {
+            files: 1,
+            bytes: 230,
+            rewritten_files: 0,
+            paths: vec!["__pycache__/mymod.cpython-311.pyc".into()],
+            roots: vec!["/tmp/p".into()],
+            unknown_reason: None,
+        };
+        let quiet = ColdFacts {
+            wrote_caches: Some(pyc.clone()),
+            ..ColdFacts {
+                read_bytes: Some(0.0),
+                major_faults: Some(0.0),
+                page_bytes: 4096,
+                ..ColdFacts::default()
+            }
+        };
+        let c = cold_cause(&quiet);
+        assert_eq!(c.cause, "wrote_caches");
+        assert_eq!(
+            plain(cause_sentence(&c)),
+            "the first run wrote caches the later runs found: it created \
+             __pycache__/mymod.cpython-311.pyc (1 file, 230 B) under /tmp/p, and no later run \
+             wrote it again: work of its own the later runs did not repeat, not a cold page \
+             cache; it read nothing from storage"
+        );
+        // Files every later run wrote again are outputs: nothing to name.
+        let outputs = ColdFacts {
+            wrote_caches: Some(crate::record::cause::WroteCaches {
+                files: 0,
+                bytes: 0,
+                rewritten_files: 1,
+                paths: Vec::new(),
+                ..pyc.clone()
+            }),
+            ..quiet.clone()
+        };
+        assert_eq!(cold_cause(&outputs).cause, "none");
+        // Beside a cold cache, said after it.
+        let read = said(ColdFacts {
+            wrote_caches: Some(pyc),
+            ..ColdFacts::default()
+        });
+        assert!(
+            read.starts_with("what made the first run cold is unknown")
+                && read.ends_with(
+                    "(85 major faults); it also wrote caches the later runs found: it created \
+                     __pycache__/mymod.cpython-311.pyc (1 file, 230 B) under /tmp/p, and no \
+                     later run wrote it again: work of its own the later runs did not repeat, \
+                     not a cold page cache"
+                ),
+            "{read}"
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::view::lines::Note;
 /// `first run not distinguishable from the warm runs at n = 5`, `every counted run started
 /// cold: no warm series`, … `None` for a `--cold-cycles` batch (its cycles' lines say it).
 pub fn one_line(v: &Verdict) -> Option<String> {
-    Some(match v.kind {
+    let line = match v.kind {
         Kind::Penalty => {
             let total = v
                 .penalty_ns
@@ -34,6 +34,18 @@ pub fn one_line(v: &Verdict) -> Option<String> {
             v.counted
         ),
         Kind::Cycles => return None,
+    };
+    // Said beside a first run compared with warm runs: what else made it differ.
+    let compared = matches!(
+        v.kind,
+        Kind::Penalty | Kind::NotDistinguishable | Kind::TooFewWarmRuns
+    );
+    Some(match v.first_wrote_caches.filter(|&n| n > 0 && compared) {
+        Some(n) => format!(
+            "{line}; it wrote caches the later runs found ({n} new file{})",
+            if n == 1 { "" } else { "s" }
+        ),
+        None => line,
     })
 }
 
@@ -377,5 +389,24 @@ mod tests {
             one_line(&v).unwrap(),
             "first run not distinguishable from the warm runs at n = 5"
         );
+    }
+
+    #[test]
+    fn caches_the_first_run_wrote_are_said_in_the_one_line_beside_any_verdict() {
+        let mut v = verdict(run(0, 148.0, 0.5, 0.0));
+        v.first_wrote_caches = Some(1);
+        assert_eq!(
+            one_line(&v).unwrap(),
+            "first run not distinguishable from the warm runs at n = 5; it wrote caches the \
+             later runs found (1 new file)"
+        );
+        let mut v = verdict(run(0, 148.0, 70.0, 86.0 * 1048576.0));
+        v.first_wrote_caches = Some(3);
+        assert!(one_line(&v).unwrap().ends_with(
+            ": storage (86\u{a0}MiB read); it wrote caches the later runs found (3 new files)"
+        ));
+        // None written, or not looked for: nothing said.
+        v.first_wrote_caches = Some(0);
+        assert!(!one_line(&v).unwrap().contains("caches"));
     }
 }
