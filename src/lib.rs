@@ -25,6 +25,7 @@ macro_rules! eprintln {
 
 pub mod batch;
 pub mod boot;
+pub mod cleanup;
 pub mod cli;
 pub mod measure;
 pub mod plan;

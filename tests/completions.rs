@@ -64,7 +64,7 @@ fn the_bash_script_completes_subcommands_options_and_values() {
     assert_eq!(c(&["coldtrace", "ru"]), ["run"]);
     assert_eq!(
         c(&["coldtrace", "c"]),
-        ["compare", "completions", "context"]
+        ["cleanup", "compare", "completions", "context"]
     );
     assert_eq!(c(&["coldtrace", "run", "--warm"]), ["--warmup"]);
     assert_eq!(c(&["coldtrace", "run", "--output", "i"]), ["inherit"]);

@@ -74,6 +74,7 @@ fn argv_corpus() {
             Ok(Command::Context { .. }) => "context",
             Ok(Command::Time(_)) => "time",
             Ok(Command::Boot(_)) => "boot",
+            Ok(Command::Cleanup(_)) => "cleanup",
             Ok(Command::Help(_)) => "help",
             Ok(Command::Version) => "version",
         })
@@ -81,6 +82,7 @@ fn argv_corpus() {
         .collect();
     for kind in [
         "error", "run", "compare", "report", "context", "time", "help", "version", "boot",
+        "cleanup",
     ] {
         assert!(
             answers.iter().any(|a| a == kind),

@@ -2,12 +2,15 @@
 //! writes nothing where it was not asked. Every case runs under a deadline and checks the exit
 //! code, that a one-line error stays one escaped line, that no process of the command survives
 //! (running or as a zombie), and that the records are whole. The cases of this file come first;
-//! each class with its own file below `tests/hostile/` follows (address_space, crashes, files,
-//! hangs, markup, memory, processes, recorded, side_effects, signals, time_fifo, truth).
+//! each class with its own file below `tests/hostile/` follows (address_space, cleanup,
+//! crashes, files, hangs, markup, memory, processes, recorded, side_effects, signals,
+//! time_fifo, truth).
 #![forbid(unsafe_code)]
 
 #[path = "hostile/address_space.rs"]
 mod address_space;
+#[path = "hostile/cleanup.rs"]
+mod cleanup;
 mod common;
 #[path = "hostile/crashes.rs"]
 mod crashes;

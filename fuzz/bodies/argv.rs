@@ -68,6 +68,16 @@ pub fn check(args: &[OsString], result: &Result<Command, UsageError>) {
             assert!((1..=1000).contains(&arm.boots), "{args:?}");
             assert!(!arm.out_dir.as_os_str().is_empty(), "{args:?}");
         }
+        Ok(Command::Cleanup(asked)) => {
+            // --cgroup is never empty; no operand reaches it.
+            assert!(
+                asked
+                    .cgroup
+                    .as_ref()
+                    .is_none_or(|d| !d.as_os_str().is_empty()),
+                "{args:?}"
+            );
+        }
         Ok(Command::Boot(_) | Command::Context { .. } | Command::Help(_) | Command::Version) => {}
     }
 }

@@ -869,7 +869,7 @@ mod tests {
         let e = unknown_subcommand("comapre").0;
         assert_eq!(
             e,
-            "unknown subcommand 'comapre' (did you mean compare?); the subcommands are run, compare, report, boot, context, time, man, completions"
+            "unknown subcommand 'comapre' (did you mean compare?); the subcommands are run, compare, report, boot, context, time, man, completions, cleanup"
         );
         assert!(unknown_subcommand("python3")
             .0

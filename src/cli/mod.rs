@@ -8,6 +8,7 @@
 pub mod args;
 mod boot;
 mod check;
+mod cleanup;
 mod commands;
 mod compare;
 mod completions;
@@ -64,6 +65,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, UsageError> {
         "-V" | "--version" => Ok(Command::Version),
         "run" => run::parse_run(rest),
         "boot" => boot::parse_boot(rest),
+        "cleanup" => cleanup::parse_cleanup(rest),
         "compare" => compare::parse_compare(rest),
         "report" | "man" | "completions" if !cfg!(feature = "full") => {
             Err(runner_only(&format!("`coldtrace {first}`")))
@@ -127,6 +129,7 @@ pub fn execute(command: Command) -> Result<Output, BatchError> {
         Command::Time(args) => time::execute_time(&args),
         Command::Boot(action) => Ok(boot::execute_boot(&action)),
         Command::Context { json } => Ok(context::execute_context(json)),
+        Command::Cleanup(asked) => Ok(cleanup::execute_cleanup(&asked)),
     }
 }
 

@@ -18,6 +18,8 @@ pub enum Command {
     Time(Box<TimeArgs>),
     /// `coldtrace boot arm|run|status|disarm`
     Boot(crate::cli::boot::BootAction),
+    /// `coldtrace cleanup`
+    Cleanup(crate::cleanup::Asked),
     /// `coldtrace context`
     Context {
         /// `--json`

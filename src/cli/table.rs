@@ -28,6 +28,8 @@ pub enum Sub {
     Completions,
     /// `coldtrace boot arm|run|status|disarm`: a batch at each of the next boots.
     Boot,
+    /// `coldtrace cleanup`: removes what coldtrace left behind.
+    Cleanup,
 }
 
 /// How a subcommand's arguments are laid out, which decides what a word that is not an option
@@ -228,8 +230,10 @@ const ALL_SUBS: &[Sub] = &[
     Sub::Man,
     Sub::Completions,
     Sub::Boot,
+    Sub::Cleanup,
 ];
 const TIME: &[Sub] = &[Sub::Time];
+const CLEANUP: &[Sub] = &[Sub::Cleanup];
 
 /// `Some(name)` for a declared optional value, `None` without one.
 macro_rules! optional_value {
@@ -828,6 +832,21 @@ static OPTIONS: &[OptSpec] = &[
             terminated by signal N` before the report.",
     },
     opt! {
+        long: "dry-run", short: ['n'], values: [], repeat: LastWins,
+        subs: CLEANUP, category: General,
+        help: "say what would be removed; remove nothing",
+        description: "Look at everything cleanup would and say, one line each, what it \
+            would remove (and kill) and what it would leave and why, without removing, \
+            killing or unmounting anything.",
+    },
+    opt! {
+        long: "cgroup", short: [], values: ["DIR"], repeat: LastWins,
+        subs: CLEANUP, category: General,
+        help: "look for groups below DIR only (default: every cgroup v2 group)",
+        description: "Look for the groups batches left below the cgroup directory DIR only \
+            (its whole subtree), instead of the whole cgroup v2 hierarchy.",
+    },
+    opt! {
         long: "help", short: ['h'], values: [], repeat: LastWins,
         subs: ALL_SUBS, category: General,
         help: "this help (-h: the common options; --help: all)",
@@ -1117,6 +1136,24 @@ static SUBCOMMANDS: &[SubSpec] = &[
         epilogue: "",
         layout: Layout::Free,
         operands: Operands::Words(SHELLS),
+    },
+    SubSpec {
+        sub: Sub::Cleanup,
+        name: "cleanup",
+        usage: "cleanup [--dry-run] [--cgroup DIR]",
+        summary: "remove what coldtrace left behind, and say what",
+        about: "Removes what coldtrace left outside -o and says, a line each, what it \
+                removed or left and why: groups (cgroup coldtrace-PID-START) of batches \
+                killed mid-batch, their processes killed (only if marked as coldtrace's, \
+                this user's, their batch ended); the tracefs mount a batch recorded making; \
+                the state directory, and with it what the next batch compares with (the \
+                first batch since boot, what dropped the page cache since the last one). An \
+                armed `coldtrace boot` plan is said, never disarmed. What needs root is said.",
+        epilogue: "Exit codes: 0 done (what is not coldtrace's is left and said); 1 \
+                   something coldtrace left could not be removed (said, with why); 125 \
+                   coldtrace's own error.",
+        layout: Layout::Free,
+        operands: Operands::Nothing,
     },
 ];
 

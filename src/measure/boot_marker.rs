@@ -5,7 +5,9 @@
 //! and recording the answer is the batch's job.
 //!
 //! The file is `$COLDTRACE_STATE_DIR/last-boot`, else `$XDG_STATE_HOME/coldtrace/last-boot`,
-//! else `~/.local/state/coldtrace/last-boot` — the one file coldtrace writes outside `-o`.
+//! else `~/.local/state/coldtrace/last-boot` — the one file coldtrace writes outside `-o`
+//! (besides the record of a tracefs mount a batch made, `crate::measure::tree::mounted`);
+//! `coldtrace cleanup` removes both.
 //! `COLDTRACE_STATE_DIR=` (set, empty) turns it off: then nothing is read or written and the
 //! answer is unknown. It is compared with `/proc/sys/kernel/random/boot_id` ([proc_sys_kernel(5)]);
 //! it does not rely on `/run` being a tmpfs (on this project's machine it is a plain directory on
@@ -140,6 +142,13 @@ pub fn first_since_boot(previous: Option<&str>, current: &str) -> bool {
     previous.map(str::trim) != Some(current)
 }
 
+/// The state directory the environment names (`Err` with the reason: off, or no home).
+pub fn state_dir() -> Result<PathBuf, &'static str> {
+    let env = |name: &str| std::env::var_os(name);
+    let file = state_file(env(STATE_DIR_VAR), env("XDG_STATE_HOME"), env("HOME"))?;
+    Ok(file.parent().map(Path::to_path_buf).unwrap_or_default())
+}
+
 /// Checks the state file against the boot `boot_id` and records this batch's boot in it, with
 /// the kernel's counts `now` (read as the batch starts).
 pub fn check_and_mark(boot_id: Option<&str>, now: CacheHistory) -> BootMarker {
@@ -181,7 +190,7 @@ pub fn check_and_mark(boot_id: Option<&str>, now: CacheHistory) -> BootMarker {
     }
     // The file names another boot, or none: this batch is the first since boot only if it can
     // say so for the next one. A marker that cannot be written would make every batch "first".
-    match write_atomically(&dir, &state_text(boot_id, &now)) {
+    match write_atomically(&dir, FILE_NAME, &state_text(boot_id, &now)) {
         Ok(()) => BootMarker {
             first_batch_since_boot: Some(true),
             state_file: Some(path),
@@ -207,7 +216,7 @@ pub fn mark_end(marker: &BootMarker, boot_id: Option<&str>, now: &CacheHistory) 
         (&marker.state_file, boot_id, marker.first_batch_since_boot)
     {
         if let Ok(dir) = open_state_dir(path.parent().unwrap_or(Path::new("."))) {
-            let _ = write_atomically(&dir, &state_text(boot_id, now));
+            let _ = write_atomically(&dir, FILE_NAME, &state_text(boot_id, now));
         }
     }
 }
@@ -228,7 +237,7 @@ fn unknown(state_file: Option<PathBuf>, why: String, now: CacheHistory) -> BootM
 /// with a user's `HOME` (`sudo -E`) writes nowhere that user points it. A missing component is
 /// made (0700) only inside a directory of this user's or root's, and the directory must be
 /// this user's own or root's: otherwise the marker is off, and the reason says so.
-fn open_state_dir(dir: &Path) -> Result<OwnedFd, String> {
+pub fn open_state_dir(dir: &Path) -> Result<OwnedFd, String> {
     use std::path::Component;
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let me = rustix::process::geteuid().as_raw();
@@ -309,10 +318,11 @@ fn read_state(dir: &OwnedFd) -> Result<Vec<u8>, OpenError> {
     Ok(bytes)
 }
 
-/// Replaces the state file in `dir` with one holding `text`: a new file beside it (made with
-/// `O_EXCL`, never through a symlink), fsynced, renamed over the old one.
-fn write_atomically(dir: &OwnedFd, text: &str) -> std::io::Result<()> {
-    let tmp = format!(".{FILE_NAME}.{}.tmp", std::process::id());
+/// Replaces the file `name` in the state directory `dir` with one holding `text`: a new file
+/// beside it (`.NAME.PID.tmp`, made with `O_EXCL`, never through a symlink), fsynced, renamed
+/// over the old one.
+pub fn write_atomically(dir: &OwnedFd, name: &str, text: &str) -> std::io::Result<()> {
+    let tmp = format!(".{name}.{}.tmp", std::process::id());
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     // Made here with O_EXCL, or not at all: a failure removes only a file this call made.
     let made = rustix::fs::openat(dir, tmp.as_str(), flags, Mode::from_raw_mode(0o600))?;
@@ -320,7 +330,7 @@ fn write_atomically(dir: &OwnedFd, text: &str) -> std::io::Result<()> {
     let written = (|| {
         file.write_all(text.as_bytes())?;
         file.sync_all()?;
-        rustix::fs::renameat(dir, tmp.as_str(), dir, FILE_NAME).map_err(std::io::Error::from)
+        rustix::fs::renameat(dir, tmp.as_str(), dir, name).map_err(std::io::Error::from)
     })();
     if written.is_err() {
         let _ = rustix::fs::unlinkat(dir, tmp.as_str(), rustix::fs::AtFlags::empty());

@@ -19,10 +19,10 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// A process of the test's, `sleep 60`, killed (and reaped) when dropped.
-struct Sleeper(Child);
+pub(super) struct Sleeper(Child);
 
 impl Sleeper {
-    fn new() -> Sleeper {
+    pub(super) fn new() -> Sleeper {
         Sleeper(
             Command::new("sleep")
                 .arg("60")
@@ -31,12 +31,12 @@ impl Sleeper {
         )
     }
 
-    fn pid(&self) -> u32 {
+    pub(super) fn pid(&self) -> u32 {
         self.0.id()
     }
 
     /// Whether it still runs (not even a zombie: it is this test's child, reaped by `try_wait`).
-    fn runs(&mut self) -> bool {
+    pub(super) fn runs(&mut self) -> bool {
         self.0.try_wait().expect("try_wait").is_none()
     }
 }
@@ -57,7 +57,17 @@ pub(super) fn dead_batch_mark() -> String {
 /// A group as a coldtrace killed mid-batch leaves it, below `group`: `coldtrace-999999-1`,
 /// marked with `mark` (none: unmarked), its leaf `run-000` holding `sleeper`.
 fn crafted(group: &TestGroup, mark: Option<&str>, sleeper: &Sleeper) -> PathBuf {
-    let dir = group.path.join("coldtrace-999999-1");
+    crafted_named(group, "coldtrace-999999-1", mark, sleeper)
+}
+
+/// [`crafted`], named `name`.
+pub(super) fn crafted_named(
+    group: &TestGroup,
+    name: &str,
+    mark: Option<&str>,
+    sleeper: &Sleeper,
+) -> PathBuf {
+    let dir = group.path.join(name);
     std::fs::create_dir_all(dir.join("run-000")).expect("make the crafted group");
     if let Some(mark) = mark {
         rustix::fs::setxattr(

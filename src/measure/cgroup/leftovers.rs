@@ -88,15 +88,6 @@ fn own_stat() -> Option<Proc> {
     crate::measure::descendants::parse_stat(pid, text)
 }
 
-/// The maker of the group at `dir` when coldtrace made it and this user owns it.
-pub(super) fn maker_of(dir: &Path) -> Option<Maker> {
-    let owner = rustix::fs::stat(dir).ok()?.st_uid;
-    if owner != rustix::process::geteuid().as_raw() {
-        return None;
-    }
-    Maker::parse(&read_attribute(dir, MARK)?)
-}
-
 /// The text of the extended attribute `name` of `path` (at most 4 KiB).
 fn read_attribute(path: &Path, name: &str) -> Option<String> {
     let mut buf = vec![0u8; 4096];
@@ -144,6 +135,46 @@ pub struct Leftover {
     pub action: LeftoverAction,
 }
 
+/// Whose a group is, and whether its batch has ended: what decides whether it may be touched.
+pub enum Standing {
+    /// No [`MARK`] that reads as one: coldtrace did not make it (or cannot tell it did).
+    Unmarked,
+    /// Marked, but another user's (its owner's UID).
+    Foreign(u32),
+    /// Its batch still runs (its PID and start time name a live process, or it holds its
+    /// lock).
+    Running,
+    /// Its batch has ended: the group may be dealt with while the lock held here is kept.
+    Ended(Option<rustix::fd::OwnedFd>),
+}
+
+/// The [`Standing`] of the group at `dir`. An `Ended` group's lock ([flock(2)]) is taken and
+/// held in it, where it could be had: a batch starting meanwhile sees the group as looked at.
+///
+/// [flock(2)]: https://man7.org/linux/man-pages/man2/flock.2.html
+pub fn standing(dir: &Path) -> Standing {
+    let Ok(owner) = rustix::fs::stat(dir).map(|s| s.st_uid) else {
+        return Standing::Unmarked;
+    };
+    let Some(maker) = read_attribute(dir, MARK).and_then(|t| Maker::parse(&t)) else {
+        return Standing::Unmarked;
+    };
+    if owner != rustix::process::geteuid().as_raw() {
+        return Standing::Foreign(owner);
+    }
+    // Held while this one looks (and released when it is dropped): a live batch holds it.
+    let looking = lock_group(dir, rustix::fs::FlockOperation::NonBlockingLockExclusive);
+    let ended = match maker.alive() {
+        Some(alive) => !alive,
+        None => looking.is_ok(),
+    };
+    if ended {
+        Standing::Ended(looking.ok())
+    } else {
+        Standing::Running
+    }
+}
+
 /// The groups earlier batches of this user left below `own`: emptied ones removed without a
 /// word; what a batch killed mid-batch left is killed; what a finished batch left running on
 /// purpose (and said so) is named and left alone. A group whose batch still runs, and one
@@ -155,31 +186,29 @@ pub fn leftovers(own: &Path) -> Vec<Leftover> {
     let mut found = Vec::new();
     for entry in entries.flatten() {
         let dir = entry.path();
-        let named = entry.file_name().to_string_lossy().starts_with(PREFIX);
-        let Some(maker) = maker_of(&dir).filter(|_| named) else {
+        if !entry.file_name().to_string_lossy().starts_with(PREFIX) {
             continue;
-        };
-        // Held while this one looks (and released when it is dropped): a live batch holds it.
-        let looking = lock_group(&dir, rustix::fs::FlockOperation::NonBlockingLockExclusive);
-        let ended = match maker.alive() {
-            Some(alive) => !alive,
-            None => looking.is_ok(),
-        };
-        if ended {
+        }
+        if let Standing::Ended(_looking) = standing(&dir) {
             found.extend(deal_with(&dir));
         }
     }
     found
 }
 
-/// Deals with the group at `dir` of a batch that has ended: what it holds, if anything.
-fn deal_with(dir: &Path) -> Option<Leftover> {
+/// What is in the group at `dir` of a batch that has ended, and what [`deal_with`] would do
+/// about it: nothing in it (`None`: removed), or the [`Leftover`] it would be.
+pub fn survey(dir: &Path) -> Option<Leftover> {
+    surveyed(dir).1
+}
+
+/// [`survey`], with the group's leaves.
+fn surveyed(dir: &Path) -> (Vec<PathBuf>, Option<Leftover>) {
     let finished = dir.join(FINISHED).is_dir();
     let leaves = leaves_of(dir);
     let processes: Vec<Proc> = leaves.iter().flat_map(|l| members(l)).collect();
     if processes.is_empty() {
-        remove_below(dir);
-        return None;
+        return (leaves, None);
     }
     let action = if finished {
         LeftoverAction::Left
@@ -189,14 +218,30 @@ fn deal_with(dir: &Path) -> Option<Leftover> {
     {
         LeftoverAction::NotKilledBefore
     } else {
-        kill(dir, &leaves)
+        LeftoverAction::Killed
     };
-    Some(Leftover {
+    let leftover = Leftover {
         group: dir.display().to_string(),
         processes,
         finished,
         action,
-    })
+    };
+    (leaves, Some(leftover))
+}
+
+/// Deals with the group at `dir` of a batch that has ended ([`survey`]): an empty one is
+/// removed, a killed-mid-batch one's processes killed and the group removed; returns what it
+/// held, if anything.
+pub fn deal_with(dir: &Path) -> Option<Leftover> {
+    let (leaves, found) = surveyed(dir);
+    let Some(mut leftover) = found else {
+        remove_below(dir);
+        return None;
+    };
+    if leftover.action == LeftoverAction::Killed {
+        leftover.action = kill(dir, &leaves);
+    }
+    Some(leftover)
 }
 
 /// Kills what the leaves hold and awaits it for up to a second: `Killed` and the group
@@ -286,10 +331,30 @@ fn remove_below(dir: &Path) {
 
 /// The directories below `dir`, parents before children (at most 4,096).
 fn directories_below(dir: &Path) -> Vec<PathBuf> {
+    directories_below_where(dir, |_| true)
+}
+
+/// The groups named as batches' (`coldtrace-…`) anywhere below `root` (a cgroup2 mount),
+/// parents before children, at most 4,096 directories looked at; a group's own directories
+/// are not walked (its nested groups go with it).
+pub fn groups_below(root: &Path) -> Vec<PathBuf> {
+    let named = |d: &Path| {
+        d.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(PREFIX))
+    };
+    let mut found = directories_below_where(root, |d| !named(d));
+    found.retain(|d| named(d));
+    found
+}
+
+/// The directories below `dir`, parents before children (at most 4,096), below those for
+/// which `descend` holds.
+fn directories_below_where(dir: &Path, descend: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
     let mut found = vec![dir.to_path_buf()];
     let mut next = 0;
     while next < found.len() && found.len() < 4096 {
-        if let Ok(entries) = std::fs::read_dir(&found[next]) {
+        let walk = next == 0 || descend(&found[next]);
+        if let Some(entries) = walk.then(|| std::fs::read_dir(&found[next]).ok()).flatten() {
             let dirs = entries
                 .flatten()
                 .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))

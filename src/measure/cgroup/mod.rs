@@ -37,7 +37,9 @@
 
 mod leftovers;
 
-pub use leftovers::{leftovers, Leftover, LeftoverAction, Maker};
+pub use leftovers::{
+    deal_with, groups_below, leftovers, standing, survey, Leftover, LeftoverAction, Maker, Standing,
+};
 
 use crate::measure::descendants::Proc;
 use crate::measure::procfs;
@@ -75,6 +77,14 @@ pub fn own_directory(mountinfo: &str, cgroup: &str) -> Result<PathBuf, String> {
         dir.push(relative);
     }
     Ok(dir)
+}
+
+/// The mount point of the cgroup2 file system in `mountinfo` text (`None`: none mounted).
+pub fn mount_point(mountinfo: &str) -> Option<PathBuf> {
+    mountinfo
+        .lines()
+        .find_map(cgroup2_mount)
+        .map(|(_, mount_point)| PathBuf::from(mount_point))
 }
 
 /// The root and mount point of a `mountinfo` line of a cgroup2 file system.

@@ -8,6 +8,7 @@
 pub mod decode;
 pub mod drains;
 pub mod format;
+pub mod mounted;
 pub mod replay;
 pub mod session;
 pub mod source;

@@ -2,7 +2,8 @@
 //! and which CPUs are online. tracefs is where the kernel publishes each tracepoint's ID and raw layout; it is
 //! normally mounted at `/sys/kernel/tracing` (and appears as `tracing/` in debugfs), but a
 //! minimal system may leave it unmounted: then root mounts it there (`nosuid,nodev,noexec`, as
-//! systemd does), and says so once.
+//! systemd does), says so once, and records which mount it made (`mounted.rs`) for
+//! `coldtrace cleanup`.
 #![forbid(unsafe_code)]
 
 use crate::measure::procfs::ProcFile;
@@ -84,7 +85,10 @@ pub fn find_or_mount() -> Result<(PathBuf, bool), String> {
     use rustix::mount::{mount, MountFlags};
     let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
     match mount("nodev", DEFAULT_MOUNT, "tracefs", flags, None) {
-        Ok(()) => Ok((PathBuf::from(DEFAULT_MOUNT), true)),
+        Ok(()) => {
+            super::mounted::remember(Path::new(DEFAULT_MOUNT));
+            Ok((PathBuf::from(DEFAULT_MOUNT), true))
+        }
         Err(e) => Err(format!(
             "tracefs is not mounted, and mounting it at {DEFAULT_MOUNT} failed ({e}; root can \
              mount it)"
