@@ -5,7 +5,8 @@
 //! `fcntl(FD_CLOEXEC)`, fstat and lseek for the size hint, reads, close), and coldtrace reads a
 //! dozen /proc files per run. [`ProcFile`] keeps the descriptor open and re-reads it with
 //! `pread(fd, buf, 0)`, which makes a seq_file regenerate its contents ([proc(5)]);
-//! [`read_small_once`] reads a per-child file with a bare open, one read, close.
+//! [`read_small_once`] reads a per-child file with a bare open, one read, close, and
+//! [`read_pid_file`] a file of the zombie's own `/proc/PID` without the `fstat`.
 //!
 //! [proc(5)]: https://man7.org/linux/man-pages/man5/proc.5.html
 #![forbid(unsafe_code)]
@@ -143,6 +144,26 @@ pub fn parse_u64(bytes: &[u8]) -> Option<u64> {
     std::str::from_utf8(bytes).ok()?.trim().parse().ok()
 }
 
+/// Reads a file of process `pid`'s own `/proc/PID` directory once into `buf` (open, one
+/// `pread`, close): the zombie's files read after every run. No `fstat`, unlike [`open`]: the
+/// open is non-blocking, a FIFO cannot be read with `pread` ([pread(2)] `ESPIPE`), and the
+/// read never goes beyond `buf`, so whatever were mounted there could neither block the open
+/// nor grow a buffer; the path is written on the stack. Two system calls and an allocation
+/// fewer per run than [`read_small_once`] of a formatted path.
+///
+/// [pread(2)]: https://man7.org/linux/man-pages/man2/pread.2.html
+pub fn read_pid_file<'b>(pid: i32, name: &str, buf: &'b mut [u8]) -> Option<&'b [u8]> {
+    use std::io::Write;
+    let mut path = [0u8; 64];
+    let mut cursor = std::io::Cursor::new(&mut path[..]);
+    write!(cursor, "/proc/{pid}/{name}").ok()?;
+    let len = usize::try_from(cursor.position()).ok()?;
+    let path = std::str::from_utf8(&path[..len]).ok()?;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::empty()).ok()?;
+    pread_small(&fd, buf)
+}
+
 /// Reads a file of small records once (see [`read_up_to`]) into `buf`: open, one read, close.
 pub fn read_small_once<'b>(path: &str, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
     let fd = open(path)?;
@@ -203,6 +224,21 @@ mod tests {
         assert!(ProcFile::open(path).read().is_none());
         assert!(read_text("/proc/self/stat", 4096).is_some_and(|t| t.contains(')')));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_pid_file_is_read_into_a_bounded_buffer_without_fstat() {
+        let me = std::process::id() as i32;
+        let mut buf = [0u8; 4096];
+        let stat = read_pid_file(me, "stat", &mut buf).unwrap();
+        assert!(stat.starts_with(format!("{me} (").as_bytes()), "{stat:?}");
+        assert!(stat.ends_with(b"\n"));
+        // A file longer than the buffer fills it and no more.
+        let mut small = [0u8; 16];
+        assert_eq!(read_pid_file(me, "stat", &mut small).unwrap().len(), 16);
+        assert!(read_pid_file(me, "no-such-file", &mut buf).is_none());
+        // A name too long for the path's stack buffer is refused, not cut short.
+        assert!(read_pid_file(me, &"s".repeat(64), &mut buf).is_none());
     }
 
     #[test]

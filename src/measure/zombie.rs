@@ -12,20 +12,15 @@
 //! [proc_pid_schedstat(5)]: https://man7.org/linux/man-pages/man5/proc_pid_schedstat.5.html
 #![forbid(unsafe_code)]
 
-use crate::measure::procfs::{parse_u64, read_small_once};
-use std::cell::RefCell;
+use crate::measure::procfs::{parse_u64, read_pid_file};
 
-thread_local! {
-    /// One buffer per thread for the per-run reads: no allocation after the first run.
-    static BUFFER: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(4096));
-}
+/// The largest zombie file read here: `/proc/PID/stat`'s 52 fields stay well under it.
+const PID_FILE_MAX: usize = 4096;
 
-/// Reads `path` once into the per-thread buffer (a fresh one if it is already in use).
-fn read_with<T>(path: &str, parse: impl FnOnce(&[u8]) -> T) -> Option<T> {
-    BUFFER.with(|buf| match buf.try_borrow_mut() {
-        Ok(mut buf) => read_small_once(path, &mut buf).map(parse),
-        Err(_) => read_small_once(path, &mut Vec::new()).map(parse),
-    })
+/// Reads the zombie's file `name` once into a buffer on the stack.
+fn read_with<T>(pid: i32, name: &str, parse: impl FnOnce(&[u8]) -> T) -> Option<T> {
+    let mut buf = [0u8; PID_FILE_MAX];
+    read_pid_file(pid, name, &mut buf).map(parse)
 }
 
 /// The child's own I/O counters from `/proc/PID/io` ([proc_pid_io(5)]), read from the zombie.
@@ -66,7 +61,7 @@ impl ChildIo {
     /// Reads `/proc/PID/io`. `None` when the file cannot be read (no such process, no task I/O
     /// accounting, or not permitted: it needs ptrace-read access).
     pub fn read(pid: i32) -> Option<ChildIo> {
-        read_with(&format!("/proc/{pid}/io"), ChildIo::parse)
+        read_with(pid, "io", ChildIo::parse)
     }
 
     /// Parses the text of `/proc/PID/io`.
@@ -119,7 +114,7 @@ impl ChildSched {
     /// Reads `/proc/PID/schedstat`. `None` when it cannot be read (no such process, or a kernel
     /// without `CONFIG_SCHED_INFO`).
     pub fn read(pid: i32) -> Option<ChildSched> {
-        read_with(&format!("/proc/{pid}/schedstat"), ChildSched::parse)
+        read_with(pid, "schedstat", ChildSched::parse)
     }
 
     /// Parses the three numbers of `/proc/PID/schedstat`.
@@ -159,7 +154,7 @@ pub struct ChildStat {
 impl ChildStat {
     /// Reads `/proc/PID/stat`. `None` when it cannot be read or parsed.
     pub fn read(pid: i32) -> Option<ChildStat> {
-        read_with(&format!("/proc/{pid}/stat"), ChildStat::parse)?
+        read_with(pid, "stat", ChildStat::parse)?
     }
 
     /// Parses `/proc/PID/stat`: fields 14–17, counted after the command name, which is in

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# coldtrace's own CPU per run beside hyperfine's, from rusage rather than perf, so that it can
-# be measured as an unprivileged user too (perf_event_paranoid 2 leaves an unprivileged
+# coldtrace's own CPU per run beside hyperfine's, measured without perf, so that it can be
+# measured as an unprivileged user too (perf_event_paranoid 2 leaves an unprivileged
 # `perf stat` only the user-space part of task-clock, and most of a runner's CPU is the
-# kernel's). Each contender runs N times /bin/true under /usr/bin/time; its own CPU is its
-# user + system time less its children's: for coldtrace the measured commands' (the batch
-# document's cpu_us mean × runs) and the spawner's (its cpu_ns) — the spawner's share is
-# printed apart; for hyperfine the commands' CPU is taken to be what coldtrace measured of the
-# same command in the same round. ROUNDS interleaved rounds, median and range, µs per run.
+# kernel's). Each contender runs N times /bin/true under self_cpu (tests/bench/self_cpu.c,
+# built here): its own CPU is its main thread's time on a CPU from its zombie's
+# /proc/PID/schedstat, which leaves out every child it ran (both runners are single-threaded).
+# coldtrace's spawner is a child, and its CPU is coldtrace's own work: it is added from the
+# batch document (spawner.cpu_ns, from the spawner's wait4), and printed apart.
+# ROUNDS interleaved rounds, median and range, µs per run; the ratios are of medians.
+#
+# Until 2026-12-06 05:00 UTC the script took user + system from rusage less the children's
+# CPU, and for hyperfine the children's CPU was what coldtrace had measured of the same
+# command: under load the command's CPU moved more than hyperfine's own (hyperfine's figure
+# ranged 32-222 µs in one set of rounds), so the ratios did not carry.
 #
 # Usage: tests/bench/own_cpu_rusage.sh   (prints Markdown; as root it measures again as nobody)
 # Environment: N (default 2000), ROUNDS (default 5), CT (default: this checkout's release
@@ -23,23 +29,26 @@ chmod 0777 "$WORK"
 trap 'rm -rf "$WORK"' EXIT
 [ -x "$CT" ] && [ -x "$HYPERFINE" ] || { echo "needs $CT and $HYPERFINE" >&2; exit 2; }
 
-# cpu_us AS... : user + system µs of the command, from /usr/bin/time.
-cpu_us() {
-    /usr/bin/time -o "$WORK/time" -f '%U %S' "$@" > "$WORK/out" 2>/dev/null
-    awk '{ printf "%.0f", ($1 + $2) * 1e6 }' "$WORK/time"
+cc -O2 -o "$WORK/self_cpu" "$ROOT/tests/bench/self_cpu.c"
+
+# self_us COMMAND…: the command's own CPU (its main thread, no children), µs; its standard
+# output in $WORK/out.
+self_us() {
+    rm -f "$WORK/self"
+    $AS "$WORK/self_cpu" "$WORK/self" "$@" > "$WORK/out" 2>/dev/null
+    awk '{ printf "%.1f", $1 / 1000 }' "$WORK/self"
 }
 
-# coldtrace BIN ARGS…: "own spawner children" µs per run.
+# coldtrace BIN ARGS…: "own spawner" µs per run.
 coldtrace() {
     bin=$1
     shift
-    total=$(cpu_us $AS "$bin" run -n "$N" -q --json "$@" -- /bin/true)
-    python3 - "$WORK/out" "$N" "$total" <<'PY'
+    own=$(self_us "$bin" run -n "$N" -q --json "$@" -- /bin/true)
+    python3 - "$WORK/out" "$N" "$own" <<'PY'
 import json, sys
-doc = json.load(open(sys.argv[1])); n = int(sys.argv[2]); total = float(sys.argv[3])
-children = doc["summary"]["cpu_us"]["all"]["mean"] * n
+doc = json.load(open(sys.argv[1])); n = int(sys.argv[2]); own = float(sys.argv[3])
 spawner = ((doc.get("spawner") or {}).get("cpu_ns") or 0) / 1000
-print("%.1f %.1f %.1f" % ((total - children - spawner) / n, spawner / n, children / n))
+print("%.1f %.1f" % (own / n, spawner / n))
 PY
 }
 
@@ -50,30 +59,35 @@ median_range() {
 bench() {
     : > "$WORK/t"
     for ((r = 1; r <= ROUNDS; r++)); do
-        read -r own sp child < <(coldtrace "$CT")
+        read -r own sp < <(coldtrace "$CT")
         echo "ct $own" >> "$WORK/t"
         echo "ct_spawner $sp" >> "$WORK/t"
         echo "ct_total $(awk -v a="$own" -v b="$sp" 'BEGIN { print a + b }')" >> "$WORK/t"
-        read -r own _ _ < <(coldtrace "$CT" --minimal)
+        read -r own _ < <(coldtrace "$CT" --minimal)
         echo "min $own" >> "$WORK/t"
         if [ -n "${BASE:-}" ]; then
-            read -r own sp _ < <(coldtrace "$BASE")
+            read -r own sp < <(coldtrace "$BASE")
             echo "base $own" >> "$WORK/t"
             echo "base_total $(awk -v a="$own" -v b="$sp" 'BEGIN { print a + b }')" >> "$WORK/t"
         fi
-        total=$(cpu_us $AS "$HYPERFINE" -N --runs "$N" --warmup 0 --output null --style none /bin/true)
-        echo "hf $(awk -v t="$total" -v c="$child" -v n="$N" 'BEGIN { print t / n - c }')" >> "$WORK/t"
+        own=$(self_us "$HYPERFINE" -N --runs "$N" --warmup 0 --output null --style none /bin/true)
+        echo "hf $(awk -v t="$own" -v n="$N" 'BEGIN { print t / n }')" >> "$WORK/t"
     done
     hf=$(awk '$1 == "hf" { print $2 }' "$WORK/t" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+    # The ratio of the medians, and the median of each round's ratio to that round's hyperfine.
     row() {
         local m
         m=$(awk -v k="$2" '$1 == k { print $2 }' "$WORK/t" | median_range)
         local med=${m%% *}
-        echo "| $1 | $m | $(awk -v a="$med" -v b="$hf" 'BEGIN { printf "%.2f×", a / b }') |"
+        local paired
+        paired=$(awk -v k="$2" '$1 == "hf" { h[++nh] = $2 } $1 == k { v[++nv] = $2 }
+            END { for (i = 1; i <= nv; i++) print v[i] / h[i] }' "$WORK/t" |
+            sort -n | awk '{ a[NR] = $1 } END { printf "%.2f×", a[int((NR + 1) / 2)] }')
+        echo "| $1 | $m | $(awk -v a="$med" -v b="$hf" 'BEGIN { printf "%.2f×", a / b }') | $paired |"
     }
-    echo "| runner | own CPU per run, µs | ÷ hyperfine |"
-    echo "|---|---:|---:|"
-    row "hyperfine \`-N\` (its children's CPU as coldtrace measured them)" hf
+    echo "| runner | own CPU per run, µs | ÷ hyperfine (medians) | ÷ hyperfine (per round) |"
+    echo "|---|---:|---:|---:|"
+    row "hyperfine \`-N\`" hf
     row "coldtrace \`run\` (default): its process" ct
     row "coldtrace \`run\` (default): its process and its spawner" ct_total
     row "coldtrace \`run --minimal\` (no spawner)" min
@@ -84,7 +98,7 @@ bench() {
     echo
 }
 
-echo "## Own CPU per run from rusage ($N runs of /bin/true, median and range of $ROUNDS interleaved rounds)"
+echo "## Own CPU per run ($N runs of /bin/true, median and range of $ROUNDS interleaved rounds)"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "- coldtrace: $CT${BASE:+; BASE: $BASE}; hyperfine: $("$HYPERFINE" --version)"
