@@ -46,7 +46,10 @@ fn mount_notes(out: &Output) -> usize {
         .collect();
     for note in &notes {
         assert!(
-            note.contains("; it stays mounted (`umount /sys/kernel/tracing` removes it)"),
+            note.contains(
+                "; it stays mounted (`coldtrace cleanup` or `umount /sys/kernel/tracing` \
+                 removes it)"
+            ),
             "{note}{}",
             out.describe()
         );

@@ -99,11 +99,12 @@ pub fn find_or_mount() -> Result<(PathBuf, bool), String> {
 /// What coldtrace says, once, after [`find_or_mount`] mounted tracefs at `dir` to read `what`:
 /// the mount outlives it. It is left mounted, as systemd mounts it at boot, because unmounting
 /// it after the batch would pull it from under any tool that began to use it meanwhile (perf,
-/// bpftrace, another batch).
+/// bpftrace, another batch); `coldtrace cleanup` unmounts it when asked (it was recorded,
+/// `mounted.rs`), and `umount` where the state directory is off.
 pub fn mounted_note(dir: &Path, what: &str) -> String {
     format!(
         "coldtrace: note: mounted tracefs at {dir} to read {what}; it stays mounted \
-         (`umount {dir}` removes it)",
+         (`coldtrace cleanup` or `umount {dir}` removes it)",
         dir = dir.display()
     )
 }
