@@ -781,7 +781,7 @@ fn arm_in_chroot(root: &Path) {
             "-c",
             "cd /opt/workload && /usr/local/bin/coldtrace boot arm \
                --unit-dir /etc/systemd/system --boots 2 --reboot -o /var/results/ct -n 3 \
-               --watch /opt/workload -- /opt/workload/cat data/a data/b data/c data/d",
+               --watch /opt/workload --counters -- /opt/workload/cat data/a data/b data/c data/d",
         ])
         .output();
     run(Command::new("umount").arg(root.join("proc")), "umount");
