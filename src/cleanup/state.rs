@@ -116,3 +116,29 @@ fn written_by_coldtrace(name: &str) -> bool {
     };
     name == FILE_NAME || name == RECORD_NAME || temporary(FILE_NAME) || temporary(RECORD_NAME)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_files_coldtrace_writes_are_its() {
+        for name in [
+            "last-boot",
+            "tracefs-mount",
+            ".last-boot.42.tmp",
+            ".tracefs-mount.7.tmp",
+        ] {
+            assert!(written_by_coldtrace(name), "{name}");
+        }
+        for name in [
+            "notes",
+            ".last-boot..tmp",
+            ".last-boot.x.tmp",
+            "last-boot.bak",
+            "boot",
+        ] {
+            assert!(!written_by_coldtrace(name), "{name}");
+        }
+    }
+}
