@@ -227,7 +227,7 @@ mod tests {
     }
 
     #[test]
-    fn a_pid_file_is_read_into_a_bounded_buffer_without_fstat() {
+    fn a_pid_file_is_read_into_a_bounded_buffer() {
         let me = std::process::id() as i32;
         let mut buf = [0u8; 4096];
         let stat = read_pid_file(me, "stat", &mut buf).unwrap();

@@ -65,6 +65,12 @@ bench() {
         echo "ct_total $(awk -v a="$own" -v b="$sp" 'BEGIN { print a + b }')" >> "$WORK/t"
         read -r own _ < <(coldtrace "$CT" --minimal)
         echo "min $own" >> "$WORK/t"
+        if [ -z "$AS" ]; then
+            # As root the default also traces the process tree: the same without it.
+            read -r own sp < <(COLDTRACE_TREE=off coldtrace "$CT")
+            echo "ct_notree $own" >> "$WORK/t"
+            echo "ct_notree_total $(awk -v a="$own" -v b="$sp" 'BEGIN { print a + b }')" >> "$WORK/t"
+        fi
         if [ -n "${BASE:-}" ]; then
             read -r own sp < <(coldtrace "$BASE")
             echo "base $own" >> "$WORK/t"
@@ -91,6 +97,10 @@ bench() {
     row "coldtrace \`run\` (default): its process" ct
     row "coldtrace \`run\` (default): its process and its spawner" ct_total
     row "coldtrace \`run --minimal\` (no spawner)" min
+    if [ -z "$AS" ]; then
+        row "coldtrace \`run\` with \`COLDTRACE_TREE=off\`: its process" ct_notree
+        row "coldtrace \`run\` with \`COLDTRACE_TREE=off\`: its process and its spawner" ct_notree_total
+    fi
     if [ -n "${BASE:-}" ]; then
         row "BASE \`run\` (default): its process" base
         row "BASE \`run\` (default): its process and its spawner" base_total
