@@ -66,10 +66,11 @@ impl CommandBatch<'_> {
             .filter(|f| created::unchanged(f))
             .collect();
         kept.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.path.cmp(&b.path)));
+        // Relative to the working directory where under it, else whole.
+        let cwd = self.cwd.as_deref().map(std::path::Path::new);
         let shown = |f: &&created::CreatedFile| {
-            let root = &roots[f.root];
-            let path = f.path.strip_prefix(root).unwrap_or(&f.path);
-            crate::text::escape_controls(&path.to_string_lossy())
+            let path = cwd.and_then(|c| f.path.strip_prefix(c).ok());
+            crate::text::escape_controls(&path.unwrap_or(&f.path).to_string_lossy())
         };
         let mut unknown = Vec::new();
         if found.cut {

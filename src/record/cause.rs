@@ -93,8 +93,8 @@ pub struct WroteCaches {
     pub bytes: u64,
     /// Files the first run created that a later run wrote again, removed or replaced.
     pub rewritten_files: u64,
-    /// The first of the files kept, largest first (at most [`PATHS`]), relative to the root
-    /// they were found under.
+    /// The first of the files kept, largest first (at most [`PATHS`]), relative to the
+    /// working directory where under it (the first of `roots`), else whole.
     pub paths: Vec<String>,
     /// The roots looked in: the working directory, then the watched trees.
     pub roots: Vec<String>,

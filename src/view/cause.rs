@@ -88,9 +88,12 @@ pub fn cause_sentence(c: &ColdCause) -> Option<String> {
 /// with the outputs it also created and what is not known of it.
 fn wrote_words(w: &WroteCaches) -> String {
     let files = |n: u64| format!("{n} file{}", if n == 1 { "" } else { "s" });
-    let under = match w.roots.as_slice() {
-        [one] => format!(" under {one}"),
-        _ => " under the working directory and the watched trees".into(),
+    // A path that is not whole is the working directory's, the first root.
+    let relative = w.paths.iter().filter(|p| !p.starts_with('/')).count();
+    let under = match (w.roots.first(), relative) {
+        (Some(cwd), n) if n > 0 && n == w.paths.len() => format!(" under {cwd}"),
+        (Some(cwd), n) if n > 0 => format!(" (relative paths under {cwd})"),
+        _ => String::new(),
     };
     let named = match w.files.saturating_sub(w.paths.len() as u64) {
         0 => w.paths.join(", "),
@@ -501,6 +504,27 @@ mod tests {
              __pycache__/mymod.cpython-311.pyc (1 file, 230 B) under /tmp/p, and no later run \
              wrote it again: work of its own the later runs did not repeat, not a cold page \
              cache; it read nothing from storage"
+        );
+        // A file found in a watched tree outside the working directory is named whole.
+        let both = ColdFacts {
+            wrote_caches: Some(crate::record::cause::WroteCaches {
+                files: 3,
+                paths: vec![
+                    "__pycache__/mymod.cpython-311.pyc".into(),
+                    "/opt/lib/__pycache__/x.cpython-311.pyc".into(),
+                ],
+                ..pyc.clone()
+            }),
+            ..quiet.clone()
+        };
+        assert!(
+            plain(cause_sentence(&cold_cause(&both))).contains(
+                "it created __pycache__/mymod.cpython-311.pyc, \
+                 /opt/lib/__pycache__/x.cpython-311.pyc and 1 more (3 files, 230 B) (relative \
+                 paths under /tmp/p), and no later run wrote them again"
+            ),
+            "{}",
+            plain(cause_sentence(&cold_cause(&both)))
         );
         // Files every later run wrote again are outputs: nothing to name.
         let outputs = ColdFacts {
