@@ -312,4 +312,25 @@ fn an_armed_boot_plan_is_said_and_never_disarmed() {
         "{}",
         out.describe()
     );
+    // Armed with --state-dir elsewhere: found through the installed unit's ExecStart.
+    let plan = dir.join("plan");
+    let script = format!(
+        "mount -t tmpfs tmpfs /var/lib; mount -t tmpfs tmpfs /etc/systemd/system; $CT boot arm \
+         --state-dir {plan} --unit-dir /etc/systemd/system -o {out} -- true >/dev/null || exit \
+         9; $CT cleanup --cgroup {none}; echo rc=$?",
+        plan = plan.display(),
+        out = dir.join("out").display(),
+        none = dir.join("no-groups").display(),
+    );
+    let out = in_private_mounts(&dir, &dir.join("state"), &script);
+    assert_says(
+        &out,
+        &format!(
+            "left: boot plan {p}: armed for the next boots: cleanup never disarms it (`coldtrace \
+             boot disarm --state-dir {p}` does)",
+            p = plan.display()
+        ),
+    );
+    assert_says(&out, "rc=0");
+    assert!(plan.join("state.json").is_file(), "{}", out.describe());
 }
