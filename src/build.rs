@@ -51,13 +51,14 @@ fn main() {
 }
 
 /// The files the spawner is compiled from (its own and the library's it includes).
-const SPAWNER_SOURCES: [&str; 9] = [
+const SPAWNER_SOURCES: [&str; 10] = [
     "syscalls/src/spawner/main.rs",
     "syscalls/src/spawner/image.rs",
     "syscalls/src/spawner/protocol.rs",
     "syscalls/src/abi/mod.rs",
     "syscalls/src/abi/perf.rs",
     "syscalls/src/child_plan.rs",
+    "syscalls/src/clone_args.rs",
     "syscalls/src/raw/spawner.rs",
     "syscalls/src/raw/child.rs",
     "syscalls/src/raw/clone.rs",

@@ -6,7 +6,22 @@
 //! no call into `core` — `tests/child_disassembly.rs` checks them inside `child_entry`.
 #![forbid(unsafe_code)]
 
-use core::ffi::{c_int, CStr};
+use core::ffi::{c_char, c_int, CStr};
+
+#[cfg(target_endian = "big")]
+compile_error!("the child reads getdents64 records as little-endian");
+
+/// The pointers `execve` takes, and the shell's where the image asked for one: each a
+/// NUL-terminated string or a null-terminated array of them (`shell` and `shell_argv` null
+/// where there is none). Plain numbers until `ChildInputs::new` (`raw/child.rs`), whose
+/// `# Safety` asks for exactly that of them.
+pub(crate) struct ExecPointers {
+    pub path: *const c_char,
+    pub argv: *const *const c_char,
+    pub envp: *const *const c_char,
+    pub shell: *const c_char,
+    pub shell_argv: *const *const c_char,
+}
 
 /// The child's process state apart from the image, as plain numbers and borrowed data. No
 /// value here can make the spawn unsound: descriptors are numbers in the child's own table.
@@ -67,6 +82,36 @@ pub(crate) fn kept(keep: &[c_int], fd: usize) -> bool {
 #[inline(always)]
 pub(crate) fn skip(fd: usize, keep: &[c_int], error_pipe: c_int) -> bool {
     fd < 3 || fd == error_pipe as usize || kept(keep, fd)
+}
+
+/// A buffer for `getdents64` records, aligned as the kernel lays them out.
+#[repr(C, align(8))]
+pub(crate) struct DirBuffer(pub [u8; 512]);
+
+/// The length of the `getdents64` record at the start of `rest` (`d_reclen`: bytes 16 and
+/// 17, little-endian), or `None` when `rest` is shorter than a record's fixed part.
+#[inline(always)]
+pub(crate) fn record_length(rest: &[u8]) -> Option<usize> {
+    match rest {
+        [_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, lo, hi, _, ..] => {
+            Some(*lo as usize | (*hi as usize) << 8)
+        }
+        _ => None,
+    }
+}
+
+/// `rest` without its first `n` bytes (empty when it is shorter), one byte at a time: a
+/// slice index would bring a panic path into the child.
+#[inline(always)]
+pub(crate) fn after(mut rest: &[u8], mut n: usize) -> &[u8] {
+    while n > 0 {
+        match rest {
+            [_, tail @ ..] => rest = tail,
+            [] => break,
+        }
+        n = n.wrapping_sub(1);
+    }
+    rest
 }
 
 /// The decimal descriptor number in the name of the record at the start of `record`, or -1

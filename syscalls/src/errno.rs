@@ -6,6 +6,15 @@
 
 use core::fmt;
 
+/// Splits a raw system call return register into a value or an [`Errno`].
+#[inline(always)]
+pub(crate) fn check(ret: usize) -> Result<usize, Errno> {
+    match crate::abi::errno_of(ret) {
+        0 => Ok(ret),
+        e => Err(Errno::from_raw(e)),
+    }
+}
+
 /// An error number returned by a system call (the positive value, as in `errno`).
 #[repr(transparent)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -130,6 +130,15 @@ pub(crate) struct Spawned {
     pub memory_shared: bool,
 }
 
+/// What one clone gave: the started child, or the errno of a clone that started none; and what
+/// the child wrote in this process's memory before `execve` (whether its marker arrived, the
+/// stage and errno of a failure: nothing arrives where the memory is a copy).
+pub(crate) struct Cloned {
+    pub started: Result<Spawned, Errno>,
+    pub stage: u32,
+    pub errno: i32,
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -16,6 +16,7 @@ extern crate std;
 pub mod abi;
 pub mod cache;
 mod child_plan;
+mod clone_args;
 pub mod errno;
 mod exec_image;
 mod owners;

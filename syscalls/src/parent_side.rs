@@ -40,7 +40,7 @@ pub(crate) fn spawn(
     let error_pipe = pipe.as_ref().map_or(-1, |p| p.write.as_raw_fd());
     let parent = plan.parent_death_signal.map_or(0, |_| parent_pid());
     let cloned = match clone3_refused_for_tests(call) {
-        Some(errno) => crate::raw::spawn::Cloned {
+        Some(errno) => crate::exec_image::Cloned {
             started: Err(errno),
             stage: 0,
             errno: 0,

@@ -587,6 +587,14 @@ pub struct SpawnOptions<'a> {
     /// a wrong set would let a parent's handler run in the child on the parent's memory. With
     /// `clone3` the kernel resets every handler itself (`CLONE_CLEAR_SIGHAND`) and this is not
     /// read.
+    ///
+    /// ```compile_fail,E0308
+    /// // A bare set is not a promise: safe code cannot vouch.
+    /// let options = coldtrace_syscalls::SpawnOptions {
+    ///     handled_signals: Some(coldtrace_syscalls::SigSet::EMPTY),
+    ///     ..Default::default()
+    /// };
+    /// ```
     pub handled_signals: Option<HandledSignals>,
     /// A cgroup v2 directory (opened `O_RDONLY | O_DIRECTORY`, or `O_PATH`) that the child is
     /// born in (`clone3` with `CLONE_INTO_CGROUP`, Linux ≥ 5.7), so that nothing it does runs

@@ -287,7 +287,7 @@ fn check_child_code(functions: &[Function], arch: Arch) -> Result<BTreeSet<Strin
     Ok(seen_functions)
 }
 
-/// The least stack a child is given: `MIN_STACK_BYTES` in `src/raw/clone.rs` (the spawner's
+/// The least stack a child is given: `MIN_STACK_BYTES` in `src/clone_args.rs` (the spawner's
 /// stack has no guard page below it, so this bound is what keeps a child inside it).
 const MIN_STACK_BYTES: u64 = 16 * 1024;
 

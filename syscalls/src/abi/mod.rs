@@ -11,6 +11,17 @@ pub mod perf;
 
 use core::mem::{align_of, offset_of, size_of};
 
+/// The errno of a raw system call return register (-4095..=-1 are errors, as the kernel's ABI
+/// defines), or 0. Inlined into the vfork child, so wrapping arithmetic only.
+#[inline(always)]
+pub(crate) fn errno_of(ret: usize) -> i32 {
+    if ret > (-4096isize) as usize {
+        (ret as isize).wrapping_neg() as i32
+    } else {
+        0
+    }
+}
+
 /// System call numbers.
 #[allow(missing_docs)]
 pub mod nr {

@@ -13,13 +13,12 @@
 //! (0 = success); every function below `child_entry` is inlined into it.
 #![allow(unsafe_code)]
 
+use crate::abi::errno_of;
 use crate::abi::{self, nr, KernelSigaction, MaskHow, Rlimit64, SIG_DFL, SIG_IGN};
-use crate::child_plan::{descriptor_number, skip, ChildPlan, CloneCall, Closing};
+use crate::child_plan::{after, descriptor_number, record_length, skip, DirBuffer};
+use crate::child_plan::{ChildPlan, CloneCall, Closing, ExecPointers};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use core::marker::PhantomData;
-
-#[cfg(target_endian = "big")]
-compile_error!("the child reads getdents64 records as little-endian");
 
 /// `syscall(nr, a0, …, a5)` — one raw system call; returns the kernel's raw return register.
 ///
@@ -52,17 +51,6 @@ pub(crate) unsafe fn syscall6(nr: usize, args: [usize; 6]) -> usize {
         );
     }
     ret
-}
-
-/// The errno of a raw system call return register (-4095..=-1 are errors, as the kernel's ABI
-/// defines), or 0.
-#[inline(always)]
-pub(crate) fn errno_of(ret: usize) -> i32 {
-    if ret > (-4096isize) as usize {
-        (ret as isize).wrapping_neg() as i32
-    } else {
-        0
-    }
 }
 
 /// `rt_sigprocmask(how, set, old, 8)` → 0 or an errno.
@@ -111,17 +99,6 @@ enum Handlers {
     Query,
     /// The caller vouched that only these signals have handlers: the child resets them.
     Vouched(u64),
-}
-
-/// The pointers `execve` takes, and the shell's where the image asked for one: each a
-/// NUL-terminated string or a null-terminated array of them (`shell` and `shell_argv` null
-/// where there is none).
-pub(super) struct ExecPointers {
-    pub path: *const c_char,
-    pub argv: *const *const c_char,
-    pub envp: *const *const c_char,
-    pub shell: *const c_char,
-    pub shell_argv: *const *const c_char,
 }
 
 /// What the child reads, and the places it writes (`reached`, `failed_*`), in the parent's
@@ -512,10 +489,6 @@ fn close_range(from: usize, to: usize) -> i32 {
     errno_of(unsafe { syscall6(nr::CLOSE_RANGE, [from, to, 0, 0, 0, 0]) })
 }
 
-/// A buffer for `getdents64` records, aligned as the kernel lays them out.
-#[repr(C, align(8))]
-struct DirBuffer([u8; 512]);
-
 /// Closes every descriptor above 2 that is listed in `dir` (`/proc/self/fd`, listed after the
 /// clone, so nothing another thread opened meanwhile is missed) and not kept; without the
 /// directory, every number below the soft `RLIMIT_NOFILE` (a descriptor above a lowered limit
@@ -563,11 +536,8 @@ fn close_listed(dir: *const c_char, keep: &[c_int], error_pipe: c_int) -> i32 {
         }
         let (mut rest, mut left): (&[u8], usize) = (&buffer.0, n);
         while left >= abi::DIRENT64_NAME {
-            let reclen = match rest {
-                [_, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, lo, hi, _, ..] => {
-                    *lo as usize | (*hi as usize) << 8
-                }
-                _ => break,
+            let Some(reclen) = record_length(rest) else {
+                break;
             };
             let fd = descriptor_number(rest);
             if fd >= 0 && fd as usize != opened && !skip(fd as usize, keep, error_pipe) {
@@ -577,14 +547,7 @@ fn close_listed(dir: *const c_char, keep: &[c_int], error_pipe: c_int) -> i32 {
                 break;
             }
             left = left.wrapping_sub(reclen);
-            let mut step = reclen;
-            while step > 0 {
-                match rest {
-                    [_, tail @ ..] => rest = tail,
-                    [] => break,
-                }
-                step = step.wrapping_sub(1);
-            }
+            rest = after(rest, reclen);
         }
     }
 }

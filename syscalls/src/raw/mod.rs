@@ -1,15 +1,15 @@
 //! THE unsafe room: every `unsafe` of coldtrace is in this directory, and nothing else is here.
 //! Its files: `mod.rs` (system calls of the parent: waiting, signals, page-cache residency),
 //! `child.rs` (everything that runs in the vfork child, and the raw system call), `clone.rs`
-//! (the clone shared by the library and the spawner, and the proof that signals are blocked),
-//! `spawn.rs` (the parent's side of the clone: the child's stack, the vouched signals),
-//! `perf.rs` and `ring.rs` (a perf event and its ring buffer shared with the kernel),
-//! `spawner.rs` (the spawner program's own room, compiled only into it), `alloc.rs` (the
-//! allocator that ends a program on a null block) and, in unit-test builds, `test_support.rs`.
-//! Declarations are in [`crate::abi`]; the safe steps around the calls in
-//! [`crate::parent_side`]; safe fronts with the full documentation in
-//! [`crate::spawn`], [`crate::wait`], [`crate::signal`], [`crate::cache`], [`crate::perf`] and
-//! [`crate::ring`].
+//! (the one call of the trampoline, shared by the library and the spawner), `spawn.rs` (the
+//! parent's side of the clone: the child's stack, the vouched signals), `perf.rs` and `ring.rs`
+//! (a perf event and its ring buffer shared with the kernel), `spawner.rs` (the spawner
+//! program's own room, compiled only into it), `alloc.rs` (the allocator that ends a program on
+//! a null block) and, in unit-test builds, `test_support.rs`. Declarations are in
+//! [`crate::abi`]; the clone's arguments and the types its proof rests on in
+//! `crate::clone_args`; the safe steps around the calls in [`crate::parent_side`]; safe fronts
+//! with the full documentation in [`crate::spawn`], [`crate::wait`], [`crate::signal`],
+//! [`crate::cache`], [`crate::perf`] and [`crate::ring`].
 //!
 //! The auditors' inventory — every unsafe item, one row each, and why it holds — is this
 //! module's page: `inventory.md`, beside this file.
@@ -26,21 +26,12 @@ pub mod spawn;
 #[cfg(test)]
 pub(crate) mod test_support;
 
-pub(crate) use child::{errno_of, sigaction_default, sigaction_query, sigprocmask, syscall6};
+pub(crate) use child::{sigaction_default, sigaction_query, sigprocmask, syscall6};
 
 use crate::abi::{self, nr, CacheStat, CacheStatRange, Rusage, SigInfoWords};
-use crate::errno::Errno;
+use crate::errno::{check, Errno};
 use core::mem::MaybeUninit;
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-
-/// Splits a raw system call return register into a value or an [`Errno`].
-#[inline(always)]
-fn check(ret: usize) -> Result<usize, Errno> {
-    match errno_of(ret) {
-        0 => Ok(ret),
-        e => Err(Errno::from_raw(e)),
-    }
-}
 
 /// One `wait4(pid, &status, options, &rusage)`: `Ok(None)` for 0 (WNOHANG, nothing yet).
 pub(crate) fn wait4(pid: i32, options: i32) -> Result<Option<(i32, i32, Rusage)>, Errno> {

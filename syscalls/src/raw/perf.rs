@@ -8,11 +8,10 @@
 //! passes a private copy, never the caller's.
 #![allow(unsafe_code)]
 
-use super::check;
 use super::syscall6;
 use crate::abi::nr;
 use crate::abi::perf::PerfEventAttr;
-use crate::errno::Errno;
+use crate::errno::{check, Errno};
 use core::mem::size_of;
 use rustix::fd::{FromRawFd, OwnedFd};
 

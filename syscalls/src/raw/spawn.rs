@@ -25,12 +25,12 @@
 //!   no parent code runs again, and the child holds its own reference to the memory.
 #![allow(unsafe_code)]
 
-use super::child::{ChildInputs, ExecPointers};
-pub use super::clone::SignalsBlocked;
-use super::clone::StackRegion;
-use crate::child_plan::{ChildPlan, CloneCall};
+use super::child::ChildInputs;
+use crate::child_plan::{ChildPlan, CloneCall, ExecPointers};
+pub use crate::clone_args::SignalsBlocked;
+use crate::clone_args::StackRegion;
 use crate::errno::Errno;
-use crate::exec_image::{ExecImage, Spawned};
+use crate::exec_image::{Cloned, ExecImage, Spawned};
 use crate::sigset::SigSet;
 use core::ffi::{c_int, c_void};
 use rustix::fd::{FromRawFd, OwnedFd};
@@ -101,20 +101,13 @@ impl Drop for ChildStack {
 
 /// A promise about which signals have handlers, for [`crate::SpawnOptions::handled_signals`]:
 /// where `clone3` cannot be used, the child then resets just these (and SIGPIPE) instead of
-/// asking the kernel about all 64. Only an `unsafe` call makes one:
+/// asking the kernel about all 64. Only an `unsafe` call makes one (and a bare [`SigSet`] is
+/// none: see [`crate::SpawnOptions::handled_signals`]):
 ///
 /// ```compile_fail,E0133
 /// // Vouching is a promise the compiler cannot check: it must be stated in an `unsafe` block.
 /// let set = coldtrace_syscalls::SigSet::EMPTY;
 /// let vouched = coldtrace_syscalls::HandledSignals::vouch(set);
-/// ```
-///
-/// ```compile_fail,E0308
-/// // A bare set is not a promise: safe code cannot vouch.
-/// let options = coldtrace_syscalls::SpawnOptions {
-///     handled_signals: Some(coldtrace_syscalls::SigSet::EMPTY),
-///     ..Default::default()
-/// };
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HandledSignals(u64);
@@ -143,21 +136,12 @@ impl HandledSignals {
     }
 }
 
-/// What one clone gave: the started child, or the errno of a clone that started none; and what
-/// the child wrote in this process's memory before `execve` (whether its marker arrived, the
-/// stage and errno of a failure: nothing arrives where the memory is a copy).
-pub(crate) struct Cloned {
-    pub started: Result<Spawned, Errno>,
-    pub stage: u32,
-    pub errno: i32,
-}
-
 /// Starts `image` on `stack` with vfork semantics through `call` (flags: [`CALLER_FLAGS`]
 /// only; `CLONE_PIDFD` when `pidfd`), the child writing a failure to `error_pipe` (-1: none)
 /// and expecting `parent_pid` as its parent's PID (0: no parent-death signal). Returns once
 /// the child has called `execve` or exited. See [clone(2)], [clone3(2)], [vfork(2)].
 ///
-/// [`CALLER_FLAGS`]: super::clone::CALLER_FLAGS
+/// [`CALLER_FLAGS`]: crate::clone_args::CALLER_FLAGS
 /// [clone(2)]: https://man7.org/linux/man-pages/man2/clone.2.html
 /// [clone3(2)]: https://man7.org/linux/man-pages/man2/clone3.2.html
 /// [vfork(2)]: https://man7.org/linux/man-pages/man2/vfork.2.html
@@ -201,7 +185,7 @@ pub(crate) fn clone(
         blocked,
     );
     let (memory_shared, stage, errno) = inputs.report();
-    let started = match super::child::errno_of(ret) {
+    let started = match crate::abi::errno_of(ret) {
         0 => Ok(Spawned {
             pid: ret as i32,
             pidfd: (pidfd && slot >= 0).then(|| {

@@ -11,33 +11,19 @@ pub(crate) mod child;
 mod clone;
 
 use crate::abi::{self, clone_flags as cf, nr, IoVec, MsgHdr};
-use crate::child_plan::{ChildPlan, CloneCall};
+use crate::child_plan::{ChildPlan, CloneCall, ExecPointers};
 use crate::image::Image;
-use crate::protocol::{StartPage, HEADER, MAX_FDS, START_PAGE};
-use child::{errno_of, syscall6, ChildInputs, ExecPointers};
-pub(crate) use clone::SignalsBlocked;
+use crate::protocol::{self, Received, ReplyRight, RequestRights, StartPage};
+use crate::protocol::{HEADER, MAX_FDS, START_PAGE};
+use crate::{Buffers, Stack, Started, ARENA, POINTERS, STACK};
+use crate::abi::errno_of;
+use child::{syscall6, ChildInputs};
+pub(crate) use crate::clone_args::SignalsBlocked;
+pub(crate) use child::sigprocmask;
 use core::ffi::{c_char, c_int};
 use core::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) use child::exit_group;
-
-/// Bytes of the program table (only the pages a `DEFINE` writes become resident).
-pub(crate) const ARENA: usize = 8 << 20;
-/// Pointers of one argv + envp.
-pub(crate) const POINTERS: usize = 128 * 1024;
-/// Bytes of the children's stack.
-pub(crate) const STACK: usize = 64 * 1024;
-
-/// The spawner's memory: in `.bss`, so a page is resident only once written.
-pub(crate) struct Buffers {
-    pub arena: [u8; ARENA],
-    pub pointers: [*const c_char; POINTERS],
-    pub stack: Stack,
-}
-
-/// The children's stack, 16-byte aligned.
-#[repr(C, align(16))]
-pub(crate) struct Stack(pub [u8; STACK]);
 
 static mut BUFFERS: Buffers = Buffers {
     arena: [0; ARENA],
@@ -87,14 +73,7 @@ fn argument(argv: *const *const c_char, k: usize) -> Option<c_int> {
     // SAFETY: `arg` is one of those strings: NUL-terminated, on the initial stack, alive and
     // never written for the whole program.
     let text = unsafe { core::ffi::CStr::from_ptr(arg) };
-    let mut fd: c_int = 0;
-    for &d in text.to_bytes() {
-        if !d.is_ascii_digit() || fd > 1 << 24 {
-            return None;
-        }
-        fd = fd * 10 + c_int::from(d - b'0');
-    }
-    Some(fd)
+    protocol::decimal_argument(text.to_bytes())
 }
 
 /// `mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)`: the start page, mapped for the
@@ -126,21 +105,6 @@ pub(crate) fn set_name(name: &core::ffi::CStr) {
     let _ = unsafe { syscall6(nr::PRCTL, args) };
 }
 
-/// What one `recvmsg` brought.
-pub(crate) struct Received {
-    /// Bytes of the message (header and chunk).
-    pub len: usize,
-    /// The descriptors that came with it, close-on-exec (`nfds` of them).
-    pub fds: [c_int; MAX_FDS],
-    pub nfds: usize,
-    /// Some were dropped for lack of room (those that came are in `fds`).
-    pub truncated: bool,
-}
-
-/// The control buffer: one `cmsghdr` and up to [`MAX_FDS`] descriptors.
-#[repr(C, align(8))]
-struct Control([u8; abi::CMSG_HEADER + 4 * MAX_FDS]);
-
 /// `recvmsg(socket, …, MSG_CMSG_CLOEXEC)` into `header` then `tail` → the message, or an
 /// errno. See [recvmsg(2)](https://man7.org/linux/man-pages/man2/recvmsg.2.html),
 /// [unix(7)](https://man7.org/linux/man-pages/man7/unix.7.html) (`SCM_RIGHTS`).
@@ -159,7 +123,7 @@ pub(crate) fn receive(
             len: tail.len(),
         },
     ];
-    let mut control = Control([0; abi::CMSG_HEADER + 4 * MAX_FDS]);
+    let mut control = RequestRights([0; abi::CMSG_HEADER + 4 * MAX_FDS]);
     let mut msg = MsgHdr {
         name: 0,
         namelen: 0,
@@ -187,40 +151,9 @@ pub(crate) fn receive(
         0 => {}
         e => return Err(e),
     }
-    let mut got = Received {
-        len: ret,
-        fds: [-1; MAX_FDS],
-        nfds: 0,
-        truncated: msg.flags & abi::MSG_CTRUNC != 0,
-    };
-    read_rights(&control.0, msg.controllen, &mut got);
-    Ok(got)
+    let truncated = msg.flags & abi::MSG_CTRUNC != 0;
+    Ok(Received::new(ret, &control.0, msg.controllen, truncated))
 }
-
-/// The descriptors of an `SCM_RIGHTS` message in the first `used` bytes of `control`.
-fn read_rights(control: &[u8], used: usize, got: &mut Received) {
-    let word = |at: usize| match control.get(at..at + 4) {
-        Some(&[a, b, c, d]) => i32::from_ne_bytes([a, b, c, d]),
-        _ => -1,
-    };
-    let len = match control.get(..8) {
-        Some(&[a, b, c, d, e, f, g, h]) => usize::from_ne_bytes([a, b, c, d, e, f, g, h]),
-        _ => 0,
-    };
-    let rights = word(8) == abi::SOL_SOCKET && word(12) == abi::SCM_RIGHTS;
-    if used < abi::CMSG_HEADER || !rights || len < abi::CMSG_HEADER {
-        return;
-    }
-    let count = ((len.min(used) - abi::CMSG_HEADER) / 4).min(MAX_FDS);
-    for (i, slot) in got.fds.iter_mut().enumerate().take(count) {
-        *slot = word(abi::CMSG_HEADER + 4 * i);
-    }
-    got.nfds = count;
-}
-
-/// The control buffer of one descriptor: `CMSG_SPACE(4)`.
-#[repr(C, align(8))]
-struct OneRight([u8; abi::CMSG_HEADER + 8]);
 
 /// `sendmsg(socket, bytes, MSG_NOSIGNAL)`, with `right` as `SCM_RIGHTS` when it is a
 /// descriptor (≥ 0) → bytes sent, or an errno. See
@@ -231,19 +164,7 @@ pub(crate) fn send(socket: c_int, bytes: &[u8], right: c_int) -> Result<usize, i
         base: bytes.as_ptr() as usize,
         len: bytes.len(),
     }];
-    // One `cmsghdr` (`cmsg_len` = `CMSG_LEN(4)`, level, type) and the descriptor.
-    let mut control = OneRight([0; abi::CMSG_HEADER + 8]);
-    let parts: [(usize, &[u8]); 4] = [
-        (0, &(abi::CMSG_HEADER + 4).to_ne_bytes()),
-        (8, &abi::SOL_SOCKET.to_ne_bytes()),
-        (12, &abi::SCM_RIGHTS.to_ne_bytes()),
-        (abi::CMSG_HEADER, &right.to_ne_bytes()),
-    ];
-    for (at, part) in parts {
-        if let Some(to) = control.0.get_mut(at..at + part.len()) {
-            to.copy_from_slice(part);
-        }
-    }
+    let control = ReplyRight::new(right);
     let (control, controllen) = match right {
         0.. => (control.0.as_ptr() as usize, control.0.len()),
         _ => (0, 0),
@@ -320,17 +241,6 @@ pub(crate) fn close_range(from: c_int, to: u32) -> i32 {
     errno_of(unsafe { syscall6(nr::CLOSE_RANGE, args) })
 }
 
-/// What a clone gave: the raw return register, the failed stage and errno the child wrote,
-/// whether its write reached this process's memory, and the child's pidfd (-1: none, and
-/// always after a failed clone).
-pub(crate) struct Started {
-    pub ret: usize,
-    pub pidfd: c_int,
-    pub stage: u32,
-    pub errno: i32,
-    pub memory_shared: bool,
-}
-
 /// Starts `image` on `stack` as a child of this process's parent (`CLONE_PARENT`, whose PID
 /// `parent` is: the child checks it after asking for a parent-death signal), sharing
 /// this memory until it calls `execve` (`CLONE_VM | CLONE_VFORK`), with a pidfd for it when
@@ -364,7 +274,7 @@ pub(crate) fn spawn(
     //   reset every one it could have inherited, so no signal has one (with `clone` the child
     //   resets just `to_default`; with `clone3` the kernel clears handlers anyway).
     let mut inputs = unsafe { ChildInputs::new(exec, plan, call, error_pipe, !0, parent) };
-    let region = clone::StackRegion::new(&mut stack.0);
+    let region = crate::clone_args::StackRegion::new(&mut stack.0);
     let flags = cf::CLONE_VM | cf::CLONE_PARENT;
     let mut pidfd: c_int = -1;
     let slot = if with_pidfd { Some(&mut pidfd) } else { None };

@@ -33,7 +33,7 @@ pub(crate) fn signal_thread(tid: i32, sig: c_int) -> bool {
     let args = [pid as usize, tid as usize, sig as usize, 0, 0, 0];
     // SAFETY: integer arguments only; a signal to a thread of this process runs its handler,
     // which the tests install (async-signal-safe), and touches no memory here.
-    super::errno_of(unsafe { syscall6(nr::TGKILL, args) }) == 0
+    crate::abi::errno_of(unsafe { syscall6(nr::TGKILL, args) }) == 0
 }
 
 /// The storm's handled set, vouched for: the signals that have a handler right now.

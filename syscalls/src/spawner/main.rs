@@ -12,7 +12,7 @@
 //!
 //! Built by coldtrace's build script with one `rustc` call (`no_std`, static musl, non-PIE),
 //! from this file, `image.rs`, `protocol.rs` and the library's own `abi`, `child_plan.rs`,
-//! `raw/child.rs`, `raw/clone.rs` and `raw/spawner.rs` (its unsafe room).
+//! `clone_args.rs`, `raw/child.rs`, `raw/clone.rs` and `raw/spawner.rs` (its unsafe room).
 #![no_std]
 #![no_main]
 #![deny(unsafe_code)]
@@ -23,6 +23,8 @@
 mod abi;
 #[path = "../child_plan.rs"]
 mod child_plan;
+#[path = "../clone_args.rs"]
+mod clone_args;
 mod image;
 mod protocol;
 #[path = "../raw/spawner.rs"]
@@ -31,8 +33,7 @@ mod raw;
 use child_plan::{ChildPlan, CloneCall, Closing};
 use core::ffi::c_int;
 use core::sync::atomic::Ordering;
-use protocol::{Reply, Request, HEADER};
-use raw::{Buffers, Received};
+use protocol::{Received, Reply, Request, HEADER};
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
@@ -55,6 +56,36 @@ const EINVAL: i32 = 22;
 const ENOSPC: i32 = 28;
 const E2BIG: i32 = 7;
 const EPROTO: i32 = 71;
+
+/// Bytes of the program table (only the pages a `DEFINE` writes become resident).
+const ARENA: usize = 8 << 20;
+/// Pointers of one argv + envp.
+const POINTERS: usize = 128 * 1024;
+/// Bytes of the children's stack.
+const STACK: usize = 64 * 1024;
+
+/// The spawner's memory (the room's one `static mut`): in `.bss`, so a page is resident only
+/// once written.
+struct Buffers {
+    arena: [u8; ARENA],
+    pointers: [*const core::ffi::c_char; POINTERS],
+    stack: Stack,
+}
+
+/// The children's stack, 16-byte aligned.
+#[repr(C, align(16))]
+struct Stack([u8; STACK]);
+
+/// What a clone gave: the raw return register, the failed stage and errno the child wrote,
+/// whether its write reached this process's memory, and the child's pidfd (-1: none, and
+/// always after a failed clone).
+struct Started {
+    ret: usize,
+    pidfd: c_int,
+    stage: u32,
+    errno: i32,
+    memory_shared: bool,
+}
 
 /// The program table: each program's bytes in the arena, and the one being defined.
 struct Table {
@@ -218,13 +249,13 @@ fn define(request: &Request, chunk: usize, state: &mut State) -> Reply {
     let Some(from) = table.defining else {
         return Reply::error(EPROTO);
     };
-    if table.used + chunk > raw::ARENA || (chunk == 0 && request.flags & protocol::DEFINE_LAST == 0)
+    if table.used + chunk > ARENA || (chunk == 0 && request.flags & protocol::DEFINE_LAST == 0)
     {
         table.defining = None;
         let whole = table.used + chunk - from;
-        return Reply::error(if whole > raw::ARENA / 2 { E2BIG } else { ENOSPC });
+        return Reply::error(if whole > ARENA / 2 { E2BIG } else { ENOSPC });
     }
-    if table.used + chunk == raw::ARENA && request.flags & protocol::DEFINE_LAST == 0 {
+    if table.used + chunk == ARENA && request.flags & protocol::DEFINE_LAST == 0 {
         table.defining = None;
         return Reply::error(ENOSPC);
     }
@@ -311,7 +342,7 @@ fn close_all(copies: &[c_int; 3], reply: Reply) -> Reply {
 fn clone_with_fallback(
     image: &image::Image<'_>,
     plan: &ChildPlan<'_>,
-    stack: &mut raw::Stack,
+    stack: &mut Stack,
     mut call: CloneCall,
     state: &mut State,
 ) -> Reply {
@@ -322,7 +353,7 @@ fn clone_with_fallback(
         let start_ns = raw::monotonic_ns();
         let (pidfds, parent, page) = (state.pidfds, state.parent, (state.page, EXEC_PIPE));
         let started = raw::spawn(image, plan, stack, call, pidfds, parent, &state.blocked, page);
-        let errno = raw::child::errno_of(started.ret);
+        let errno = abi::errno_of(started.ret);
         if errno != 0 && CLONE3_REFUSED.contains(&errno) {
             if call == (CloneCall::Clone3 { cgroup: None }) {
                 call = CloneCall::Clone;

@@ -28,6 +28,7 @@
 //!   that it reached `execve`.
 #![forbid(unsafe_code)]
 
+use crate::abi::{CMSG_HEADER, SCM_RIGHTS, SOL_SOCKET};
 use core::sync::atomic::{AtomicI32, AtomicU32};
 
 /// Bytes of a request's header; a `DEFINE` chunk follows it.
@@ -203,6 +204,84 @@ pub fn encode_program<'a>(
     }
 }
 
+/// One of the spawner's arguments (`argv[1]` to `argv[4]`, written by coldtrace): a
+/// non-negative decimal number, or `None`.
+pub fn decimal_argument(text: &[u8]) -> Option<i32> {
+    let mut value: i32 = 0;
+    for &d in text {
+        if !d.is_ascii_digit() || value > 1 << 24 {
+            return None;
+        }
+        value = value * 10 + i32::from(d - b'0');
+    }
+    Some(value)
+}
+
+/// A request's control buffer as `recvmsg` fills it: one `cmsghdr` and up to [`MAX_FDS`]
+/// descriptors, 8-aligned as the kernel lays a `cmsghdr` out.
+#[repr(C, align(8))]
+pub struct RequestRights(pub [u8; CMSG_HEADER + 4 * MAX_FDS]);
+
+/// A reply's control buffer: one `cmsghdr` (`cmsg_len` = `CMSG_LEN(4)`, `SOL_SOCKET`,
+/// `SCM_RIGHTS`) and one descriptor, `CMSG_SPACE(4)` bytes, 8-aligned.
+#[repr(C, align(8))]
+pub struct ReplyRight(pub [u8; CMSG_HEADER + 8]);
+
+impl ReplyRight {
+    /// The control message that passes `fd`.
+    pub fn new(fd: i32) -> ReplyRight {
+        let mut control = ReplyRight([0; CMSG_HEADER + 8]);
+        put(&mut control.0, 0, &(CMSG_HEADER + 4).to_ne_bytes());
+        put(&mut control.0, 8, &SOL_SOCKET.to_ne_bytes());
+        put(&mut control.0, 12, &SCM_RIGHTS.to_ne_bytes());
+        put(&mut control.0, CMSG_HEADER, &fd.to_ne_bytes());
+        control
+    }
+}
+
+/// What one `recvmsg` of a request brought.
+pub struct Received {
+    /// Bytes of the message (header and chunk).
+    pub len: usize,
+    /// The descriptors that came with it, close-on-exec (`nfds` of them).
+    pub fds: [i32; MAX_FDS],
+    /// How many of `fds` came.
+    pub nfds: usize,
+    /// Some were dropped for lack of room (those that came are in `fds`).
+    pub truncated: bool,
+}
+
+impl Received {
+    /// A message of `len` bytes whose control buffer the kernel filled for `used` bytes; the
+    /// descriptors are those of an `SCM_RIGHTS` message there.
+    pub fn new(len: usize, control: &[u8], used: usize, truncated: bool) -> Received {
+        let mut got = Received {
+            len,
+            fds: [-1; MAX_FDS],
+            nfds: 0,
+            truncated,
+        };
+        let word = |at: usize| match control.get(at..at + 4) {
+            Some(&[a, b, c, d]) => i32::from_ne_bytes([a, b, c, d]),
+            _ => -1,
+        };
+        let cmsg_len = match control.get(..8) {
+            Some(&[a, b, c, d, e, f, g, h]) => usize::from_ne_bytes([a, b, c, d, e, f, g, h]),
+            _ => 0,
+        };
+        let rights = word(8) == SOL_SOCKET && word(12) == SCM_RIGHTS;
+        if used < CMSG_HEADER || !rights || cmsg_len < CMSG_HEADER {
+            return got;
+        }
+        let count = ((cmsg_len.min(used) - CMSG_HEADER) / 4).min(MAX_FDS);
+        for (i, slot) in got.fds.iter_mut().enumerate().take(count) {
+            *slot = word(CMSG_HEADER + 4 * i);
+        }
+        got.nfds = count;
+        got
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +305,29 @@ mod tests {
         };
         assert_eq!(Reply::decode(&reply.encode()), reply);
         assert_eq!(Reply::error(24).value, -24);
+    }
+
+    #[test]
+    fn a_reply_right_is_read_back_as_one_descriptor() {
+        let control = ReplyRight::new(17);
+        let got = Received::new(24, &control.0, control.0.len(), false);
+        assert_eq!((got.nfds, got.fds[0]), (1, 17));
+        // Fewer bytes than a header, or a message of another type, carry none.
+        assert_eq!(
+            Received::new(24, &control.0, CMSG_HEADER - 1, false).nfds,
+            0
+        );
+        let mut other = ReplyRight::new(17);
+        other.0[12] = 2;
+        assert_eq!(Received::new(24, &other.0, other.0.len(), true).nfds, 0);
+    }
+
+    #[test]
+    fn arguments_are_non_negative_decimal_numbers() {
+        assert_eq!(decimal_argument(b"4"), Some(4));
+        assert_eq!(decimal_argument(b"123456"), Some(123456));
+        for bad in [&b"-1"[..], b"3a", b" 3", b"99999999999"] {
+            assert_eq!(decimal_argument(bad), None, "{bad:?}");
+        }
     }
 }
