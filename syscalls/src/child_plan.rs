@@ -84,6 +84,18 @@ pub(crate) fn skip(fd: usize, keep: &[c_int], error_pipe: c_int) -> bool {
     fd < 3 || fd == error_pipe as usize || kept(keep, fd)
 }
 
+/// The inclusive range `from..=to` less `pipe` (the error pipe's descriptor; -1: none), as two
+/// ranges, either of which may be empty (`from > to`).
+#[inline(always)]
+pub(crate) fn around(from: usize, to: usize, pipe: c_int) -> [[usize; 2]; 2] {
+    let p = pipe as usize;
+    if pipe >= 0 && from <= p && p <= to {
+        [[from, p.wrapping_sub(1)], [p.wrapping_add(1), to]]
+    } else {
+        [[from, to], [1, 0]]
+    }
+}
+
 /// A buffer for `getdents64` records, aligned as the kernel lays them out.
 #[repr(C, align(8))]
 pub(crate) struct DirBuffer(pub [u8; 512]);
@@ -140,5 +152,30 @@ pub(crate) fn descriptor_number(record: &[u8]) -> i64 {
         -1
     } else {
         fd
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{after, around, record_length};
+
+    #[test]
+    fn a_range_is_closed_around_the_error_pipe_only_when_it_holds_it() {
+        assert_eq!(around(3, 10, 5), [[3, 4], [6, 10]]);
+        assert_eq!(around(3, 10, 3), [[3, 2], [4, 10]]);
+        assert_eq!(around(3, 10, 11), [[3, 10], [1, 0]]);
+        assert_eq!(around(3, 10, -1), [[3, 10], [1, 0]]);
+    }
+
+    #[test]
+    fn records_are_walked_by_their_length_and_never_past_the_end() {
+        let mut bytes = [0u8; 24];
+        bytes[16] = 0x18;
+        assert_eq!(record_length(&bytes), Some(24));
+        bytes[17] = 1;
+        assert_eq!(record_length(&bytes), Some(280));
+        assert_eq!(record_length(&bytes[..18]), None);
+        assert_eq!(after(&bytes, 20), &bytes[20..]);
+        assert!(after(&bytes, 280).is_empty());
     }
 }

@@ -588,6 +588,12 @@ pub struct SpawnOptions<'a> {
     /// `clone3` the kernel resets every handler itself (`CLONE_CLEAR_SIGHAND`) and this is not
     /// read.
     ///
+    /// ```compile_fail,E0133
+    /// // Vouching is a promise the compiler cannot check: it must be stated in an `unsafe` block.
+    /// let set = coldtrace_syscalls::SigSet::EMPTY;
+    /// let vouched = coldtrace_syscalls::HandledSignals::vouch(set);
+    /// ```
+    ///
     /// ```compile_fail,E0308
     /// // A bare set is not a promise: safe code cannot vouch.
     /// let options = coldtrace_syscalls::SpawnOptions {

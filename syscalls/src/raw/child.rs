@@ -1,9 +1,10 @@
 //! Everything that runs in the vfork child, and nothing else: the trampoline that starts it on
 //! its own stack, `child_entry`, every step up to `execve`, and the raw system call it makes
-//! them with (which the parent uses too). This file imports only plain data and three pure
-//! functions (`abi`, `child_plan`: which descriptors are kept, the number in a directory
-//! entry), so an auditor reads the whole child here and there; it is core only, so that the
-//! spawner program (`../spawner/main.rs`) compiles the same file.
+//! them with (which the parent uses too). This file imports only plain data and pure functions
+//! (`abi::errno_of`; `child_plan`: which descriptors are kept, a `getdents64` record's length
+//! and the number in its name, a range split around the error pipe), so an auditor reads the
+//! whole child here and there; it is core only, so that the spawner program
+//! (`../spawner/main.rs`) compiles the same file.
 //!
 //! The child shares the parent's memory (`CLONE_VM`) and runs while the parent's thread is
 //! suspended (`CLONE_VFORK`). It makes raw system calls only — no allocation, lock, panic path,
@@ -15,7 +16,7 @@
 
 use crate::abi::errno_of;
 use crate::abi::{self, nr, KernelSigaction, MaskHow, Rlimit64, SIG_DFL, SIG_IGN};
-use crate::child_plan::{after, descriptor_number, record_length, skip, DirBuffer};
+use crate::child_plan::{after, around, descriptor_number, record_length, skip, DirBuffer};
 use crate::child_plan::{ChildPlan, CloneCall, Closing, ExecPointers};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use core::marker::PhantomData;
@@ -457,15 +458,10 @@ fn close_descriptors(c: &ChildInputs<'_>, keep: &[c_int]) -> i32 {
     match c.plan.closing {
         Closing::Ranges(mut rest) => {
             while let [[from, to], tail @ ..] = rest {
-                let (from, to) = (*from, *to);
-                let pipe = error_pipe as usize;
-                let e = if error_pipe >= 0 && from <= pipe && pipe <= to {
-                    match close_range(from, pipe.wrapping_sub(1)) {
-                        0 => close_range(pipe.wrapping_add(1), to),
-                        e => e,
-                    }
-                } else {
-                    close_range(from, to)
+                let [[a, b], [c, d]] = around(*from, *to, error_pipe);
+                let e = match close_range(a, b) {
+                    0 => close_range(c, d),
+                    e => e,
                 };
                 if e != 0 {
                     return e;

@@ -101,14 +101,8 @@ impl Drop for ChildStack {
 
 /// A promise about which signals have handlers, for [`crate::SpawnOptions::handled_signals`]:
 /// where `clone3` cannot be used, the child then resets just these (and SIGPIPE) instead of
-/// asking the kernel about all 64. Only an `unsafe` call makes one (and a bare [`SigSet`] is
-/// none: see [`crate::SpawnOptions::handled_signals`]):
-///
-/// ```compile_fail,E0133
-/// // Vouching is a promise the compiler cannot check: it must be stated in an `unsafe` block.
-/// let set = coldtrace_syscalls::SigSet::EMPTY;
-/// let vouched = coldtrace_syscalls::HandledSignals::vouch(set);
-/// ```
+/// asking the kernel about all 64. Only an `unsafe` call makes one (`compile_fail` doc tests
+/// at [`crate::SpawnOptions::handled_signals`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HandledSignals(u64);
 
