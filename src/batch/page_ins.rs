@@ -44,7 +44,7 @@ impl Shared<'_> {
             return;
         }
         let tracer = match (leaf, &self.group) {
-            (Some(leaf), _) => PageInTracer::open(leaf.path(), leaf.fd()).map(|t| {
+            (Some(leaf), _) => PageInTracer::open(leaf.fd()).map(|t| {
                 if let Some(dir) = &t.mounted {
                     let what = "the page cache's tracepoint format";
                     eprintln!("{}", crate::measure::tree::tracefs::mounted_note(dir, what));

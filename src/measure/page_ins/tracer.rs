@@ -20,7 +20,7 @@ use coldtrace_syscalls::perf::{
 use coldtrace_syscalls::ring::{lost_count, time_and_raw, PerfRing};
 use coldtrace_syscalls::Errno;
 use rustix::fd::BorrowedFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Pages of ring per CPU (512 KiB: about 6,000 records of 72 to 88 bytes, read at least every
 /// 20 ms while the command runs), halved down to [`MIN_PAGES`] when the locked-memory limit
@@ -60,7 +60,6 @@ pub struct PageInTracer {
     rings: Vec<CpuRing>,
     online: OnlineCpus,
     cpus: Vec<u32>,
-    leaf: PathBuf,
     run: Option<Run>,
     /// The online CPUs changed: the rings follow them at the next run.
     retarget: bool,
@@ -80,9 +79,9 @@ fn refused(errno: Errno) -> String {
 }
 
 impl PageInTracer {
-    /// Opens the tracepoint on every online CPU for the cgroup leaf at `leaf`, open as `dir`.
-    /// `Err` says why there is no ledger.
-    pub fn open(leaf: &Path, dir: BorrowedFd<'_>) -> Result<PageInTracer, String> {
+    /// Opens the tracepoint on every online CPU for the cgroup leaf open as `dir`. `Err` says
+    /// why there is no ledger.
+    pub fn open(dir: BorrowedFd<'_>) -> Result<PageInTracer, String> {
         let (tracing, mounted) = tracefs::find_or_mount()?;
         let format = |(system, name): (&str, &str)| tracefs::read_format(&tracing, system, name);
         let added = format(TRACEPOINT)?;
@@ -103,7 +102,6 @@ impl PageInTracer {
             rings: Vec::new(),
             online: OnlineCpus::open(),
             cpus: Vec::new(),
-            leaf: leaf.to_path_buf(),
             run: None,
             retarget: false,
             mounted: mounted.then_some(tracing),
@@ -111,11 +109,6 @@ impl PageInTracer {
         let cpus = tracer.online.read().ok_or("cannot read the online CPUs")?;
         tracer.follow(&cpus, dir)?;
         Ok(tracer)
-    }
-
-    /// Whether its events count the leaf at `leaf`.
-    pub fn follows_leaf(&self, leaf: &Path) -> bool {
-        self.leaf == leaf
     }
 
     /// Rings for exactly `cpus`: new ones opened, those of offline CPUs closed.
@@ -143,8 +136,8 @@ impl PageInTracer {
         Ok(())
     }
 
-    /// Right before a run's spawn: follows the online CPUs if they changed (the leaf, open as
-    /// `dir`, is the one [`PageInTracer::follows_leaf`] names) and empties every ring.
+    /// Right before a run's spawn: follows the online CPUs if they changed (`dir` is the leaf
+    /// the tracer was opened on) and empties every ring.
     pub fn begin(&mut self, dir: BorrowedFd<'_>) {
         let mut problem = None;
         if std::mem::take(&mut self.retarget) {
