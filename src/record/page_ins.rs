@@ -218,13 +218,6 @@ impl WrittenRecord {
                 .map(str::to_string),
         })
     }
-
-    /// Bytes written under the watched trees and the working directory (`None`: the split is
-    /// unknown, or the working directory was not looked in).
-    pub fn near_bytes(&self) -> Option<u64> {
-        let parts = [self.evicted?, self.watched?, self.cwd?];
-        Some(parts.iter().fold(0, |a, p| a.saturating_add(p.bytes)))
-    }
 }
 
 /// What a run's processes read into the page cache, and what they created in it by writing
@@ -521,11 +514,6 @@ impl PageInsRecord {
             split_unknown_reason: text("split_unknown_reason"),
         })
     }
-
-    /// Bytes read in from the watched trees (evicted and watched), when the split is known.
-    pub fn watched_bytes(&self) -> Option<u64> {
-        Some(self.evicted?.bytes.saturating_add(self.watched?.bytes))
-    }
 }
 
 #[cfg(test)]
@@ -612,7 +600,6 @@ mod tests {
             (r.evicted, r.watched, r.elsewhere),
             (part(1, 12), part(1, 3), part(1, 100))
         );
-        assert_eq!(r.watched_bytes(), Some(15 * 4096));
         let order: Vec<u64> = r.top.iter().map(|f| f.key.ino).collect();
         assert_eq!(order, [3, 1, 2], "largest first");
         assert_eq!(r.top[0].path, None);
@@ -628,7 +615,6 @@ mod tests {
             (w.evicted, w.watched, w.cwd, w.elsewhere, w.created),
             (part(1, 5), part(0, 0), part(1, 7), part(0, 0), part(1, 7))
         );
-        assert_eq!(w.near_bytes(), Some(12 * 4096));
         let top: Vec<(u64, Option<Under>, Option<bool>)> = w
             .top
             .iter()
@@ -644,7 +630,7 @@ mod tests {
         // A run whose working directory was not looked in says so with nulls.
         let later = record(None, false, &mut |_| {});
         let w = later.written.unwrap();
-        assert_eq!((w.cwd, w.created, w.near_bytes()), (None, None, None));
+        assert_eq!((w.cwd, w.created), (None, None));
         assert_eq!(w.evicted, part(1, 5));
     }
 
@@ -686,10 +672,7 @@ mod tests {
         let overlay = "on overlayfs";
         let r = record(Some(overlay), true, &mut |_| {});
         assert_eq!(r.bytes, Some(115 * 4096));
-        assert_eq!(
-            (r.evicted, r.elsewhere, r.watched_bytes()),
-            (None, None, None)
-        );
+        assert_eq!((r.evicted, r.watched, r.elsewhere), (None, None, None));
         assert!(r.top.iter().all(|f| f.under.is_none() && f.path.is_none()));
         let w = r.written.unwrap();
         assert_eq!(
