@@ -86,6 +86,13 @@ fn ns(sec: i64, nsec: u64) -> u64 {
         .saturating_add(nsec)
 }
 
+/// (device, inode) pairs. The hasher has fixed keys: std's default asks getrandom(2) for its
+/// keys and panics where a sandbox refuses it, and coldtrace needs no random source.
+type Keys = std::collections::HashSet<
+    (u64, u64),
+    std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>,
+>;
+
 /// The files born under `roots` from `began` to `ended` ([`now_ns`]), reading at most
 /// `budget` directory entries over all roots; `skip` (coldtrace's own output directory and
 /// state file) is neither read nor kept.
@@ -96,7 +103,7 @@ pub fn created_between(
     budget: u64,
 ) -> Created {
     let mut found = Created::default();
-    let skipped: std::collections::HashSet<(u64, u64)> = skip
+    let skipped: Keys = skip
         .iter()
         .filter_map(|d| rustix::fs::stat(*d).ok())
         .map(|s| (s.st_dev, s.st_ino))
@@ -125,7 +132,7 @@ struct Walk<'s> {
     at: usize,
     window: (u64, u64),
     budget: u64,
-    skipped: &'s std::collections::HashSet<(u64, u64)>,
+    skipped: &'s Keys,
 }
 
 impl Walk<'_> {
@@ -135,7 +142,7 @@ impl Walk<'_> {
         &self,
         dir: &Path,
         parent_dev: Option<u64>,
-        seen: &mut std::collections::HashSet<(u64, u64)>,
+        seen: &mut Keys,
         dirs: &mut VecDeque<(PathBuf, Option<u64>)>,
         found: &mut Created,
     ) {
