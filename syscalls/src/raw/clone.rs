@@ -27,7 +27,7 @@ pub(crate) fn clone_child(
     let request = CloneRegisters::new(inputs.call(), stack, flags, pidfd_slot, tid_slot);
     let (nr, regs) = request.registers();
     let inputs = inputs as *mut ChildInputs<'_>;
-    // SAFETY (the contract of `clone_into_child`; the types' invariants: see the doc above):
+    // SAFETY: the contract of `clone_into_child` (the types' invariants: see the doc above).
     // - Nothing returns twice: the child runs `child_entry` into execve or exit_group.
     // - Stack valid, aligned, large enough: the registers name the stack of a `StackRegion`,
     //   made only from a `&mut [u8; N]` (so borrowed exclusively, for this call, by
