@@ -476,3 +476,65 @@ fn a_watched_file_removed_during_the_batch_leaves_the_figures_known() {
         }
     }
 }
+
+/// A run that evicts a watched file and reads it back, as root (with the page-in ledger) and
+/// as `nobody` (without): one mark per view of the same read.
+#[test]
+fn a_watched_file_a_run_evicts_and_reads_back_is_not_said_to_be_brought_in_by_none() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: the page-in ledger and running as nobody need root");
+        return;
+    }
+    let tmp = TempDir::new("evicts-itself");
+    if coldtrace::measure::cache::is_tmpfs(tmp.path()) != Some(false) {
+        eprintln!(
+            "skipped: {} is on tmpfs, where nothing is read from storage",
+            tmp.path().display()
+        );
+        return;
+    }
+    let file = tmp.join("f");
+    std::fs::write(&file, vec![7u8; 400 << 10]).unwrap();
+    std::fs::File::open(&file).unwrap().sync_all().unwrap();
+    for p in [tmp.path(), file.as_path()] {
+        std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    }
+    // Each run drops the file's pages (as vmtouch -e does) and reads it back: the residency
+    // before and after is the same, though it read the file from storage.
+    let script = "dd if=f iflag=nocache count=0 status=none; cat f > /dev/null";
+    let args = [
+        "run", "-n", "3", "--watch", "f", "-o", "b", "--", "sh", "-c", script,
+    ];
+    let said = |nobody: bool| {
+        let _ = std::fs::remove_dir_all(tmp.join("b"));
+        let c = ct(tmp.path(), args);
+        let out = if nobody { c.run_as_nobody() } else { c }
+            .run_within(std::time::Duration::from_secs(60));
+        out.expect_code(0);
+        // As nobody, /proc/PID/io is not readable: rusage's blocks say it.
+        let first = &read_records(&tmp.join("b"))[0];
+        let read = (first["child_io"]["read_bytes"].as_u64())
+            .or(first["rusage"]["block_in"].as_u64().map(|b| b * 512));
+        (prose(&out.shown()), read, out.describe())
+    };
+    let (text, read, described) = said(true);
+    assert!(
+        read >= Some(400 << 10),
+        "the first run read the file it evicted back from storage{described}"
+    );
+    // Without the ledger, residency is all there is, and its net change is none.
+    assert!(
+        text.contains("the watched files' residency did not grow during the first run, though it read 400 KiB from storage"),
+        "{described}"
+    );
+    assert!(
+        !text.contains("brought none of the watched files"),
+        "{described}"
+    );
+    // With it, the file is named.
+    let (text, _, described) = said(false);
+    assert!(
+        text.contains("the first run brought 400 KiB of the watched files into the page cache (1 file): f 400 KiB"),
+        "{described}"
+    );
+}

@@ -199,6 +199,8 @@ fn cold_batch() -> BatchOutcome {
             known_files: 900,
         },
         artifact: Some("runs/000/paged_in.tsv".into()),
+        read_bytes: 14290944,
+        from_ledger: true,
     });
     o.first_penalty = Ok(FirstPenalty {
         first_index: 0,

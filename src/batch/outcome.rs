@@ -116,6 +116,11 @@ pub struct FirstPagedIn {
     pub paged: PagedIn,
     /// `runs/NNN/paged_in.tsv`, relative to the batch directory, when written.
     pub artifact: Option<String>,
+    /// Bytes the first run read from storage (`/proc/PID/io`, else rusage's blocks).
+    pub read_bytes: u64,
+    /// Its gains are the page-in ledger's, exact; else the watched files' residency after it
+    /// less before, a net change, which misses pages evicted while it ran and read back.
+    pub from_ledger: bool,
 }
 
 /// How a single run ended, its wall time and its usage.

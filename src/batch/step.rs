@@ -424,12 +424,11 @@ impl CommandBatch<'_> {
             sig
         };
         let page_ins = ledger.as_ref().and_then(|l| l.as_ref().ok());
-        let read_storage = result.rusage.is_some_and(|u| u.block_in > 0)
-            || result
-                .child_io
-                .is_some_and(|io| io.read_bytes.is_some_and(|b| b > 0));
+        let read_bytes = (result.child_io.and_then(|io| io.read_bytes))
+            .or(result.rusage.map(|u| u.block_in.saturating_mul(512)))
+            .unwrap_or(0);
         let (cache, paged_in) = self
-            .watch_after(residency_before, page_ins, read_storage, &stop_and_keep)
+            .watch_after(residency_before, page_ins, read_bytes, &stop_and_keep)
             .unzip();
         if let Some(sig) = caught.get() {
             result.interrupted_by.get_or_insert(sig);

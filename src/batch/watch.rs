@@ -196,13 +196,14 @@ impl CommandBatch<'_> {
     /// The residency after the run and what each watched file gained during it: from the
     /// page-in ledger where there is one (every file, exactly), else from each probed file's
     /// residency before and after — every file's where the whole tree was checked before the
-    /// run, or where the run read from storage (`read_storage`: then files outside the working
-    /// set may have been brought in, and join it). The probes give up as soon as `stop` says.
+    /// run, or where the run read from storage (`read_bytes` above 0: then files outside the
+    /// working set may have been brought in, and join it). The probes give up as soon as `stop`
+    /// says.
     pub(super) fn watch_after(
         &mut self,
         before: Option<Residency>,
         ledger: Option<&PageIns>,
-        read_storage: bool,
+        read_bytes: u64,
         stop: Stop<'_>,
     ) -> Option<(CacheRecord, Vec<PagedFile>)> {
         self.located.clear();
@@ -225,7 +226,7 @@ impl CommandBatch<'_> {
             .is_some_and(|t| t.files() <= WHOLE_TREE_FILES);
         let whole = match ledger {
             Some(_) => self.run_whole && small,
-            None => self.run_whole || read_storage,
+            None => self.run_whole || read_bytes > 0,
         };
         let after = if whole {
             self.after_whole(&mut seen, stop)
@@ -252,7 +253,8 @@ impl CommandBatch<'_> {
         };
         let top = seen.paged.top.clone();
         if first {
-            self.keep_first_paged_in(seen.paged, seen.all);
+            let read = (read_bytes, ledger.is_some());
+            self.keep_first_paged_in(seen.paged, seen.all, read);
         }
         Some((cache, top))
     }
@@ -369,9 +371,16 @@ impl CommandBatch<'_> {
         Ok(Some(ws.tree_now(checked)))
     }
 
-    /// Keeps the first run's top files for the table and writes every file it paged in, largest
-    /// first, to `runs/NNN/paged_in.tsv` (a failure to write it is said, not fatal).
-    fn keep_first_paged_in(&mut self, paged: PagedIn, mut all: Vec<PagedFile>) {
+    /// Keeps the first run's top files for the table (with what it read from storage, and
+    /// whether its gains are the ledger's) and writes every file it paged
+    /// in, largest first, to `runs/NNN/paged_in.tsv` (a failure to write it is said, not
+    /// fatal).
+    fn keep_first_paged_in(
+        &mut self,
+        paged: PagedIn,
+        mut all: Vec<PagedFile>,
+        (read_bytes, from_ledger): (u64, bool),
+    ) {
         all.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.path.cmp(&b.path)));
         let mut text = String::from("bytes\tpath\n");
         for f in &all {
@@ -389,7 +398,12 @@ impl CommandBatch<'_> {
             },
             None => None,
         };
-        self.first_paged_in = Some(FirstPagedIn { paged, artifact });
+        self.first_paged_in = Some(FirstPagedIn {
+            paged,
+            artifact,
+            read_bytes,
+            from_ledger,
+        });
     }
 }
 

@@ -219,7 +219,23 @@ pub fn paged_in_sentence(first: &FirstPagedIn) -> String {
             .into();
     }
     if p.files == 0 {
-        return "the first run brought none of the watched files into the page cache".into();
+        let read = human_bytes(first.read_bytes as f64);
+        return match (first.read_bytes, first.from_ledger) {
+            (0, _) => "the first run brought none of the watched files into the page cache".into(),
+            (_, true) => format!(
+                "the first run brought none of the watched files into the page cache: the \
+                 {read} it read from storage came from files outside them"
+            ),
+            // Residency is a net change: pages evicted while the run ran and read back by it
+            // leave none, though it read them from storage.
+            (_, false) => format!(
+                "the watched files' residency did not grow during the first run, though it \
+                 read {read} from storage: from files outside them, or from watched pages \
+                 evicted while it ran (by it, another process or reclaim) and read back, which \
+                 residency before and after does not show (the page-in ledger, with root, \
+                 tells which)"
+            ),
+        };
     }
     let shown: Vec<&PagedFile> = p.top.iter().take(5).collect();
     let names: Vec<String> = shown
@@ -629,12 +645,45 @@ mod tests {
                 known_files: 900,
             },
             artifact: Some("runs/000/paged_in.tsv".into()),
+            read_bytes: 13 << 20,
+            from_ledger: false,
         };
         assert_eq!(
             plain(paged_in_sentence(&first)),
             "the first run brought 13 MiB of the watched files into the page cache \
              (212 files): libpython3.11.so.1.0 5 MiB, json/__init__.py 8 KiB, \
              email/__init__.py 4 KiB, …; every file in runs/000/paged_in.tsv"
+        );
+    }
+
+    #[test]
+    fn no_watched_file_gained_beside_a_read_says_where_the_read_went_or_why_it_cannot() {
+        let none = |read_bytes: u64, from_ledger: bool| FirstPagedIn {
+            paged: crate::measure::cache::PagedIn {
+                top: Vec::new(),
+                files: 0,
+                bytes: 0,
+                known_files: 900,
+            },
+            artifact: None,
+            read_bytes,
+            from_ledger,
+        };
+        assert_eq!(
+            plain(paged_in_sentence(&none(0, false))),
+            "the first run brought none of the watched files into the page cache"
+        );
+        assert_eq!(
+            plain(paged_in_sentence(&none(300 << 10, true))),
+            "the first run brought none of the watched files into the page cache: the 300 KiB \
+             it read from storage came from files outside them"
+        );
+        assert!(
+            plain(paged_in_sentence(&none(300 << 10, false))).starts_with(
+                "the watched files' residency did not grow during the first run, though it read \
+             300 KiB from storage: from files outside them, or from watched pages evicted while \
+             it ran"
+            )
         );
     }
 
