@@ -339,8 +339,9 @@ impl CommandBatch<'_> {
         let mut options = spawn_options(plan, io, sinks, shared.signals);
         options.cgroup = leaf.map(Leaf::fd);
         // A discarded stderr is trimmed to its tail while the command writes it; a captured
-        // output is moved to its artifact in steps.
-        // The page-in ledger's rings are read as often, so that none fills up.
+        // output is moved to its artifact in steps. The page-in ledger's rings are read as
+        // often, so that none fills up — only while the command runs: an exit is seen when the
+        // tick returns, and the read after the reap takes what is left outside the timed window.
         let sink = self.stderr_sink.as_ref();
         let spill = io.capture.as_ref().zip(self.dir.as_ref());
         let page_ins = PageInEvents::tracer(&shared.page_ins);
@@ -352,7 +353,9 @@ impl CommandBatch<'_> {
                 capture.spill(dir, exited);
             }
             if let Some(mut tracer) = page_ins.and_then(|t| t.try_borrow_mut().ok()) {
-                tracer.drain();
+                if !exited() {
+                    tracer.drain();
+                }
             }
         };
         let bounded = sink.is_some() || spill.is_some() || page_ins.is_some();
