@@ -325,26 +325,11 @@ pub fn measure(
     say_fallbacks_once();
     let group = options.new_process_group;
     let mut waiting = Waiting::new(child, limits, group, start_ns, watcher.wants_ticks());
-    // Requests to stop that came while the spawner was awaited: the first is passed on, a
-    // second kills the tree, as in the wait.
-    for sig in watch.requests.into_iter().flatten() {
-        waiting.on_stop_request(sig);
-    }
-    // A SIGCHLD the reply's wait took may have been this child's stop (a tracer's stop at its
-    // `execve`): no other comes for it, so look at the child once before waiting.
-    if watch.child_changed {
-        waiting.on_child_changed(watcher);
-    }
+    waiting.after_reply(&watch, watcher);
     waiting.until_exit(watcher);
-    let wall_ns = waiting.end_ns.filter(|_| !unmeasured);
-    let wall_ns = wall_ns.map(|end| end.saturating_sub(start_ns));
-    let tree = tree.and_then(|t| match waiting.end_ns.filter(|_| !unmeasured) {
-        Some(end) => t.end(end),
-        None => {
-            t.abandon();
-            None
-        }
-    });
+    let end_ns = waiting.end_ns.filter(|_| !unmeasured);
+    let wall_ns = end_ns.map(|end| end.saturating_sub(start_ns));
+    let tree = tree.and_then(|t| t.end_or_abandon(end_ns));
     waiting.attribute_queued_signals();
     let (child_io, sched, stat) = waiting.inspect();
     let (interrupted_by, stopped_by) = (waiting.interrupted_by, waiting.stopped_by);
@@ -555,6 +540,19 @@ impl<'w> Waiting<'w> {
             end_ns: None,
             wait_error: None,
             ticks: TickSchedule::new(start_ns, wants_ticks),
+        }
+    }
+
+    /// What came while the spawner's reply was awaited, acted on before the wait: requests to
+    /// stop (the first is passed on, a second kills the tree, as in the wait), and a SIGCHLD
+    /// the reply's wait took, which may have been this child's stop (a tracer's stop at its
+    /// `execve`): no other comes for it, so the child is looked at once.
+    fn after_reply(&mut self, watch: &ReplyWatch<'_>, watcher: &mut dyn WhileWaiting) {
+        for sig in watch.requests.into_iter().flatten() {
+            self.on_stop_request(sig);
+        }
+        if watch.child_changed {
+            self.on_child_changed(watcher);
         }
     }
 

@@ -68,6 +68,17 @@ impl TreeSource<'_> {
         }
     }
 
+    /// [`TreeSource::end`] where the exit was seen (`Some`), else [`TreeSource::abandon`].
+    pub fn end_or_abandon(self, end_ns: Option<u64>) -> Option<TreeResult> {
+        match end_ns {
+            Some(end) => self.end(end),
+            None => {
+                self.abandon();
+                None
+            }
+        }
+    }
+
     /// The spawn failed, or waiting did.
     pub fn abandon(self) {
         match self {
