@@ -150,23 +150,68 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// A line without its `//` comment and without the insides of its string literals.
-fn code_of(line: &str) -> String {
+/// Each line of `text` without its `//` comment and without the insides of its string
+/// literals, which may go on over several lines.
+fn code_lines(text: &str) -> Vec<String> {
+    let mut at = At::Code;
+    text.lines().map(|l| code_of(l, &mut at)).collect()
+}
+
+/// Where the lint is in the source: in code, in a string, or in a raw string with `n` `#`s.
+#[derive(Clone, Copy, PartialEq)]
+enum At {
+    Code,
+    Str,
+    Raw(usize),
+}
+
+/// A line without its `//` comment and without the insides of its string literals; `at`
+/// says where it begins, and is left saying where it ends.
+fn code_of(line: &str, at: &mut At) -> String {
     let mut code = String::new();
-    let mut in_string = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' if in_string => {
-                chars.next();
-            }
-            '"' => {
-                in_string = !in_string;
+    let chars: Vec<char> = line.chars().collect();
+    let hashes = |from: usize| {
+        chars[from.min(chars.len())..]
+            .iter()
+            .take_while(|&&h| h == '#')
+            .count()
+    };
+    let mut i = 0;
+    while let Some(&c) = chars.get(i) {
+        i += 1;
+        match (*at, c) {
+            (At::Str, '\\') => i += 1,
+            (At::Str, '"') => {
+                *at = At::Code;
                 code.push(c);
             }
-            '/' if !in_string && chars.peek() == Some(&'/') => break,
-            _ if in_string => {}
-            _ => code.push(c),
+            (At::Raw(n), '"') if hashes(i) >= n => {
+                i += n;
+                *at = At::Code;
+                code.push(c);
+            }
+            (At::Str | At::Raw(_), _) => {}
+            (At::Code, '"') => {
+                *at = At::Str;
+                code.push(c);
+            }
+            (At::Code, 'r') if chars.get(i + hashes(i)) == Some(&'"') => {
+                let n = hashes(i);
+                i += n + 1;
+                *at = At::Raw(n);
+                code.push('"');
+            }
+            // A character literal ('"', '\'', '\\'): never the start of a string. A lifetime
+            // ('a) has no closing quote.
+            (At::Code, '\'') => {
+                let len = if chars.get(i) == Some(&'\\') { 2 } else { 1 };
+                if chars.get(i + len) == Some(&'\'') {
+                    i += len + 1;
+                }
+                code.push(c);
+            }
+            (At::Code, '/') if chars.get(i) == Some(&'/') => break,
+            (At::Code, _) => code.push(c),
         }
     }
     code
@@ -231,7 +276,7 @@ fn no_while_loop_steps_through_a_float() {
     let mut found = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
-        let code: Vec<String> = text.lines().map(code_of).collect();
+        let code = code_lines(&text);
         let floats = float_names(&code);
         for (n, line) in code.iter().enumerate() {
             let Some(at) = line.find("while ") else {
@@ -258,21 +303,34 @@ fn no_while_loop_steps_through_a_float() {
 
 #[test]
 fn the_lint_sees_a_float_loop_and_passes_a_counted_one() {
-    let code: Vec<String> = [
-        "fn grid(x: &Scale) {",
-        "    let mut t = (x.lo / step).ceil() * step;",
-        "    let mut i = 0;",
-        "    while t <= x.hi { t += step; }",
-        "    while i < 10 { i += 1; } // 1.5",
-    ]
-    .iter()
-    .map(|l| code_of(l))
-    .collect();
+    let code = code_lines(
+        "fn grid(x: &Scale) {\n\
+         let mut t = (x.lo / step).ceil() * step;\n\
+         let mut i = 0;\n\
+         while t <= x.hi { t += step; }\n\
+         while i < 10 { i += 1; } // 1.5",
+    );
     let floats = float_names(&code);
     assert!(floats.contains(&"t".to_string()), "{floats:?}");
     assert!(!floats.contains(&"i".to_string()), "{floats:?}");
     assert!(!floaty(&code[4]), "a comment is not code");
-    assert_eq!(code_of(r#"let s = "1.5 // x"; // 2.5"#), r#"let s = ""; "#);
+    assert_eq!(
+        code_lines(r#"let s = "1.5 // x"; // 2.5"#),
+        [r#"let s = ""; "#]
+    );
+    // A string that goes on over lines hides its words on each; a quote as a character
+    // literal opens no string.
+    let text = "let s = \"a \\\n while x {\";\nlet q = '\"'; while t < 1.5 {";
+    assert_eq!(
+        code_lines(text),
+        ["let s = \"", "\";", "let q = '; while t < 1.5 {"]
+    );
+    // A raw string ends only at its quote and its hashes; a backslash in it escapes nothing.
+    let raw = "let r = r#\"a \"\n while x {\"# + r\"\\\"; while t < 1.5 {";
+    assert_eq!(
+        code_lines(raw),
+        ["let r = \"", "\" + \"\"; while t < 1.5 {"]
+    );
 }
 
 /// A small finished batch whose files are then rewritten by `edit` (each parsed document or
