@@ -333,15 +333,18 @@ fn the_lint_sees_a_float_loop_and_passes_a_counted_one() {
     );
 }
 
-/// A small finished batch whose files are then rewritten by `edit` (each parsed document or
-/// record handed over, written back).
+/// A small finished batch (three runs: a first run and the two warm runs its penalty's split
+/// needs) whose files are then rewritten by `edit` (each parsed document or record handed
+/// over, written back).
 fn crafted(
     dir: &TempDir,
     name: &str,
     edit_doc: impl Fn(&mut Value),
     edit_run: impl Fn(&mut Value),
 ) {
-    let batch = a_batch(dir, name);
+    let args = ["run", "-q", "-n", "3", "-o", name, "--", "true"];
+    ct(dir.path(), args).run_within(DEADLINE).expect_code(0);
+    let batch = dir.join(name);
     let path = batch.join("batch.json");
     let mut doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     edit_doc(&mut doc);
@@ -375,7 +378,10 @@ fn a_penalty_at_the_edge_of_an_f64_is_drawn_in_bounded_time() {
         &dir,
         "b",
         |doc| {
+            // The bars are drawn only where the verdict found a penalty.
+            doc["verdict"]["kind"] = Value::from("penalty");
             let p = &mut doc["first_penalty"];
+            assert!(p.is_object(), "no first-run penalty to edit: {p}");
             for (key, v) in [
                 ("wall_ns", 1e308),
                 ("cpu_ns", 1e308),
@@ -388,6 +394,11 @@ fn a_penalty_at_the_edge_of_an_f64_is_drawn_in_bounded_time() {
         |_| {},
     );
     draws(&dir, &["b"]);
+    let svg = std::fs::read_to_string(dir.join("p.svg")).unwrap();
+    assert!(
+        svg.contains("first-run penalty: first run #0"),
+        "the penalty's bars were not drawn"
+    );
 }
 
 #[test]
