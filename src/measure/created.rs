@@ -44,8 +44,6 @@ pub const KEPT: usize = 1000;
 pub struct CreatedFile {
     /// Its path.
     pub path: PathBuf,
-    /// The root it was found under (an index into the roots searched).
-    pub root: usize,
     /// Its size, bytes.
     pub bytes: u64,
     /// Its device, inode, modification and change times (ns): what a later rewrite changes.
@@ -109,19 +107,18 @@ pub fn created_between(
         .map(|s| (s.st_dev, s.st_ino))
         .collect();
     let mut seen = skipped.clone();
-    for (at, root) in roots.iter().enumerate() {
+    let walk = Walk {
+        window: (began, ended),
+        budget,
+        skipped: &skipped,
+    };
+    for root in roots {
         let mut dirs = VecDeque::from([(root.clone(), None)]);
         while let Some((dir, parent_dev)) = dirs.pop_front() {
             if found.entries >= budget {
                 found.cut = true;
                 break;
             }
-            let walk = Walk {
-                at,
-                window: (began, ended),
-                budget,
-                skipped: &skipped,
-            };
             walk.read_dir(&dir, parent_dev, &mut seen, &mut dirs, &mut found);
         }
     }
@@ -129,7 +126,6 @@ pub fn created_between(
 }
 
 struct Walk<'s> {
-    at: usize,
     window: (u64, u64),
     budget: u64,
     skipped: &'s Keys,
@@ -208,7 +204,6 @@ impl Walk<'_> {
             let times = |t: &rustix::fs::StatxTimestamp| ns(t.tv_sec, u64::from(t.tv_nsec));
             found.files.push(CreatedFile {
                 path: path(),
-                root: self.at,
                 bytes: x.stx_size,
                 identity: (dev, x.stx_ino, times(&x.stx_mtime), times(&x.stx_ctime)),
             });
