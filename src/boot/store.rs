@@ -16,7 +16,7 @@
 use crate::record::boot::BootState;
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags, ResolveFlags, CWD};
 use rustix::io::Errno;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -185,25 +185,9 @@ impl StateDir {
     /// One line naming the file.
     pub fn write(&self, state: &BootState) -> Result<(), String> {
         let text = serde_json::to_string_pretty(state).unwrap_or_default() + "\n";
-        let tmp = format!(".{STATE_FILE}.{}.tmp", std::process::id());
-        let flags =
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let failed = |e: std::io::Error| format!("{}: {e}", self.shown(STATE_FILE));
-        let fd = rustix::fs::openat(&self.fd, tmp.as_str(), flags, Mode::from_raw_mode(0o600))
-            .map_err(|e| failed(e.into()))?;
-        let mut file = std::fs::File::from(fd);
-        let written = file
-            .write_all(text.as_bytes())
-            .and_then(|()| file.sync_all())
-            .and_then(|()| {
-                rustix::fs::renameat(&self.fd, tmp.as_str(), &self.fd, STATE_FILE)
-                    .map_err(Into::into)
-            })
-            .and_then(|()| rustix::fs::fsync(&self.fd).map_err(Into::into));
-        if written.is_err() {
-            let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
-        }
-        written.map_err(failed)
+        crate::measure::boot_marker::write_atomically(&self.fd, STATE_FILE, &text)
+            .and_then(|()| rustix::fs::fsync(&self.fd).map_err(Into::into))
+            .map_err(|e| format!("{}: {e}", self.shown(STATE_FILE)))
     }
 
     /// Takes the lock a running `boot run` holds; `Ok(None)` when another holds it.
