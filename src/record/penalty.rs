@@ -26,7 +26,7 @@
 use crate::measure::tick::Tick;
 use crate::record::columns::{FirstRun, Row, WarmSeries, ON_CPU_NS};
 use crate::record::metrics::metric_index;
-use crate::record::tree_penalty::{tree_penalty, TreeFigures, TreePenalty, BY_TREE};
+use crate::record::tree_penalty::{minus, tree_penalty, TreeFigures, TreePenalty, BY_TREE};
 use crate::serialize_struct;
 
 /// rusage CPU above schedstat's on-CPU time beyond which the work was parallel or spread over
@@ -310,10 +310,6 @@ pub fn reference_run<W: WarmSeries + ?Sized>(warm: &W) -> Option<(Row, usize)> {
     warm.row(k).map(|row| (row, n))
 }
 
-fn minus(a: Option<i64>, b: Option<i64>) -> Option<i64> {
-    Some(a? - b?)
-}
-
 /// How the penalty of `first` over `reference` is split: by the tree's states when both runs
 /// have them, else by the main thread's schedstat (labelled when the tree did more).
 fn basis(first: &RunFigures, reference: &RunFigures, tree: &TreePenalty) -> Basis {
@@ -378,20 +374,16 @@ pub fn first_penalty(
     })
 }
 
-/// A batch's first-run penalty, or why it has none: `first` is the run with role `first`,
-/// `warm` the counted warm runs' rows, `cold_every_run` whether a cold action preceded every
-/// counted run (then no run is warm), `tick` the scheduler tick of this kernel, `no_tree` why
-/// the batch has no tree source (when it has none).
+/// A batch's first-run split, or why it has none: `first` is the run with role `first`,
+/// `warm` the verdict's reference warm runs' rows (whether there is a warm series at all is
+/// the verdict's to say), `tick` the scheduler tick of this kernel, `no_tree` why the batch
+/// has no tree source (when it has none).
 pub fn batch_penalty(
     first: Option<&FirstRun>,
     warm: &(impl WarmSeries + ?Sized),
-    cold_every_run: bool,
     tick: Tick,
     no_tree: Option<&str>,
 ) -> Result<FirstPenalty, &'static str> {
-    if cold_every_run {
-        return Err("a cold action before every counted run: there is no warm series");
-    }
     let first = first.ok_or("no first run")?;
     if !first.counted {
         return Err("the first run was rejected");
@@ -553,9 +545,9 @@ mod tests {
             failure_reason: None,
             at_floor: false,
         };
-        let odd_penalty = batch_penalty(Some(&first), &odd, false, Tick::read(), None).unwrap();
+        let odd_penalty = batch_penalty(Some(&first), &odd, Tick::read(), None).unwrap();
         assert_eq!((odd_penalty.reference, odd_penalty.wall_ns), ("median", 30));
-        let even_penalty = batch_penalty(Some(&first), &even, false, Tick::read(), None).unwrap();
+        let even_penalty = batch_penalty(Some(&first), &even, Tick::read(), None).unwrap();
         assert_eq!(
             (even_penalty.reference, even_penalty.reference_index),
             ("lower middle", 4)

@@ -148,7 +148,8 @@ impl TreeParts {
     }
 }
 
-fn minus(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+/// `a − b` where both are known.
+pub(crate) fn minus(a: Option<i64>, b: Option<i64>) -> Option<i64> {
     Some(a? - b?)
 }
 

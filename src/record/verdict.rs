@@ -21,7 +21,7 @@
 use crate::record::anomaly::RunAnomaly;
 use crate::record::columns::{FirstRun, Row, WarmSeries, INDEX, ON_CPU_NS, POSITION, TREE};
 use crate::record::metrics::metric_index;
-use crate::record::penalty::{batch_penalty, FirstPenalty, SPREAD_FACTOR};
+use crate::record::penalty::{batch_penalty, stands_out, FirstPenalty};
 use crate::record::stats::Summary;
 use crate::serialize_struct;
 use serde_json::Value;
@@ -37,8 +37,8 @@ pub const D_FLOOR_NS: f64 = 1_000_000.0;
 /// Scheduler ticks of system time above the warm runs' largest that a kernel-CPU penalty needs
 /// (rusage's user/sys split is sampled at the tick).
 pub const SYS_TICKS: f64 = 2.0;
-/// Reference warm runs needed for any test.
-pub const MIN_WARM_RUNS: u64 = 2;
+/// Reference warm runs needed for any test (the wall-time rule's: one run has no spread).
+pub const MIN_WARM_RUNS: u64 = crate::record::penalty::MIN_WARM_RUNS as u64;
 /// Reference warm runs the kernel-CPU and time tests need: with fewer, a loaded machine's noise
 /// (another process's burst, two busy loops starting) passed their thresholds in 17 of 210 warm
 /// batches of `-n 5`, one of them 10.6 times its slowest warm run (docs/reading-the-verdict.md),
@@ -514,7 +514,7 @@ fn time_test(
     let warm: Vec<f64> = warm.collect();
     let s = Summary::of(&warm)?;
     let first = first?;
-    let threshold = s.median + SPREAD_FACTOR * (s.max - s.median);
+    let threshold = stands_out(first, &warm).threshold_wall_ns?;
     Some(StateTest {
         state: "time",
         first_ns: first,
@@ -557,9 +557,7 @@ pub fn of_rows(
         .collect();
     let reference = Reference { rest, excluded };
     let mut split = match verdict.kind {
-        Kind::Penalty | Kind::NotDistinguishable => {
-            batch_penalty(first, &reference, false, tick, no_tree)
-        }
+        Kind::Penalty | Kind::NotDistinguishable => batch_penalty(first, &reference, tick, no_tree),
         _ => Err(verdict_why(&verdict)),
     };
     if let Ok(p) = &mut split {
