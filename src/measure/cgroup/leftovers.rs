@@ -263,7 +263,7 @@ fn kill(dir: &Path, leaves: &[PathBuf]) -> LeftoverAction {
             remove_below(dir);
             return LeftoverAction::Killed;
         }
-        pause_ms(10);
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let listed: Vec<String> = still
         .iter()
@@ -287,15 +287,6 @@ fn unkillable(dir: &Path) -> Vec<(i32, u64)> {
             Some((pid.parse().ok()?, start.parse().ok()?))
         })
         .collect()
-}
-
-/// Sleeps `ms` milliseconds.
-fn pause_ms(ms: i64) {
-    let pause = rustix::time::Timespec {
-        tv_sec: 0,
-        tv_nsec: ms * 1_000_000,
-    };
-    let _ = rustix::event::poll(&mut [], Some(&pause));
 }
 
 /// The leaves (`run-NNN`) of a batch's group.
@@ -324,7 +315,7 @@ fn remove_below(dir: &Path) {
         if !busy {
             break;
         }
-        pause_ms(10);
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let _ = rustix::fs::rmdir(dir);
 }
