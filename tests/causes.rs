@@ -3,8 +3,8 @@
 //! `--drop-caches`, a `drop_caches` by hand before the batch (with the state directory of the
 //! batch before it, and with a new one), a `--prepare` command that drops caches, reclaim by a
 //! memory hog, `--evict` of a file the command barely reads while the rest is cold, a first
-//! run that writes `__pycache__`, and nothing at all. Each checks `first_cold_cause` in
-//! `batch.json` and the sentence a person reads.
+//! run that writes `__pycache__`, an output every run writes again (no cache), and nothing at
+//! all. Each checks `first_cold_cause` in `batch.json` and the sentence a person reads.
 //!
 //! Dropping caches, a memory cgroup and the page-in ledger need root: off root each test says
 //! why it is skipped (CI runs as root). They run one at a time: each drops or evicts pages the
