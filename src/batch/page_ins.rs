@@ -34,6 +34,19 @@ impl PageInEvents {
 }
 
 impl Shared<'_> {
+    /// After the reap: the run's ledger (`None`: none was begun), with the online CPUs as the
+    /// tree tracer read them at the run's end, when it did (one read serves both).
+    pub(crate) fn end_page_ins(&self) -> Option<Ledger> {
+        let tree = match &self.tree {
+            Some(Ok(tracer)) => Some(tracer.borrow()),
+            _ => None,
+        };
+        let online = tree.as_ref().and_then(|t| t.online_at_end());
+        PageInEvents::tracer(&self.page_ins)?
+            .borrow_mut()
+            .end(online)
+    }
+
     /// Opens the ledger's events on the leaf the next run is born in, unless they follow it
     /// already (or were refused on it): a leaf serves run after run, so this is once per batch
     /// but where a run left processes running.

@@ -352,10 +352,9 @@ impl CommandBatch<'_> {
             if let Some((capture, dir)) = spill {
                 capture.spill(dir, exited);
             }
-            if let Some(mut tracer) = page_ins.and_then(|t| t.try_borrow_mut().ok()) {
-                if !exited() {
-                    tracer.drain();
-                }
+            let tracer = page_ins.filter(|_| !exited());
+            if let Some(mut tracer) = tracer.and_then(|t| t.try_borrow_mut().ok()) {
+                tracer.drain();
             }
         };
         let bounded = sink.is_some() || spill.is_some() || page_ins.is_some();
@@ -391,13 +390,7 @@ impl CommandBatch<'_> {
             spawner: &mut shared.spawner,
         };
         let mut result = runner::measure(&self.program, &options, via, &limits, &mut watching);
-        let tracer = match &shared.tree {
-            Some(Ok(tracer)) => Some(tracer.borrow()),
-            _ => None,
-        };
-        let online = tracer.as_ref().and_then(|t| t.online_at_end());
-        let ledger = page_ins.and_then(|t| t.borrow_mut().end(online));
-        drop(tracer);
+        let ledger = shared.end_page_ins();
         // Asked to stop while the spawner was starting it, and nothing was started.
         if let (Outcome::FailedToStart { .. }, Some(sig)) = (result.outcome, result.interrupted_by)
         {
