@@ -322,7 +322,6 @@ pub fn measure(
     if let Some(t) = tree {
         t.started(child.pid(), start_ns);
     }
-    say_fallbacks_once();
     let group = options.new_process_group;
     let mut waiting = Waiting::new(child, limits, group, start_ns, watcher.wants_ticks());
     waiting.after_reply(&watch, watcher);
@@ -336,6 +335,7 @@ pub fn measure(
     let mut tree_killed = waiting.tree_killed;
     let grace_ns = waiting.grace_deadline();
     let (mut outcome, rusage) = waiting.reap();
+    say_fallbacks_once();
     if unmeasured {
         outcome = unmeasured_outcome(outcome, via.spawner.as_ref());
     }
@@ -787,7 +787,8 @@ fn traced_by_us(pid: i32) -> bool {
         ) == Some(me)
 }
 
-/// Says once per process that children are watched without pidfds or close fds one by one.
+/// Says once per process that children are watched without pidfds or close fds one by one:
+/// after the reap, never between the clock reads (a write to a terminal is no part of a run).
 fn say_fallbacks_once() {
     static SAID_PIDFD: AtomicBool = AtomicBool::new(false);
     static SAID_CLOSE: AtomicBool = AtomicBool::new(false);
