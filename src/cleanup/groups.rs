@@ -14,17 +14,28 @@ use std::path::{Path, PathBuf};
 pub fn groups(only: Option<&Path>, dry_run: bool) -> Vec<Thing> {
     let root_dir: Option<PathBuf> = match only {
         Some(dir) => Some(dir.to_path_buf()),
-        None => std::fs::read_to_string("/proc/self/mountinfo")
-            .ok()
+        None => crate::measure::procfs::read_text("/proc/self/mountinfo", usize::MAX)
             .and_then(|m| cgroup::mount_point(&m)),
     };
     let Some(root_dir) = root_dir else {
         return Vec::new();
     };
-    cgroup::groups_below(&root_dir)
-        .iter()
-        .map(|dir| group(dir, dry_run))
-        .collect()
+    let (found, cut) = cgroup::groups_below(&root_dir);
+    let mut things: Vec<Thing> = found.iter().map(|dir| group(dir, dry_run)).collect();
+    if cut {
+        let why = format!(
+            "only the first {} directories were looked at: name the part to search with \
+             --cgroup DIR",
+            cgroup::GROUP_WALK_LIMIT
+        );
+        things.push(Thing::new(
+            "groups below",
+            root_dir.display().to_string(),
+            Fate::Left,
+            why,
+        ));
+    }
+    things
 }
 
 /// One group, judged and (unless `dry_run`) dealt with.

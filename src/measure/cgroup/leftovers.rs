@@ -322,28 +322,33 @@ fn remove_below(dir: &Path) {
 
 /// The directories below `dir`, parents before children (at most 4,096).
 fn directories_below(dir: &Path) -> Vec<PathBuf> {
-    directories_below_where(dir, |_| true)
+    directories_below_where(dir, |_| true).0
 }
 
+/// How many directories [`groups_below`] looks at, at most.
+pub const GROUP_WALK_LIMIT: usize = 4096;
+
 /// The groups named as batches' (`coldtrace-…`) anywhere below `root` (a cgroup2 mount),
-/// parents before children, at most 4,096 directories looked at; a group's own directories
-/// are not walked (its nested groups go with it).
-pub fn groups_below(root: &Path) -> Vec<PathBuf> {
+/// parents before children, at most [`GROUP_WALK_LIMIT`] directories looked at (the second
+/// value says the walk stopped there); a group's own directories are not walked (its nested
+/// groups go with it).
+pub fn groups_below(root: &Path) -> (Vec<PathBuf>, bool) {
     let named = |d: &Path| {
         d.file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with(PREFIX))
     };
-    let mut found = directories_below_where(root, |d| !named(d));
+    let (mut found, cut) = directories_below_where(root, |d| !named(d));
     found.retain(|d| named(d));
-    found
+    (found, cut)
 }
 
-/// The directories below `dir`, parents before children (at most 4,096), below those for
-/// which `descend` holds.
-fn directories_below_where(dir: &Path, descend: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+/// The directories below `dir`, parents before children (at most [`GROUP_WALK_LIMIT`] with
+/// `dir`), below those for which `descend` holds; the second value says some were left
+/// unread at the limit.
+fn directories_below_where(dir: &Path, descend: impl Fn(&Path) -> bool) -> (Vec<PathBuf>, bool) {
     let mut found = vec![dir.to_path_buf()];
     let mut next = 0;
-    while next < found.len() && found.len() < 4096 {
+    while next < found.len() && found.len() < GROUP_WALK_LIMIT {
         let walk = next == 0 || descend(&found[next]);
         if let Some(entries) = walk.then(|| std::fs::read_dir(&found[next]).ok()).flatten() {
             let dirs = entries
@@ -354,13 +359,30 @@ fn directories_below_where(dir: &Path, descend: impl Fn(&Path) -> bool) -> Vec<P
         }
         next += 1;
     }
+    let cut = next < found.len();
     found.remove(0);
-    found
+    (found, cut)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_walk_cut_at_its_limit_says_so() {
+        let dir = std::env::temp_dir().join(format!("coldtrace-walk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a").join(format!("{PREFIX}1-2"))).unwrap();
+        let (found, cut) = groups_below(&dir);
+        assert_eq!((found.len(), cut), (1, false), "{found:?}");
+        for i in 0..GROUP_WALK_LIMIT {
+            std::fs::create_dir(dir.join("a").join(i.to_string())).unwrap();
+        }
+        // Breadth first: the group is found, the limit is met before the last directories.
+        let (found, cut) = groups_below(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(cut, "{} found", found.len());
+    }
 
     #[test]
     fn a_mark_reads_back_and_a_foreign_text_is_no_mark() {

@@ -38,7 +38,8 @@
 mod leftovers;
 
 pub use leftovers::{
-    deal_with, groups_below, leftovers, standing, survey, Leftover, LeftoverAction, Maker, Standing,
+    deal_with, groups_below, leftovers, standing, survey, Leftover, LeftoverAction, Maker,
+    Standing, GROUP_WALK_LIMIT,
 };
 
 use crate::measure::descendants::Proc;
