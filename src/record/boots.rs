@@ -91,6 +91,19 @@ serialize_struct!(BootRow {
     changes
 });
 
+/// The share of a first run's wall time during which some task waited for a CPU from which a
+/// boot is called busy: its first run is then the machine's contention as much as the boot's.
+const BUSY_CPU_WAIT_SHARE: f64 = 0.2;
+
+impl BootRow {
+    /// The share of the first run some task spent waiting for a CPU, where it makes the boot
+    /// busy ([`BUSY_CPU_WAIT_SHARE`] or more).
+    pub fn busy_share(&self) -> Option<f64> {
+        self.first_cpu_wait_share
+            .filter(|&s| s >= BUSY_CPU_WAIT_SHARE)
+    }
+}
+
 /// A penalty across boots: its mean and a 95 % interval (Student's t on the boots' values).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AcrossBoots {

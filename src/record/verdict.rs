@@ -377,11 +377,17 @@ fn unavailable(mut v: Verdict, kind: Kind, why: &str) -> Verdict {
     v
 }
 
+/// A run's `why` when coldtrace's own cold action made it cold (not its own evidence).
+const COLD_ACTION_BEFORE: &str = "coldtrace's cold action came before it";
+/// The first run's extra wait for a CPU below which it is not worth a sentence: a few
+/// scheduler ticks' worth on any busy machine.
+const CONTENTION_SAID_NS: f64 = 1e6;
+
 /// Why a counted run after the first started cold: a cold action before it, or
 /// [`COLD_READ_BYTES`] read from storage (what made it so, when coldtrace knows).
 fn started_cold(r: &Figures, setting: Setting) -> Option<String> {
     if r.cold_action || setting.cold_every_run {
-        return Some("coldtrace's cold action came before it".into());
+        return Some(COLD_ACTION_BEFORE.into());
     }
     let read = r.read_bytes.filter(|&b| b >= COLD_READ_BYTES)?;
     let by = if setting.prepare {
@@ -602,6 +608,37 @@ impl<W: WarmSeries + ?Sized> WarmSeries for Reference<'_, W> {
 }
 
 impl Verdict {
+    /// The first run's extra wait for a CPU over the reference run, where it is worth saying
+    /// (1 ms or more): the machine's contention, never a cold penalty.
+    pub fn contention_to_say(&self) -> Option<f64> {
+        self.contention_ns.filter(|&ns| ns >= CONTENTION_SAID_NS)
+    }
+
+    /// The counted runs found cold by their own evidence (a read from storage), not by a cold
+    /// action of coldtrace's before them.
+    pub fn cold_by_evidence(&self) -> impl Iterator<Item = &RunNote> {
+        self.cold_runs
+            .iter()
+            .filter(|c| c.why != COLD_ACTION_BEFORE)
+    }
+
+    /// What made every cold run cold, when it is one thing for all of them (the words after a
+    /// run's own read, e.g. "after --prepare"; "coldtrace's cold action came before each").
+    pub fn one_cold_cause(&self) -> Option<String> {
+        let made = |c: &RunNote| {
+            c.why
+                .rsplit("; ")
+                .next()
+                .unwrap_or(&c.why)
+                .replace("before it", "before each")
+        };
+        let first = made(self.cold_runs.first()?);
+        self.cold_runs
+            .iter()
+            .all(|c| made(c) == first)
+            .then_some(first)
+    }
+
     /// The counted runs the figures beside the first run leave out: the table's warm (or
     /// cold) columns, `summary.*.warm`, compare's ratios and the exports' summaries are over
     /// the counted runs the verdict compares — the runs after the first where it keeps the

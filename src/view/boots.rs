@@ -138,12 +138,12 @@ fn lines(series: &BootSeries) -> Vec<String> {
         lines.push("CPU wait: unknown (no PSI on this kernel, or psi=0)".into());
     }
     for r in series.rows.iter() {
-        if r.first_cpu_wait_share.is_some_and(|s| s >= 0.2) {
+        if let Some(share) = r.busy_share() {
             lines.push(format!(
                 "boot {}: some task waited for a CPU during {:.0} % of the first run \
                  (system-wide PSI): the machine was busy",
                 r.boot,
-                r.first_cpu_wait_share.unwrap_or(0.0) * 100.0
+                share * 100.0
             ));
         }
     }

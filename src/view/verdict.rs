@@ -6,7 +6,7 @@
 
 use crate::record::cause::ColdCause;
 use crate::record::penalty::FirstPenalty;
-use crate::record::verdict::{Kind, RunNote, StateTest, Verdict};
+use crate::record::verdict::{Kind, StateTest, Verdict};
 use crate::text::unbreakable;
 use crate::view::explain::{human_bytes, human_ns, signed_ns};
 use crate::view::lines::Note;
@@ -102,7 +102,7 @@ pub fn full(v: &Verdict, split: Option<&FirstPenalty>) -> Vec<Note> {
     if v.kind != Kind::EveryRunCold {
         notes.extend(cold_runs_notes(v));
     }
-    if let Some(ns) = v.contention_ns.filter(|&ns| ns >= 1e6) {
+    if let Some(ns) = v.contention_to_say() {
         notes.push(Note::plain(format!(
             "the first run waited {} more for a CPU than the reference warm run: the \
              machine's contention, not a cold penalty",
@@ -243,20 +243,9 @@ fn every_run_cold_words(v: &Verdict) -> String {
         (None, Some(range)) => format!("; the {} {range}", runs(v.reference_runs)),
         (None, None) => String::new(),
     };
-    // What made them cold, when it is one thing: the words after a run's own read.
-    let made = |c: &RunNote| {
-        c.why
-            .rsplit("; ")
-            .next()
-            .unwrap_or(&c.why)
-            .replace("before it", "before each")
-    };
     let why = v
-        .cold_runs
-        .first()
-        .map(made)
-        .filter(|w| v.cold_runs.iter().all(|c| made(c) == *w));
-    let why = why.map_or(String::new(), |w| format!(" ({w})"));
+        .one_cold_cause()
+        .map_or(String::new(), |w| format!(" ({w})"));
     format!("every counted run started cold{why}: there is no warm series{after}")
 }
 
@@ -284,11 +273,7 @@ fn left_out_note(v: &Verdict) -> Option<Note> {
 /// `run #3 started cold: read 3.1 MiB from storage; …`, for runs that started cold without a
 /// cold action of coldtrace's before them (at most four, then a count).
 fn cold_runs_notes(v: &Verdict) -> Vec<Note> {
-    let by_evidence: Vec<_> = v
-        .cold_runs
-        .iter()
-        .filter(|c| !c.why.starts_with("coldtrace's"))
-        .collect();
+    let by_evidence: Vec<_> = v.cold_by_evidence().collect();
     let mut notes: Vec<Note> = by_evidence
         .iter()
         .take(4)
