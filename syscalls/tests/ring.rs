@@ -136,7 +136,9 @@ fn a_ring_left_full_counts_what_it_dropped_though_no_record_says_so() {
         .expect("a task-clock ring");
     assert_eq!(ring.lost(16), Ok(initially_lost()), "nothing dropped yet");
     ring.enable().expect("enable");
-    spin_on_cpu(50); // 2,500 samples into room for 255
+    // 5,000 samples at most into room for 255: a timer that fires late (a loaded VM) makes
+    // fewer — 2,131 of a nominal 2,500 in 50 ms on the 2-CPU VM at load 5 — never more.
+    spin_on_cpu(100);
     ring.disable().expect("disable");
     let (kept, said_lost) = drain(&mut ring);
     let lost = ring.lost(16).expect("the lost count");
@@ -149,7 +151,10 @@ fn a_ring_left_full_counts_what_it_dropped_though_no_record_says_so() {
         "no record fitted after the losses to report them"
     );
     match (lost, initially_lost()) {
-        (Lost::Counted(n), Lost::Counted(_)) => assert!(n >= 2000, "{n} dropped of 2,500"),
+        // Dropped: all but the 255 kept, at least four rings' worth however late the timer.
+        (Lost::Counted(n), Lost::Counted(_)) => {
+            assert!(n >= 4 * 256, "{n} dropped, {} kept", kept.len())
+        }
         (Lost::Uncounted { ring_filled }, Lost::Uncounted { .. }) => {
             assert!(ring_filled, "Linux < 6.0: the ring filled")
         }
