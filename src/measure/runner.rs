@@ -606,8 +606,14 @@ impl<'w> Waiting<'w> {
                     tick(&|| child.has_exited().unwrap_or(true));
                 }
                 self.ticks.fire_if_due(watcher);
+                // The tree's rings are read only while the command runs: its exit is seen
+                // when this tick returns, so a read begun after it would be counted in the
+                // wall time; the read after the exit takes what is left.
                 if let Some(tree) = self.limits.tree {
-                    tree.drain_if_due();
+                    let due = tree.next_drain_ns().is_some_and(|t| t <= now);
+                    if due && !self.child.has_exited().unwrap_or(true) {
+                        tree.drain_if_due();
+                    }
                 }
             }
             Ok(WaitEvent::Exited) => {
