@@ -18,10 +18,10 @@ use coldtrace::view::table::Told;
 fn metrics() -> Vec<Metric> {
     metrics_for(&default_events())
 }
-use coldtrace::record::penalty::{Basis, Evidence, FirstPenalty};
 use coldtrace::record::reader::BatchRow;
 use coldtrace::record::stats::{ratio, Summary};
 use coldtrace::record::summary::{AtFloor, MetricSummary};
+use coldtrace::record::verdict::penalty::{Basis, Evidence, FirstPenalty};
 use coldtrace::record::verdict::{decide, Figures, First, Setting, Verdict};
 use coldtrace::view::units::display_width;
 use coldtrace::view::{compare, report, table};
@@ -225,12 +225,12 @@ fn cold_batch() -> BatchOutcome {
             memory_stall_ns: None,
         },
         // The reference run (100 ms) among warm runs of 95–105 ms: 253 ms stands out.
-        stands_out: coldtrace::record::penalty::stands_out(253e6, &[95e6, 100e6, 105e6]),
+        stands_out: coldtrace::record::verdict::penalty::stands_out(253e6, &[95e6, 100e6, 105e6]),
         cpu_tick: coldtrace::measure::tick::Tick {
             ns: 4_000_000,
             source: "timer_list",
         },
-        tree: coldtrace::record::tree_penalty::TreePenalty::default(),
+        tree: coldtrace::record::verdict::tree_penalty::TreePenalty::default(),
     });
     let warm: Vec<Figures> = [(1, 95.0), (2, 105.0), (3, 100.0), (4, 98.0)]
         .iter()

@@ -15,9 +15,9 @@ use crate::record::cause::{cold_cause, ColdCause, ColdFacts};
 use crate::record::columns::{AllRows, Covered, WarmSeries};
 use crate::record::cycles::{self, CyclesSummary};
 use crate::record::metrics::metric_index;
-use crate::record::penalty::FirstPenalty;
 use crate::record::run;
 use crate::record::summary::SummaryMap;
+use crate::record::verdict::penalty::FirstPenalty;
 use crate::record::verdict::{self, Setting, Verdict};
 use crate::record::working_set::{self, WorkingSetSummary};
 

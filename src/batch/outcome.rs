@@ -13,8 +13,8 @@ use crate::record::columns::FirstRun;
 use crate::record::cycles::CyclesSummary;
 use crate::record::failed::FailedRuns;
 use crate::record::metrics::Metric;
-use crate::record::penalty::FirstPenalty;
 use crate::record::summary::MetricSummary;
+use crate::record::verdict::penalty::FirstPenalty;
 use coldtrace_syscalls::Signal;
 
 /// What a finished (or stopped) batch hands to rendering and `main`.

@@ -9,8 +9,8 @@ use crate::plan::{ColdWhen, Plan, StdinMode};
 use crate::record::anomaly::{Noise, RunAnomaly};
 use crate::record::cause::ColdCause;
 use crate::record::cycles::CyclesSummary;
-use crate::record::penalty::FirstPenalty;
 use crate::record::summary::SummaryMap;
+use crate::record::verdict::penalty::FirstPenalty;
 use crate::record::working_set::WorkingSetSummary;
 use crate::serialize_struct;
 

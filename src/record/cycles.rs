@@ -17,11 +17,11 @@
 
 use crate::record::columns::{FirstRun, Row, WarmSeries, CYCLE, POSITION};
 use crate::record::metrics::metric_index;
-use crate::record::penalty::{first_penalty, Basis, FirstPenalty, RunFigures};
 use crate::record::stats::{
     bootstrap_mean_ci, bootstrap_ratio_ci, ratio, NoInterval, Summary, LEVEL, RESAMPLES,
 };
-use crate::record::tree_penalty::{tree_penalty, TreeFigures, TreeParts};
+use crate::record::verdict::penalty::{first_penalty, Basis, FirstPenalty, RunFigures};
+use crate::record::verdict::tree_penalty::{tree_penalty, TreeFigures, TreeParts};
 use crate::serialize_struct;
 use std::collections::BTreeMap;
 
@@ -396,7 +396,7 @@ fn per_cycle(pairs: &[(Figures, Figures)]) -> Option<PerCycle> {
 mod tests {
     use super::*;
     use crate::record::columns::{Row, INDEX};
-    use crate::record::penalty::Basis;
+    use crate::record::verdict::penalty::Basis;
 
     fn row(index: u64, position: u64, wall: f64, block_in: f64) -> Row {
         let mut values = vec![f64::NAN; POSITION + 1];

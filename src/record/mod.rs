@@ -24,7 +24,6 @@ pub mod head;
 pub mod kept;
 pub mod metrics;
 pub mod page_ins;
-pub mod penalty;
 pub mod pick;
 pub mod reader;
 pub mod run;
@@ -32,7 +31,6 @@ pub mod series;
 pub mod stats;
 pub mod summary;
 pub mod tree;
-pub mod tree_penalty;
 pub mod verdict;
 pub mod working_set;
 

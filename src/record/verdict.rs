@@ -12,17 +12,24 @@
 //! - **kernel CPU**: its system time is above the warm runs' largest by more than their spread
 //!   and two scheduler ticks (rusage's split is tick-sampled);
 //! - **time**: its wall time less its wait for a CPU and the hypervisor's steal stands out of the warm runs' by
-//!   [`crate::record::penalty::RULE`] (median + 3 × (slowest − median)).
+//!   [`crate::record::verdict::penalty::RULE`] (median + 3 × (slowest − median)).
 //!
 //! Waiting for a CPU is the machine's contention, not a cold penalty: it is said beside the
 //! verdict and taken out of the time test.
+//!
+//! Its figures are its own submodules: [`penalty`], the first run against the reference warm
+//! run split by state (and the wall-time rule), and [`tree_penalty`], the same split by the
+//! whole process tree's states.
 #![forbid(unsafe_code)]
+
+pub mod penalty;
+pub mod tree_penalty;
 
 use crate::record::anomaly::RunAnomaly;
 use crate::record::columns::{FirstRun, Row, WarmSeries, INDEX, ON_CPU_NS, POSITION, TREE};
 use crate::record::metrics::metric_index;
-use crate::record::penalty::{batch_penalty, stands_out, FirstPenalty};
 use crate::record::stats::Summary;
+use crate::record::verdict::penalty::{batch_penalty, stands_out, FirstPenalty};
 use crate::serialize_struct;
 use serde_json::Value;
 
@@ -38,7 +45,7 @@ pub const D_FLOOR_NS: f64 = 1_000_000.0;
 /// (rusage's user/sys split is sampled at the tick).
 pub const SYS_TICKS: f64 = 2.0;
 /// Reference warm runs needed for any test (the wall-time rule's: one run has no spread).
-pub const MIN_WARM_RUNS: u64 = crate::record::penalty::MIN_WARM_RUNS as u64;
+pub const MIN_WARM_RUNS: u64 = crate::record::verdict::penalty::MIN_WARM_RUNS as u64;
 /// Reference warm runs the kernel-CPU and time tests need: with fewer, a loaded machine's noise
 /// (another process's burst, two busy loops starting) passed their thresholds in 17 of 210 warm
 /// batches of `-n 5`, one of them 10.6 times its slowest warm run (docs/reading-the-verdict.md),
@@ -511,7 +518,7 @@ fn test_first(v: &mut Verdict, first: &Figures, reference: &[&Figures], setting:
 }
 
 /// The time test: the first run's wall time less its wait for a CPU against the warm runs' by
-/// [`crate::record::penalty::RULE`].
+/// [`crate::record::verdict::penalty::RULE`].
 fn time_test(
     first: Option<f64>,
     warm: impl Iterator<Item = f64>,

@@ -6,8 +6,8 @@
 
 use crate::record::compare::interval_text;
 use crate::record::cycles::{CyclePenalty, CyclesSummary, PerCycle, MIN_CYCLES_FOR_INTERVAL};
-use crate::record::penalty::Basis;
 use crate::record::stats::Summary;
+use crate::record::verdict::penalty::Basis;
 use crate::text::unbreakable;
 use crate::view::explain::{human_bytes, human_ns, signed_ns};
 use crate::view::lines::Note;
@@ -229,7 +229,7 @@ mod tests {
     fn a_trees_penalty_over_the_cycles_names_its_four_parts() {
         let mut d = per_cycle(34.0, Some(18.0), 51.0);
         d.basis = Basis::Tree;
-        d.tree = Some(crate::record::tree_penalty::TreeParts {
+        d.tree = Some(crate::record::verdict::tree_penalty::TreeParts {
             on_cpu_ns: Some(10e6),
             queued_ns: Some(4e6),
             uninterruptible_ns: Some(19e6),

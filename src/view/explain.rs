@@ -6,8 +6,8 @@ use crate::batch::{BatchOutcome, FirstPagedIn};
 use crate::measure::cache::{PagedFile, Stayed};
 use crate::record::anomaly::{RunAnomaly, RULE_OUTLIER};
 use crate::record::metrics::Unit;
-use crate::record::penalty::{Basis, FirstPenalty};
-use crate::record::tree_penalty::TreePenalty;
+use crate::record::verdict::penalty::{Basis, FirstPenalty};
+use crate::record::verdict::tree_penalty::TreePenalty;
 use crate::text::unbreakable;
 use crate::view::lines::Note;
 use crate::view::units;
@@ -530,7 +530,7 @@ fn evidence_words(p: &FirstPenalty) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::penalty::{Evidence, StandsOut};
+    use crate::record::verdict::penalty::{Evidence, StandsOut};
 
     /// The sentence as printed (no-break spaces are printed as spaces).
     fn plain(text: String) -> String {
@@ -696,7 +696,7 @@ mod tests {
         p.evidence.read_bytes = Some(97 << 20);
         p.evidence.major_faults = Some(97);
         p.tree = TreePenalty {
-            source: crate::record::tree_penalty::BY_TREE,
+            source: crate::record::verdict::tree_penalty::BY_TREE,
             on_cpu_ns: Some(259_000_000),
             uninterruptible_ns: Some(150_000_000),
             queued_ns: Some(12_000_000),
@@ -734,7 +734,7 @@ mod tests {
         p.wall_ns = 90_000_000;
         p.evidence = Default::default();
         p.tree = TreePenalty {
-            source: crate::record::tree_penalty::BY_TREE,
+            source: crate::record::verdict::tree_penalty::BY_TREE,
             on_cpu_ns: Some(80_000_000),
             uninterruptible_ns: Some(6_000_000),
             queued_ns: Some(3_000_000),
@@ -774,7 +774,7 @@ mod tests {
         p.evidence.voluntary_switches = None;
         p.evidence.psi_io_some_us = None;
         p.tree = TreePenalty {
-            source: crate::record::tree_penalty::BY_MAIN_THREAD,
+            source: crate::record::verdict::tree_penalty::BY_MAIN_THREAD,
             unavailable: Some(
                 "cannot read /sys/kernel/tracing/events/sched (permission denied): the tree's \
                  states need root, or CAP_PERFMON and read access to tracefs"

@@ -5,7 +5,7 @@
 #![forbid(unsafe_code)]
 
 use crate::record::cause::ColdCause;
-use crate::record::penalty::FirstPenalty;
+use crate::record::verdict::penalty::FirstPenalty;
 use crate::record::verdict::{Kind, StateTest, Verdict};
 use crate::text::unbreakable;
 use crate::view::explain::{human_bytes, human_ns, signed_ns};

@@ -26,7 +26,9 @@
 use crate::measure::tick::Tick;
 use crate::record::columns::{FirstRun, Row, WarmSeries, ON_CPU_NS};
 use crate::record::metrics::metric_index;
-use crate::record::tree_penalty::{minus, tree_penalty, TreeFigures, TreePenalty, BY_TREE};
+use crate::record::verdict::tree_penalty::{
+    minus, tree_penalty, TreeFigures, TreePenalty, BY_TREE,
+};
 use crate::serialize_struct;
 
 /// rusage CPU above schedstat's on-CPU time beyond which the work was parallel or spread over
