@@ -56,20 +56,29 @@ pub fn state(dir: Result<PathBuf, &str>, keep_record: bool, dry_run: bool) -> Ve
     if others.is_empty() && remove_directory(&dir) {
         return thing(Fate::Removed, format!("{}; {evidence}", listed(&removed)));
     }
-    let why = match removed.is_empty() {
-        true => format!("holds {}", listed(&others)),
-        false => format!(
-            "removed {} from it; it holds {}",
-            listed(&removed),
-            listed(&others)
+    let holds = match others.is_empty() {
+        true => "it could not be removed".to_string(),
+        false => format!("it holds {}", listed(&others)),
+    };
+    if keep_record {
+        let why = match removed.is_empty() {
+            true => holds,
+            false => format!("removed {} from it; {holds}", listed(&removed)),
+        };
+        return thing(Fate::NotRemoved, why);
+    }
+    if removed.is_empty() {
+        return thing(Fate::Left, holds);
+    }
+    // Files of coldtrace's were removed: that is what the line and the count say, though the
+    // directory stays for what else it holds.
+    thing(
+        Fate::Removed,
+        format!(
+            "{}; the directory stays: {holds}; {evidence}",
+            listed(&removed)
         ),
-    };
-    let fate = if keep_record {
-        Fate::NotRemoved
-    } else {
-        Fate::Left
-    };
-    thing(fate, why)
+    )
 }
 
 /// The state directory, opened as a batch opens it (no symlink anywhere on its path,

@@ -172,6 +172,30 @@ fn a_dry_run_removes_nothing_and_says_what_it_would() {
     assert_says(&out, "removed 2, left ");
 }
 
+#[test]
+fn a_state_directory_holding_more_is_emptied_of_coldtraces_files_and_they_are_counted() {
+    let Some(group) = TestGroup::new("clstate") else {
+        return;
+    };
+    let dir = TempDir::new("clstate");
+    let state = dir.join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::write(state.join("last-boot"), "{\"boot_id\":\"x\"}\n").unwrap();
+    std::fs::write(state.join("notes.txt"), "the user's own\n").unwrap();
+    let out = cleanup(&dir, &group, Some(&state), &[]);
+    out.expect_code(0);
+    assert!(!state.join("last-boot").exists(), "{}", out.describe());
+    assert!(state.join("notes.txt").is_file(), "{}", out.describe());
+    assert_says(
+        &out,
+        &format!(
+            "removed: state {}: last-boot; the directory stays: it holds notes.txt",
+            state.display()
+        ),
+    );
+    assert_says(&out, "removed 1, left ");
+}
+
 /// `unshare -m sh -c SCRIPT` in `dir` with the state directory `state`: a private mount
 /// namespace where `$CT` is coldtrace.
 fn in_private_mounts(dir: &TempDir, state: &Path, script: &str) -> Output {
