@@ -94,7 +94,8 @@ run pidfd pidfd
 run parent_death parent_death
 echo "VM-RUN coldtrace at $(cut -d' ' -f1 /proc/uptime) s"
 cd /tmp
-/t/coldtrace run -n 3 -- true; result batch $?
+# --explain: the full view, whose spawner line says the children came from the aarch64 spawner.
+/t/coldtrace run -n 3 --explain -- true; result batch $?
 /t/coldtrace run --minimal -n 3 -- true; result batch_in_process $?
 /t/coldtrace run -n 1 --timeout 1 -- sleep 5; result timeout $?
 /t/coldtrace run -n 1 -- sh -c 'exit 7'; result exit_code $?
