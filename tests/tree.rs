@@ -249,7 +249,7 @@ fn a_run_whose_records_overflow_the_rings_has_no_states_and_says_why() {
     let Some((_alone, dir, program)) = ping_pong_alone("tree-overflow") else {
         return;
     };
-    let out = ct(
+    let run = ct(
         dir.path(),
         [
             "run",
@@ -258,10 +258,22 @@ fn a_run_whose_records_overflow_the_rings_has_no_states_and_says_why() {
             "--json",
             "--",
             program.to_str().unwrap(),
-            "300",
+            "3000",
         ],
-    )
-    .run();
+    );
+    let command = run.shown();
+    let started = Instant::now();
+    let mut cmd = run.cmd;
+    let child = cmd.spawn().expect("coldtrace starts");
+    // coldtrace stopped for 2 s while the ping-pong switches on: nothing reads the rings, and
+    // 2 MiB a CPU holds about 23,000 records. Left to itself coldtrace reads them often enough
+    // on a quiet machine (the premise of this test held only under load).
+    let coldtrace = rustix::process::Pid::from_child(&child);
+    std::thread::sleep(Duration::from_millis(300));
+    rustix::process::kill_process(coldtrace, rustix::process::Signal::STOP).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    rustix::process::kill_process(coldtrace, rustix::process::Signal::CONT).unwrap();
+    let out = common::finish(child, command, started, Duration::from_secs(30));
     out.expect_code(0);
     let r = out.json();
     let t = &r["tree"];
@@ -270,7 +282,6 @@ fn a_run_whose_records_overflow_the_rings_has_no_states_and_says_why() {
         "{records} records, lost {}: {}",
         t["lost_records"], t["unavailable"]
     );
-    // 2 MiB a CPU holds about 23,000 records, and the first read comes after 100 ms.
     assert!(records > 5_000, "the ping-pong made enough switches: {r}");
     let why = t["unavailable"].as_str().unwrap_or_default();
     assert!(
